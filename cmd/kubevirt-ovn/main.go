@@ -1,0 +1,184 @@
+// Command kubevirt-ovn translates KubeVirt virtual routers into OVN
+// Northbound rows.
+//
+//	kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/stdr"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run]
+
+Commands:
+  sync   translate the manifests at PATH (files or directories of YAML/JSON)
+         into the OVN Northbound database once, and print what changed
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "sync":
+		return runSync(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "kubevirt-ovn: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runSync(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sync", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nb, sb ovn.Endpoint
+	var paths multiFlag
+	fs.StringVar(&nb.Address, "nb", "", "OVN Northbound endpoint: unix:PATH, tcp:IP:PORT or ssl:IP:PORT (comma-separated for a cluster)")
+	fs.StringVar(&nb.Cert, "nb-cert", "", "client certificate for an ssl: NB")
+	fs.StringVar(&nb.Key, "nb-key", "", "client private key for an ssl: NB")
+	fs.StringVar(&nb.CA, "nb-ca", "", "CA certificate for an ssl: NB")
+	fs.StringVar(&sb.Address, "sb", "", "OVN Southbound endpoint, read for gateway chassis; without it every router with an external network must name spec.gateway")
+	fs.StringVar(&sb.Cert, "sb-cert", "", "client certificate for an ssl: SB (default: --nb-cert)")
+	fs.StringVar(&sb.Key, "sb-key", "", "client private key for an ssl: SB (default: --nb-key)")
+	fs.StringVar(&sb.CA, "sb-ca", "", "CA certificate for an ssl: SB (default: --nb-ca)")
+	fs.Var(&paths, "from-file", "manifest file or directory (repeatable)")
+	dryRun := fs.Bool("dry-run", false, "print the planned changes and write nothing")
+	instance := fs.String("instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
+	verbose := fs.Bool("v", false, "log OVSDB client activity to stderr")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if nb.Address == "" || len(paths) == 0 {
+		fmt.Fprintln(stderr, "kubevirt-ovn sync: --nb and --from-file are required")
+		return 2
+	}
+	if sb.Cert == "" {
+		sb.Cert, sb.Key, sb.CA = nb.Cert, nb.Key, nb.CA
+	}
+	logger := logr.Discard()
+	if *verbose {
+		logger = stdr.New(log.New(stderr, "", log.LstdFlags))
+	}
+
+	set, err := manifest.LoadPaths(paths)
+	if err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
+		return 1
+	}
+	for _, n := range set.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if sb.Address != "" {
+		sbc, err := ovn.ConnectSB(ctx, sb, logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
+			return 1
+		}
+		set.Snapshot.Chassis, err = ovn.GatewayChassis(ctx, sbc)
+		sbc.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
+			return 1
+		}
+		set.Snapshot.ChassisKnown = true
+	}
+	nbc, err := ovn.ConnectNB(ctx, nb, *instance, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
+		return 1
+	}
+	defer nbc.Close()
+
+	plan := translator.Build(&set.Snapshot, *instance)
+	res, err := translator.Sync(ctx, nbc, plan, translator.SyncOptions{Instance: *instance, DryRun: *dryRun})
+	if err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
+		return 1
+	}
+	printResult(stdout, res, *dryRun)
+
+	// Every input error, then every unit whose transaction failed.
+	failures := plan.Errors
+	for _, u := range res.Units {
+		if u.Err != nil && plan.Failed[u.Unit] == nil {
+			failures = append(failures, u.Err)
+		}
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(stderr, "%d failure(s); the rows of these objects were left as they were:\n", len(failures))
+		for _, e := range failures {
+			for _, line := range strings.Split(e.Error(), "\n") {
+				fmt.Fprintf(stderr, "  %s\n", line)
+			}
+		}
+		return 1
+	}
+	return 0
+}
+
+func printResult(w io.Writer, res *translator.SyncResult, dryRun bool) {
+	if dryRun {
+		fmt.Fprintln(w, "dry run: nothing is written")
+	}
+	for _, u := range res.Units {
+		if len(u.Changes) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s:\n", u.Unit)
+		for _, c := range u.Changes {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+	}
+	counts := res.Changes()
+	if len(counts) == 0 {
+		fmt.Fprintln(w, "no changes")
+		return
+	}
+	verb := map[string]string{translator.Create: "created", translator.Update: "updated", translator.Delete: "deleted"}
+	if dryRun {
+		verb = map[string]string{translator.Create: "to create", translator.Update: "to update", translator.Delete: "to delete"}
+	}
+	fmt.Fprintln(w, "changes per table:")
+	for _, table := range sortedTables(counts) {
+		var parts []string
+		for _, a := range []string{translator.Create, translator.Update, translator.Delete} {
+			if n := counts[table][a]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, verb[a]))
+			}
+		}
+		fmt.Fprintf(w, "  %-28s %s\n", table, strings.Join(parts, ", "))
+	}
+}
+
+func sortedTables(m map[string]map[string]int) []string {
+	return slices.Sorted(maps.Keys(m))
+}

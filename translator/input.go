@@ -1,0 +1,115 @@
+// Package translator turns KubeVirt virtual-router declarations into OVN
+// Northbound rows. Plan is a pure function from a Snapshot of the input to the
+// desired rows; Diff compares those rows with the rows kubevirt-ovn owns in the
+// NB and is the only producer of OVSDB operations; Commit writes them.
+package translator
+
+import "time"
+
+// Snapshot is everything one reconcile reads: the user's declarations and,
+// when the Southbound is known, the gateway candidates.
+type Snapshot struct {
+	Routers  []Router
+	Networks []Network
+	VMs      []VMInterface
+	// Chassis are the SB chassis. ChassisKnown is false when no SB was given;
+	// then every router with an external network must name its gateway.
+	Chassis      []Chassis
+	ChassisKnown bool
+}
+
+// Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
+// accepted it.
+type Router struct {
+	Name        string
+	MAC         string
+	Description string
+	EnableSNAT  bool
+	Internal    []string
+	External    *External
+	PeerRouter  *PeerRouter
+	// Gateway is the node name of the chosen gateway; optional when the SB
+	// is known.
+	Gateway string
+	// Created orders routers that claim the same SNAT IP or internal network:
+	// the older one keeps it. Zero (manifests on disk) sorts first, then name.
+	Created time.Time
+}
+
+// External is a router's external network and its SNAT IP.
+type External struct {
+	IP      string
+	Network string
+}
+
+// PeerRouter is the upstream router on the external network.
+type PeerRouter struct {
+	IP  string
+	MAC string
+}
+
+// NetworkType is the network-config "type" of a NetworkAttachmentDefinition.
+type NetworkType string
+
+// Network types accepted in network-config (case-insensitive on input).
+const (
+	NetworkFlat   NetworkType = "FLAT"
+	NetworkVLAN   NetworkType = "VLAN"
+	NetworkVXLAN  NetworkType = "VXLAN"
+	NetworkGeneve NetworkType = "GENEVE"
+	NetworkGRE    NetworkType = "GRE"
+	NetworkSTT    NetworkType = "STT"
+)
+
+// Network is a NetworkAttachmentDefinition carrying a network-config
+// annotation. Its name is the NAD's name.
+type Network struct {
+	Name      string
+	Namespace string
+	Type      NetworkType
+	MTU       int
+	SegmentID string
+	GatewayIP string
+	CIDR      string
+	// PhysicalNetworkName is the localnet network_name of a FLAT or VLAN
+	// network (ovn-bridge-mappings on the chassis); default: Name.
+	PhysicalNetworkName string
+	HostRoutes          []HostRoute
+	IPPool              *IPPool
+	DNSes               []string
+	DefaultRoute        bool
+}
+
+// HostRoute is a network-config host route.
+type HostRoute struct {
+	Destination string
+	Nexthop     string
+}
+
+// IPPool is a network-config address pool.
+type IPPool struct {
+	Start string
+	End   string
+}
+
+// VMInterface is one interface of a VirtualMachineInstance attached to a
+// network through multus.
+type VMInterface struct {
+	Namespace string
+	VMI       string
+	Interface string
+	// Network is the network (NAD) name, NetworkNamespace its namespace.
+	Network          string
+	NetworkNamespace string
+	MAC              string
+	IP               string
+	Node             string
+}
+
+// Chassis is an SB Chassis row as far as gateway selection needs it.
+type Chassis struct {
+	Name     string
+	Hostname string
+	// Gateway is true when ovn-cms-options contains enable-chassis-as-gw.
+	Gateway bool
+}

@@ -1,0 +1,417 @@
+// Package manifest reads the manifests ONOS kubevirt-networking users already
+// have (VirtualRouter, NetworkAttachmentDefinition with a network-config
+// annotation, VirtualMachineInstance) from YAML or JSON into a
+// translator.Snapshot.
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// API groups and kinds read from manifests.
+const (
+	KubevirtV1              = "kubevirt.io/v1"
+	CNCFV1                  = "k8s.cni.cncf.io/v1"
+	KindRouter              = "VirtualRouter"
+	KindNAD                 = "NetworkAttachmentDefinition"
+	KindVMI                 = "VirtualMachineInstance"
+	NetworkConfigAnnotation = "network-config"
+)
+
+// VirtualRouter is the kubevirt.io/v1 VirtualRouter object.
+type VirtualRouter struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              VirtualRouterSpec `json:"spec"`
+}
+
+// VirtualRouterSpec is the router as ONOS kubevirt-networking accepted it.
+type VirtualRouterSpec struct {
+	Name        string      `json:"name,omitempty"`
+	MAC         string      `json:"mac,omitempty"`
+	Description string      `json:"description,omitempty"`
+	EnableSnat  bool        `json:"enableSnat,omitempty"`
+	Internal    []string    `json:"internal,omitempty"`
+	External    *External   `json:"external,omitempty"`
+	PeerRouter  *PeerRouter `json:"peerRouter,omitempty"`
+	Gateway     string      `json:"gateway,omitempty"`
+}
+
+// External is spec.external.
+type External struct {
+	IP      string `json:"ip"`
+	Network string `json:"network"`
+}
+
+// PeerRouter is spec.peerRouter.
+type PeerRouter struct {
+	IP  string `json:"ip,omitempty"`
+	MAC string `json:"mac,omitempty"`
+}
+
+// NetworkAttachmentDefinition is the k8s.cni.cncf.io/v1 object; kubevirt-ovn
+// reads only its network-config annotation.
+type NetworkAttachmentDefinition struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+// NetworkConfig is the JSON in the network-config annotation, as ONOS users
+// wrote it.
+type NetworkConfig struct {
+	Type                string      `json:"type"`
+	MTU                 flexString  `json:"mtu"`
+	SegmentID           flexString  `json:"segmentId"`
+	GatewayIP           string      `json:"gatewayIp"`
+	CIDR                string      `json:"cidr"`
+	HostRoutes          []HostRoute `json:"hostRoutes"`
+	IPPool              *IPPool     `json:"ipPool"`
+	DNSes               []string    `json:"dnses"`
+	DefaultRoute        *bool       `json:"defaultRoute"`
+	PhysicalNetworkName string      `json:"physicalNetworkName"`
+}
+
+// HostRoute is a network-config host route.
+type HostRoute struct {
+	Destination string `json:"destination"`
+	Nexthop     string `json:"nexthop"`
+}
+
+// IPPool is a network-config address pool.
+type IPPool struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+// VirtualMachineInstance is the part of kubevirt.io/v1 VirtualMachineInstance
+// kubevirt-ovn reads.
+type VirtualMachineInstance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Networks []VMINetwork `json:"networks,omitempty"`
+	} `json:"spec"`
+	Status struct {
+		NodeName   string               `json:"nodeName,omitempty"`
+		Interfaces []VMIInterfaceStatus `json:"interfaces,omitempty"`
+	} `json:"status"`
+}
+
+// VMINetwork is an entry of a VMI's spec.networks.
+type VMINetwork struct {
+	Name   string `json:"name"`
+	Multus *struct {
+		NetworkName string `json:"networkName"`
+	} `json:"multus,omitempty"`
+}
+
+// VMIInterfaceStatus is an entry of a VMI's status.interfaces.
+type VMIInterfaceStatus struct {
+	Name        string   `json:"name"`
+	MAC         string   `json:"mac"`
+	IPAddress   string   `json:"ipAddress"`
+	IPAddresses []string `json:"ipAddresses"`
+}
+
+// flexString holds a JSON string or number as its text: ONOS users wrote
+// segmentId both ways.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexString(strings.TrimSpace(s))
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a string or a number, got %s", b)
+	}
+	*f = flexString(n.String())
+	return nil
+}
+
+// Set is what a set of manifests declares.
+type Set struct {
+	Snapshot translator.Snapshot
+	// Notes are objects that were read but ignored, with the reason.
+	Notes []string
+}
+
+// LoadPaths reads every manifest in paths (files, or directories whose
+// *.yaml, *.yml and *.json files are read, recursively, in name order). Any
+// file that cannot be read or decoded fails the whole load: a router missing
+// from the input would otherwise have its rows deleted.
+func LoadPaths(paths []string) (*Set, error) {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("manifest path: %w", err)
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch strings.ToLower(filepath.Ext(path)) {
+			case ".yaml", ".yml", ".json":
+				if !d.IsDir() {
+					files = append(files, path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("manifest directory %s: %w", p, err)
+		}
+	}
+	set := &Set{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("manifest: %w", err)
+		}
+		if err := set.Add(f, data); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+// Add decodes the (multi-document YAML or JSON) manifest data read from
+// source and adds its objects to the set.
+func (s *Set) Add(source string, data []byte) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for doc := 1; ; doc++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", source, doc, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+			continue
+		}
+		if err := s.addObject(fmt.Sprintf("%s: document %d", source, doc), raw); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Set) addObject(where string, raw json.RawMessage) error {
+	var meta struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Items             []json.RawMessage `json:"items,omitempty"`
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	switch {
+	case meta.Kind == "List" || strings.HasSuffix(meta.Kind, "List") && meta.Items != nil:
+		for i, item := range meta.Items {
+			if err := s.addObject(fmt.Sprintf("%s: items[%d]", where, i), item); err != nil {
+				return err
+			}
+		}
+		return nil
+	case meta.APIVersion == KubevirtV1 && meta.Kind == KindRouter:
+		return s.addRouter(where, raw)
+	case meta.APIVersion == CNCFV1 && meta.Kind == KindNAD:
+		return s.addNAD(where, raw)
+	case meta.APIVersion == KubevirtV1 && meta.Kind == KindVMI:
+		return s.addVMI(where, raw)
+	}
+	s.Notes = append(s.Notes, fmt.Sprintf("%s: ignored %s %s %s: not a kind kubevirt-ovn reads", where, meta.APIVersion, meta.Kind, meta.Name))
+	return nil
+}
+
+func decodeErr(where, kind, name string, err error) error {
+	return fmt.Errorf("%s: %s %s: %w", where, kind, name, err)
+}
+
+func (s *Set) addRouter(where string, raw json.RawMessage) error {
+	var vr VirtualRouter
+	if err := json.Unmarshal(raw, &vr); err != nil {
+		return decodeErr(where, KindRouter, "", err)
+	}
+	r, err := RouterFrom(&vr)
+	if err != nil {
+		return decodeErr(where, KindRouter, vr.Name, err)
+	}
+	s.Snapshot.Routers = append(s.Snapshot.Routers, r)
+	return nil
+}
+
+// RouterFrom converts a VirtualRouter object to the translator's input.
+func RouterFrom(vr *VirtualRouter) (translator.Router, error) {
+	name := vr.Name
+	switch {
+	case name == "" && vr.Spec.Name == "":
+		return translator.Router{}, errors.New("metadata.name is empty")
+	case name == "":
+		name = vr.Spec.Name
+	case vr.Spec.Name != "" && vr.Spec.Name != name:
+		return translator.Router{}, fmt.Errorf("spec.name %s differs from metadata.name %s", vr.Spec.Name, name)
+	}
+	r := translator.Router{
+		Name:        name,
+		MAC:         vr.Spec.MAC,
+		Description: vr.Spec.Description,
+		EnableSNAT:  vr.Spec.EnableSnat,
+		Internal:    slices.Clone(vr.Spec.Internal),
+		Gateway:     vr.Spec.Gateway,
+		Created:     vr.CreationTimestamp.Time,
+	}
+	if e := vr.Spec.External; e != nil && (e.IP != "" || e.Network != "") {
+		r.External = &translator.External{IP: e.IP, Network: e.Network}
+	}
+	if pr := vr.Spec.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "") {
+		r.PeerRouter = &translator.PeerRouter{IP: pr.IP, MAC: pr.MAC}
+	}
+	return r, nil
+}
+
+func (s *Set) addNAD(where string, raw json.RawMessage) error {
+	var nad NetworkAttachmentDefinition
+	if err := json.Unmarshal(raw, &nad); err != nil {
+		return decodeErr(where, KindNAD, "", err)
+	}
+	n, ok, err := NetworkFrom(&nad)
+	if err != nil {
+		return decodeErr(where, KindNAD, nad.Namespace+"/"+nad.Name, err)
+	}
+	if !ok {
+		s.Notes = append(s.Notes, fmt.Sprintf("%s: ignored %s %s/%s: no %s annotation", where, KindNAD, nad.Namespace, nad.Name, NetworkConfigAnnotation))
+		return nil
+	}
+	s.Snapshot.Networks = append(s.Snapshot.Networks, n)
+	return nil
+}
+
+// NetworkFrom converts a NAD to the translator's input; ok is false for a NAD
+// without a network-config annotation (not one of ours).
+func NetworkFrom(nad *NetworkAttachmentDefinition) (n translator.Network, ok bool, err error) {
+	cfgText, ok := nad.Annotations[NetworkConfigAnnotation]
+	if !ok {
+		return translator.Network{}, false, nil
+	}
+	var cfg NetworkConfig
+	if err := json.Unmarshal([]byte(cfgText), &cfg); err != nil {
+		return translator.Network{}, true, fmt.Errorf("metadata.annotations[%s] is not valid network-config JSON: %w", NetworkConfigAnnotation, err)
+	}
+	ns := nad.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	n = translator.Network{
+		Name:                nad.Name,
+		Namespace:           ns,
+		Type:                translator.NetworkType(cfg.Type),
+		SegmentID:           string(cfg.SegmentID),
+		GatewayIP:           cfg.GatewayIP,
+		CIDR:                cfg.CIDR,
+		PhysicalNetworkName: cfg.PhysicalNetworkName,
+		DNSes:               cfg.DNSes,
+		DefaultRoute:        cfg.DefaultRoute == nil || *cfg.DefaultRoute,
+	}
+	if cfg.MTU != "" {
+		mtu, err := strconv.Atoi(string(cfg.MTU))
+		if err != nil {
+			return n, true, fmt.Errorf("network-config.mtu %q is not a number", cfg.MTU)
+		}
+		n.MTU = mtu
+	}
+	for _, hr := range cfg.HostRoutes {
+		n.HostRoutes = append(n.HostRoutes, translator.HostRoute{Destination: hr.Destination, Nexthop: hr.Nexthop})
+	}
+	if cfg.IPPool != nil {
+		n.IPPool = &translator.IPPool{Start: cfg.IPPool.Start, End: cfg.IPPool.End}
+	}
+	return n, true, nil
+}
+
+func (s *Set) addVMI(where string, raw json.RawMessage) error {
+	var vmi VirtualMachineInstance
+	if err := json.Unmarshal(raw, &vmi); err != nil {
+		return decodeErr(where, KindVMI, "", err)
+	}
+	ifaces, notes := VMInterfacesFrom(&vmi)
+	for _, n := range notes {
+		s.Notes = append(s.Notes, where+": "+n)
+	}
+	s.Snapshot.VMs = append(s.Snapshot.VMs, ifaces...)
+	return nil
+}
+
+// VMInterfacesFrom returns the multus interfaces of a VMI that have a MAC and
+// an IP in its status; notes say which were skipped and why.
+func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []string) {
+	ns := vmi.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	var out []translator.VMInterface
+	var notes []string
+	for _, net := range vmi.Spec.Networks {
+		if net.Multus == nil || net.Multus.NetworkName == "" {
+			continue
+		}
+		netNS, netName := ns, net.Multus.NetworkName
+		if i := strings.IndexByte(netName, '/'); i >= 0 {
+			netNS, netName = netName[:i], netName[i+1:]
+		}
+		idx := slices.IndexFunc(vmi.Status.Interfaces, func(i VMIInterfaceStatus) bool { return i.Name == net.Name })
+		if idx < 0 {
+			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: no status yet, no port", KindVMI, ns, vmi.Name, net.Name))
+			continue
+		}
+		st := vmi.Status.Interfaces[idx]
+		ip := st.IPAddress
+		if ip == "" && len(st.IPAddresses) > 0 {
+			ip = st.IPAddresses[0]
+		}
+		if st.MAC == "" || ip == "" {
+			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: status has no MAC or IP yet, no port", KindVMI, ns, vmi.Name, net.Name))
+			continue
+		}
+		out = append(out, translator.VMInterface{
+			Namespace:        ns,
+			VMI:              vmi.Name,
+			Interface:        net.Name,
+			Network:          netName,
+			NetworkNamespace: netNS,
+			MAC:              st.MAC,
+			IP:               ip,
+			Node:             vmi.Status.NodeName,
+		})
+	}
+	return out, notes
+}

@@ -1,0 +1,45 @@
+package translator
+
+// Row names. They are what `ovn-nbctl show` prints, so they are readable and
+// stable, and all start with NamePrefix. Kubernetes names never contain '_',
+// so '_' separates the names a row name is built from and a role word
+// (rtos, stor, rtoe, etor, ln) keeps port names of different roles apart:
+// Port_Binding names are shared by switch and router ports.
+const NamePrefix = "kv-"
+
+// RouterName is the Logical_Router of a VirtualRouter.
+func RouterName(router string) string { return NamePrefix + router }
+
+// SwitchName is the Logical_Switch of a network.
+func SwitchName(network string) string { return NamePrefix + network }
+
+// RouterPortName is the router's port on an internal network.
+func RouterPortName(router, network string) string {
+	return NamePrefix + "rtos-" + router + "_" + network
+}
+
+// SwitchRouterPortName is the internal network switch's port facing the router.
+func SwitchRouterPortName(network, router string) string {
+	return NamePrefix + "stor-" + network + "_" + router
+}
+
+// GatewayPortName is the router's gateway port on its external network; it
+// carries the SNAT IP and the gateway chassis.
+func GatewayPortName(router string) string { return NamePrefix + "rtoe-" + router }
+
+// ExternalSwitchPortName is the external switch's port facing the router's
+// gateway port.
+func ExternalSwitchPortName(router string) string { return NamePrefix + "etor-" + router }
+
+// LocalnetPortName is the localnet port of a FLAT or VLAN network.
+func LocalnetPortName(network string) string { return NamePrefix + "ln-" + network }
+
+// VMPortName is the switch port of a VM interface. It is the iface-id the
+// VM's interface must carry in the Open_vSwitch database of its node.
+func VMPortName(network, namespace, vmi, iface string) string {
+	return NamePrefix + network + "_" + namespace + "_" + vmi + "_" + iface
+}
+
+// GatewayChassisName names a Gateway_Chassis row the way ovn-nbctl
+// lrp-set-gateway-chassis does, so that nbctl's commands find it.
+func GatewayChassisName(port, chassis string) string { return port + "-" + chassis }

@@ -1,0 +1,741 @@
+package translator
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
+
+// SNATPortRange is the source port range SNAT uses (the seed's 1025-65535).
+const SNATPortRange = "1025-65535"
+
+// Plan is the desired state of every unit of the input: the rows each network
+// and each router should own. Units whose input is invalid are in Failed and
+// their existing rows are left as they are.
+type Plan struct {
+	Networks []NetworkPlan
+	Routers  []RouterPlan
+	// Failed lists the units whose input is invalid, with every reason.
+	Failed map[Unit][]error
+	// Errors is every input error in a stable order, including VM interface
+	// errors that leave only that interface's port as it was.
+	Errors []error
+}
+
+// NetworkPlan is the desired rows of one network.
+type NetworkPlan struct {
+	Name   string
+	Switch *nbmodel.LogicalSwitch
+	// Ports are the localnet port and the VM ports, sorted by name.
+	Ports []*nbmodel.LogicalSwitchPort
+	// KeepPorts names VM ports whose input is invalid: an existing row of
+	// that name is left as it is rather than deleted.
+	KeepPorts []string
+}
+
+// RouterPlan is the desired rows of one router.
+type RouterPlan struct {
+	Name   string
+	Router *nbmodel.LogicalRouter
+	// Ports are the router's ports: one per internal network and the
+	// gateway port, sorted by name.
+	Ports []*nbmodel.LogicalRouterPort
+	// GatewayChassis belong to the gateway port, highest priority first.
+	GatewayChassis []*nbmodel.GatewayChassis
+	// SwitchPorts are the router-type ports on network switches.
+	SwitchPorts []SwitchPort
+	NATs        []*nbmodel.NAT
+	Routes      []*nbmodel.LogicalRouterStaticRoute
+	MACBindings []*nbmodel.StaticMACBinding
+	// Gateway is the chassis chosen to be active and its failover order.
+	Gateway *GatewayChoice
+	// SNATIP is the router's SNAT IP, empty without an external network.
+	SNATIP string
+}
+
+// SwitchPort is a router-owned port on the switch of Network.
+type SwitchPort struct {
+	Network string
+	Port    *nbmodel.LogicalSwitchPort
+}
+
+// GatewayChoice is the elected gateway chassis and the failover candidates,
+// in priority order (Chassis[0] is the primary).
+type GatewayChoice struct {
+	Chassis []string
+}
+
+// network is a validated network.
+type network struct {
+	*Network
+	prefix  netip.Prefix
+	gateway netip.Addr // invalid when the network has no gatewayIp
+	segment int
+}
+
+// Build computes the desired rows of every network and router in s. It is a
+// pure function: the same snapshot and instance give the same plan.
+func Build(s *Snapshot, instance string) *Plan {
+	p := &Plan{Failed: map[Unit][]error{}}
+	fail := func(u Unit, err error) {
+		p.Failed[u] = append(p.Failed[u], err)
+	}
+
+	nets := p.planNetworks(s, instance, fail)
+	p.planRouters(s, instance, nets, fail)
+
+	for _, errs := range p.Failed {
+		p.Errors = append(p.Errors, errs...)
+	}
+	slices.SortStableFunc(p.Errors, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	p.Errors = slices.CompactFunc(p.Errors, func(a, b error) bool { return a.Error() == b.Error() })
+	return p
+}
+
+// planNetworks validates the networks and plans their switches and ports. It
+// returns the valid networks by name.
+func (p *Plan) planNetworks(s *Snapshot, instance string, fail func(Unit, error)) map[string]*network {
+	byName := map[string][]*Network{}
+	for i := range s.Networks {
+		n := &s.Networks[i]
+		byName[n.Name] = append(byName[n.Name], n)
+	}
+	valid := map[string]*network{}
+	for _, name := range sortedKeys(byName) {
+		defs := byName[name]
+		u := Unit{Kind: KindNetwork, Name: name}
+		if len(defs) > 1 {
+			var where []string
+			for _, d := range defs {
+				where = append(where, d.Namespace)
+			}
+			slices.Sort(where)
+			for _, d := range defs {
+				fail(u, networkErr(d, "metadata.name", "%s is defined in namespaces %s; network names must be unique", name, strings.Join(where, ", ")))
+			}
+			continue
+		}
+		n, errs := validateNetwork(defs[0])
+		if len(errs) > 0 {
+			for _, err := range errs {
+				fail(u, err)
+			}
+			continue
+		}
+		valid[name] = n
+	}
+
+	vmsByNet := map[string][]*VMInterface{}
+	for i := range s.VMs {
+		v := &s.VMs[i]
+		if n, ok := valid[v.Network]; ok && n.Namespace == v.NetworkNamespace {
+			vmsByNet[v.Network] = append(vmsByNet[v.Network], v)
+		}
+	}
+
+	for _, name := range sortedKeys(valid) {
+		n := valid[name]
+		u := Unit{Kind: KindNetwork, Name: name}
+		np := NetworkPlan{
+			Name:   name,
+			Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: OwnerIDs(instance, u)},
+		}
+		if n.Type == NetworkFlat || n.Type == NetworkVLAN {
+			ln := &nbmodel.LogicalSwitchPort{
+				Name:        LocalnetPortName(name),
+				Type:        "localnet",
+				Addresses:   []string{"unknown"},
+				Options:     map[string]string{"network_name": n.PhysicalNetworkName},
+				ExternalIDs: OwnerIDs(instance, u),
+			}
+			if n.PhysicalNetworkName == "" {
+				ln.Options["network_name"] = name
+			}
+			if n.Type == NetworkVLAN {
+				tag := n.segment
+				ln.Tag = &tag
+			}
+			np.Ports = append(np.Ports, ln)
+		}
+		for _, v := range vmsByNet[name] {
+			portName := VMPortName(name, v.Namespace, v.VMI, v.Interface)
+			addr, err := validateVM(v, n)
+			if err != nil {
+				p.Errors = append(p.Errors, err)
+				np.KeepPorts = append(np.KeepPorts, portName)
+				continue
+			}
+			ids := OwnerIDs(instance, u)
+			ids[KeyVMI] = v.Namespace + "/" + v.VMI
+			np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
+				Name:         portName,
+				Addresses:    []string{addr},
+				PortSecurity: []string{addr},
+				ExternalIDs:  ids,
+			})
+		}
+		slices.SortFunc(np.Ports, func(a, b *nbmodel.LogicalSwitchPort) int { return strings.Compare(a.Name, b.Name) })
+		slices.Sort(np.KeepPorts)
+		p.Networks = append(p.Networks, np)
+	}
+	return valid
+}
+
+// KeyVMI is the external_ids key naming the VirtualMachineInstance
+// (namespace/name) of a VM port.
+const KeyVMI = "kubevirt-ovn/vmi"
+
+func validateNetwork(in *Network) (*network, []error) {
+	n := &network{Network: in}
+	var errs []error
+	switch t := NetworkType(strings.ToUpper(string(in.Type))); t {
+	case NetworkFlat, NetworkVLAN, NetworkVXLAN, NetworkGeneve, NetworkGRE, NetworkSTT:
+		cp := *in
+		cp.Type = t
+		n.Network = &cp
+	case "":
+		errs = append(errs, networkErr(in, "network-config.type", "is missing; one of FLAT, VLAN, VXLAN, GENEVE, GRE, STT"))
+	default:
+		errs = append(errs, networkErr(in, "network-config.type", "%q is not one of FLAT, VLAN, VXLAN, GENEVE, GRE, STT", in.Type))
+	}
+	pfx, err := parseIPv4Prefix(in.CIDR)
+	if err != nil {
+		errs = append(errs, networkErr(in, "network-config.cidr", "%v", err))
+	}
+	n.prefix = pfx
+	if in.GatewayIP != "" {
+		gw, err := parseIPv4(in.GatewayIP)
+		switch {
+		case err != nil:
+			errs = append(errs, networkErr(in, "network-config.gatewayIp", "%v", err))
+		case pfx.IsValid() && !hostIn(pfx, gw):
+			errs = append(errs, networkErr(in, "network-config.gatewayIp", "%s is not a host address of cidr %s", gw, pfx))
+		default:
+			n.gateway = gw
+		}
+	}
+	if in.MTU < 0 || in.MTU > 65535 {
+		errs = append(errs, networkErr(in, "network-config.mtu", "%d is not between 0 and 65535", in.MTU))
+	}
+	if in.SegmentID != "" {
+		seg, err := parseUint(in.SegmentID)
+		if err != nil {
+			errs = append(errs, networkErr(in, "network-config.segmentId", "%q is not a number", in.SegmentID))
+		}
+		n.segment = seg
+	}
+	if n.Type == NetworkVLAN {
+		switch {
+		case in.SegmentID == "":
+			errs = append(errs, networkErr(in, "network-config.segmentId", "is required for a VLAN network (the 802.1Q VLAN ID)"))
+		case n.segment < 1 || n.segment > 4094:
+			errs = append(errs, networkErr(in, "network-config.segmentId", "%s is not a VLAN ID (1-4094)", in.SegmentID))
+		}
+	}
+	if in.PhysicalNetworkName != "" && n.Type != NetworkFlat && n.Type != NetworkVLAN {
+		errs = append(errs, networkErr(in, "network-config.physicalNetworkName", "is only meaningful for FLAT and VLAN networks, not %s", n.Type))
+	}
+	if in.IPPool != nil && pfx.IsValid() {
+		start, err1 := parseIPv4(in.IPPool.Start)
+		end, err2 := parseIPv4(in.IPPool.End)
+		switch {
+		case err1 != nil:
+			errs = append(errs, networkErr(in, "network-config.ipPool.start", "%v", err1))
+		case err2 != nil:
+			errs = append(errs, networkErr(in, "network-config.ipPool.end", "%v", err2))
+		case !pfx.Contains(start) || !pfx.Contains(end):
+			errs = append(errs, networkErr(in, "network-config.ipPool", "%s-%s is not inside cidr %s", start, end, pfx))
+		case end.Less(start):
+			errs = append(errs, networkErr(in, "network-config.ipPool", "start %s is after end %s", start, end))
+		}
+	}
+	for i, hr := range in.HostRoutes {
+		if _, err := parseIPv4Prefix(hr.Destination); err != nil {
+			errs = append(errs, networkErr(in, fmt.Sprintf("network-config.hostRoutes[%d].destination", i), "%v", err))
+		}
+		if hr.Nexthop != "" {
+			if _, err := parseIPv4(hr.Nexthop); err != nil {
+				errs = append(errs, networkErr(in, fmt.Sprintf("network-config.hostRoutes[%d].nexthop", i), "%v", err))
+			}
+		}
+	}
+	for i, d := range in.DNSes {
+		if _, err := netip.ParseAddr(d); err != nil {
+			errs = append(errs, networkErr(in, fmt.Sprintf("network-config.dnses[%d]", i), "%q is not an IP address", d))
+		}
+	}
+	return n, errs
+}
+
+// validateVM checks a VM interface against its network and returns the
+// "MAC IP" of its port.
+func validateVM(v *VMInterface, n *network) (string, error) {
+	mac, err := parseMAC(v.MAC)
+	if err != nil {
+		return "", vmErr(v, "status.interfaces["+v.Interface+"].mac", "%v", err)
+	}
+	ip, err := parseIPv4(v.IP)
+	if err != nil {
+		return "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%v", err)
+	}
+	if !hostIn(n.prefix, ip) {
+		return "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is outside network %s (%s)", ip, n.Name, n.prefix)
+	}
+	if n.gateway.IsValid() && ip == n.gateway {
+		return "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is the gateway IP of network %s", ip, n.Name)
+	}
+	return mac + " " + ip.String(), nil
+}
+
+// router is a router that passed its own checks.
+type router struct {
+	*Router
+	mac      string
+	internal []*network
+	ext      *network
+	snat     netip.Addr
+	peer     netip.Addr
+	peerMAC  string
+	gateways []string
+}
+
+func (p *Plan) planRouters(s *Snapshot, instance string, nets map[string]*network, fail func(Unit, error)) {
+	order := make([]*Router, 0, len(s.Routers))
+	for i := range s.Routers {
+		order = append(order, &s.Routers[i])
+	}
+	slices.SortStableFunc(order, func(a, b *Router) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+
+	// Claims: an SNAT IP and an internal network belong to one router, the
+	// oldest that names it; a network that is some router's external network
+	// cannot be another's internal one.
+	snatOwner := map[string]string{}
+	internalOwner := map[string]string{}
+	externalNets := map[string]string{}
+	for _, r := range order {
+		if r.External != nil && r.External.Network != "" {
+			if _, ok := externalNets[r.External.Network]; !ok {
+				externalNets[r.External.Network] = r.Name
+			}
+		}
+	}
+
+	seen := map[string]bool{}
+	var valid []*router
+	for _, r := range order {
+		u := Unit{Kind: KindRouter, Name: r.Name}
+		if seen[r.Name] {
+			fail(u, routerErr(r.Name, "metadata.name", "is declared twice"))
+			continue
+		}
+		seen[r.Name] = true
+		vr, errs := validateRouter(r, s, nets)
+		if r.External != nil && r.External.IP != "" {
+			key := normalizeIP(r.External.IP)
+			if owner, ok := snatOwner[key]; ok {
+				errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
+			} else {
+				snatOwner[key] = r.Name
+			}
+		}
+		for i, in := range r.Internal {
+			field := fmt.Sprintf("spec.internal[%d]", i)
+			if owner, ok := internalOwner[in]; ok && owner != r.Name {
+				errs = append(errs, routerErr(r.Name, field, "network %s is already an internal network of VirtualRouter %s", in, owner))
+			} else {
+				internalOwner[in] = r.Name
+			}
+			if owner, ok := externalNets[in]; ok {
+				errs = append(errs, routerErr(r.Name, field, "network %s is the external network of VirtualRouter %s", in, owner))
+			}
+		}
+		if len(errs) > 0 {
+			for _, err := range errs {
+				fail(u, err)
+			}
+			continue
+		}
+		valid = append(valid, vr)
+	}
+
+	slices.SortFunc(valid, func(a, b *router) int { return strings.Compare(a.Name, b.Name) })
+	for _, r := range valid {
+		p.Routers = append(p.Routers, planRouter(r, instance))
+	}
+}
+
+func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, []error) {
+	vr := &router{Router: r}
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, routerErr(r.Name, field, format, args...))
+	}
+	if r.Name == "" {
+		return nil, []error{routerErr("(unnamed)", "metadata.name", "is empty")}
+	}
+	if r.MAC != "" {
+		mac, err := parseMAC(r.MAC)
+		if err != nil {
+			bad("spec.mac", "%v", err)
+		}
+		vr.mac = mac
+	} else {
+		vr.mac = derivedRouterMAC(r.Name)
+	}
+
+	seenNet := map[string]bool{}
+	for i, name := range r.Internal {
+		field := fmt.Sprintf("spec.internal[%d]", i)
+		n, ok := nets[name]
+		switch {
+		case seenNet[name]:
+			bad(field, "lists network %s twice", name)
+			continue
+		case !ok:
+			bad(field, "network %s is unknown (no valid NetworkAttachmentDefinition with network-config of that name)", name)
+			continue
+		case !n.gateway.IsValid():
+			bad(field, "network %s has no gatewayIp for the router's port", name)
+			continue
+		}
+		seenNet[name] = true
+		for _, other := range vr.internal {
+			if other.prefix.Overlaps(n.prefix) {
+				bad(field, "network %s (%s) overlaps network %s (%s)", name, n.prefix, other.Name, other.prefix)
+			}
+		}
+		vr.internal = append(vr.internal, n)
+	}
+
+	if r.External != nil {
+		ext, ok := nets[r.External.Network]
+		switch {
+		case r.External.Network == "":
+			bad("spec.external.network", "is required with spec.external.ip")
+		case !ok:
+			bad("spec.external.network", "network %s is unknown (no valid NetworkAttachmentDefinition with network-config of that name)", r.External.Network)
+		case seenNet[r.External.Network]:
+			bad("spec.external.network", "network %s is also an internal network of this router", r.External.Network)
+		default:
+			vr.ext = ext
+		}
+		ip, err := parseIPv4(r.External.IP)
+		switch {
+		case err != nil:
+			bad("spec.external.ip", "%v", err)
+		case vr.ext != nil && !hostIn(vr.ext.prefix, ip):
+			bad("spec.external.ip", "%s is outside network %s (%s)", ip, vr.ext.Name, vr.ext.prefix)
+		case vr.ext != nil && ip == vr.ext.gateway:
+			bad("spec.external.ip", "%s is the gatewayIp of network %s", ip, vr.ext.Name)
+		default:
+			vr.snat = ip
+		}
+	}
+	if r.EnableSNAT && r.External == nil {
+		bad("spec.enableSnat", "is true but the router has no spec.external network for the SNAT IP")
+	}
+	if pr := r.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "") {
+		if r.External == nil {
+			bad("spec.peerRouter", "needs spec.external: the peer router is reached through the external network")
+		}
+		ip, err := parseIPv4(pr.IP)
+		switch {
+		case pr.IP == "":
+			bad("spec.peerRouter.ip", "is required with spec.peerRouter.mac")
+		case err != nil:
+			bad("spec.peerRouter.ip", "%v", err)
+		case vr.ext != nil && !hostIn(vr.ext.prefix, ip):
+			bad("spec.peerRouter.ip", "%s is outside network %s (%s)", ip, vr.ext.Name, vr.ext.prefix)
+		case vr.snat.IsValid() && ip == vr.snat:
+			bad("spec.peerRouter.ip", "%s is the router's own SNAT IP", ip)
+		default:
+			vr.peer = ip
+		}
+		if pr.MAC != "" {
+			mac, err := parseMAC(pr.MAC)
+			if err != nil {
+				bad("spec.peerRouter.mac", "%v", err)
+			}
+			vr.peerMAC = mac
+		}
+	}
+
+	if r.External != nil {
+		gws, err := chooseGateways(r, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		vr.gateways = gws
+	}
+	return vr, errs
+}
+
+// chooseGateways orders the gateway candidates of r: the spec's gateway
+// first, then the other candidates by rendezvous hash of router and chassis
+// name, so that adding or removing a chassis moves only the routers it must.
+func chooseGateways(r *Router, s *Snapshot) ([]string, error) {
+	if !s.ChassisKnown {
+		if r.Gateway == "" {
+			return nil, routerErr(r.Name, "spec.gateway", "is required when the Southbound database is not given (--sb)")
+		}
+		return []string{r.Gateway}, nil
+	}
+	var cands []Chassis
+	for _, c := range s.Chassis {
+		if c.Gateway {
+			cands = append(cands, c)
+		}
+	}
+	slices.SortFunc(cands, func(a, b Chassis) int {
+		return cmp.Or(cmp.Compare(rendezvous(r.Name, b.Name), rendezvous(r.Name, a.Name)), strings.Compare(a.Name, b.Name))
+	})
+	if len(cands) == 0 {
+		return nil, routerErr(r.Name, "spec.gateway", "has no gateway candidate: no SB chassis has ovn-cms-options=enable-chassis-as-gw")
+	}
+	if r.Gateway != "" {
+		i := slices.IndexFunc(cands, func(c Chassis) bool { return c.Name == r.Gateway })
+		if i < 0 {
+			i = slices.IndexFunc(cands, func(c Chassis) bool { return c.Hostname == r.Gateway })
+		}
+		if i < 0 {
+			var names []string
+			for _, c := range cands {
+				names = append(names, c.Hostname)
+			}
+			slices.Sort(names)
+			return nil, routerErr(r.Name, "spec.gateway", "node %s is not a gateway candidate (chassis with enable-chassis-as-gw: %s)", r.Gateway, strings.Join(names, ", "))
+		}
+		first := cands[i]
+		cands = append([]Chassis{first}, slices.Delete(cands, i, i+1)...)
+	}
+	names := make([]string, len(cands))
+	for i, c := range cands {
+		names[i] = c.Name
+	}
+	return names, nil
+}
+
+func rendezvous(router, chassis string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(router))
+	h.Write([]byte{0})
+	h.Write([]byte(chassis))
+	return h.Sum64()
+}
+
+func planRouter(r *router, instance string) RouterPlan {
+	u := Unit{Kind: KindRouter, Name: r.Name}
+	ids := func() map[string]string { return OwnerIDs(instance, u) }
+	rp := RouterPlan{Name: r.Name}
+
+	lrIDs := ids()
+	if r.Description != "" {
+		lrIDs[KeyDescription] = r.Description
+	}
+	rp.Router = &nbmodel.LogicalRouter{
+		Name: RouterName(r.Name),
+		Options: map[string]string{
+			"always_learn_from_arp_request": "false",
+			"dynamic_neigh_routers":         "true",
+		},
+		ExternalIDs: lrIDs,
+	}
+
+	for _, n := range r.internal {
+		lrp := RouterPortName(r.Name, n.Name)
+		bits := n.prefix.Bits()
+		rp.Ports = append(rp.Ports, &nbmodel.LogicalRouterPort{
+			Name:        lrp,
+			MAC:         r.mac,
+			Networks:    []string{fmt.Sprintf("%s/%d", n.gateway, bits)},
+			ExternalIDs: ids(),
+		})
+		rp.SwitchPorts = append(rp.SwitchPorts, SwitchPort{Network: n.Name, Port: &nbmodel.LogicalSwitchPort{
+			Name:        SwitchRouterPortName(n.Name, r.Name),
+			Type:        "router",
+			Addresses:   []string{"router"},
+			Options:     map[string]string{"router-port": lrp},
+			ExternalIDs: ids(),
+		}})
+	}
+
+	if r.ext != nil {
+		gwp := GatewayPortName(r.Name)
+		rp.SNATIP = r.snat.String()
+		rp.Ports = append(rp.Ports, &nbmodel.LogicalRouterPort{
+			Name:        gwp,
+			MAC:         snatMAC(r.snat),
+			Networks:    []string{fmt.Sprintf("%s/%d", r.snat, r.ext.prefix.Bits())},
+			ExternalIDs: ids(),
+		})
+		rp.SwitchPorts = append(rp.SwitchPorts, SwitchPort{Network: r.ext.Name, Port: &nbmodel.LogicalSwitchPort{
+			Name:      ExternalSwitchPortName(r.Name),
+			Type:      "router",
+			Addresses: []string{"router"},
+			// nat-addresses=router: the gateway chassis answers ARP and sends
+			// GARPs for the SNAT IP, also when the gateway moves.
+			Options:     map[string]string{"router-port": gwp, "nat-addresses": "router"},
+			ExternalIDs: ids(),
+		}})
+		for i, ch := range r.gateways {
+			rp.GatewayChassis = append(rp.GatewayChassis, &nbmodel.GatewayChassis{
+				Name:        GatewayChassisName(gwp, ch),
+				ChassisName: ch,
+				Priority:    len(r.gateways) - i,
+				ExternalIDs: ids(),
+			})
+		}
+		rp.Gateway = &GatewayChoice{Chassis: slices.Clone(r.gateways)}
+
+		if r.EnableSNAT {
+			for _, n := range r.internal {
+				rp.NATs = append(rp.NATs, &nbmodel.NAT{
+					Type:              nbmodel.NATTypeSNAT,
+					ExternalIP:        r.snat.String(),
+					LogicalIP:         n.prefix.String(),
+					ExternalPortRange: SNATPortRange,
+					ExternalIDs:       ids(),
+				})
+			}
+		}
+		if r.peer.IsValid() {
+			out := gwp
+			rp.Routes = append(rp.Routes, &nbmodel.LogicalRouterStaticRoute{
+				IPPrefix:    "0.0.0.0/0",
+				Nexthop:     r.peer.String(),
+				OutputPort:  &out,
+				ExternalIDs: ids(),
+			})
+			if r.peerMAC != "" {
+				rp.MACBindings = append(rp.MACBindings, &nbmodel.StaticMACBinding{
+					LogicalPort:        gwp,
+					IP:                 r.peer.String(),
+					MAC:                r.peerMAC,
+					OverrideDynamicMAC: true,
+				})
+			}
+		}
+	}
+	slices.SortFunc(rp.Ports, func(a, b *nbmodel.LogicalRouterPort) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(rp.SwitchPorts, func(a, b SwitchPort) int { return strings.Compare(a.Port.Name, b.Port.Name) })
+	slices.SortFunc(rp.NATs, func(a, b *nbmodel.NAT) int { return strings.Compare(a.LogicalIP, b.LogicalIP) })
+	return rp
+}
+
+// snatMAC is the gateway port's MAC: 0a:58 followed by the SNAT IP's four
+// bytes (the convention ovn-kubernetes uses), unique on the external network
+// because SNAT IPs are.
+func snatMAC(ip netip.Addr) string {
+	b := ip.As4()
+	return fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
+}
+
+// derivedRouterMAC is the MAC of a router whose spec has none: locally
+// administered, stable, from the router's name.
+func derivedRouterMAC(name string) string {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	s := h.Sum64()
+	return fmt.Sprintf("02:%02x:%02x:%02x:%02x:%02x", byte(s>>32), byte(s>>24), byte(s>>16), byte(s>>8), byte(s))
+}
+
+func parseIPv4(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, errors.New("is empty")
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%q is not an IP address", s)
+	}
+	if !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("%s is not an IPv4 address (only IPv4 is supported)", s)
+	}
+	return a, nil
+}
+
+// parseIPv4Prefix parses a CIDR. Like ONOS's IpPrefix, host bits are masked:
+// 10.0.0.5/24 is 10.0.0.0/24.
+func parseIPv4Prefix(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, errors.New("is empty")
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR", s)
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("%s is not an IPv4 CIDR (only IPv4 is supported)", s)
+	}
+	if p.Bits() > 30 {
+		return netip.Prefix{}, fmt.Errorf("%s leaves no room for a gateway and hosts (prefix longer than /30)", s)
+	}
+	return p.Masked(), nil
+}
+
+// hostIn reports whether ip is a host address of p: inside it, and neither
+// its network nor its broadcast address.
+func hostIn(p netip.Prefix, ip netip.Addr) bool {
+	if !p.IsValid() || !p.Contains(ip) {
+		return false
+	}
+	if ip == p.Addr() {
+		return false
+	}
+	b := p.Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	bcast := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) | host
+	return ip != netip.AddrFrom4([4]byte{byte(bcast >> 24), byte(bcast >> 16), byte(bcast >> 8), byte(bcast)})
+}
+
+// parseMAC accepts a unicast Ethernet MAC and returns it in OVN's lower-case
+// colon form.
+func parseMAC(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("is empty")
+	}
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return "", fmt.Errorf("%q is not an Ethernet MAC address", s)
+	}
+	if hw[0]&1 == 1 {
+		return "", fmt.Errorf("%s is a multicast MAC address", s)
+	}
+	if string(hw) == "\x00\x00\x00\x00\x00\x00" {
+		return "", fmt.Errorf("%s is the zero MAC address", s)
+	}
+	return hw.String(), nil
+}
+
+func parseUint(s string) (int, error) {
+	n, err := strconv.ParseUint(s, 10, 31)
+	return int(n), err
+}
+
+func normalizeIP(s string) string {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String()
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
