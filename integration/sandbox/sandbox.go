@@ -1,0 +1,250 @@
+// Package sandbox runs a real OVN from Debian's packages on one machine, for
+// tests and the demo: NB and SB ovsdb-server (unix socket, and a free
+// loopback TCP port) and ovn-northd, each in a private directory. Daemons
+// are stopped through their control sockets, by pid as a last resort, never
+// by name.
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Schemas as the Debian packages install them.
+const (
+	NBSchema = "/usr/share/ovn/ovn-nb.ovsschema"
+	SBSchema = "/usr/share/ovn/ovn-sb.ovsschema"
+)
+
+// Central is a running NB, SB and ovn-northd.
+type Central struct {
+	Dir string
+	// NB and SB are unix: endpoints; NBTCP and SBTCP tcp:127.0.0.1:PORT.
+	NB, SB       string
+	NBTCP, SBTCP string
+	daemons      []daemon
+}
+
+// daemon is a detached OVS/OVN daemon: its pid file and control socket.
+type daemon struct {
+	name    string
+	dir     string
+	appctl  string // ovs-appctl or ovn-appctl
+	pidfile string
+}
+
+// Check reports what of OVN is missing on this machine.
+func Check() error {
+	var missing []string
+	for _, bin := range []string{"ovsdb-server", "ovsdb-tool", "ovn-northd", "ovn-nbctl", "ovn-sbctl", "ovs-appctl", "ovn-appctl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	for _, f := range []string{NBSchema, SBSchema} {
+		if _, err := os.Stat(f); err != nil {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("OVN is not installed (missing %s): run 'make deps' (apt-get install ovn-central ovn-host openvswitch-switch)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// StartCentral starts NB, SB and ovn-northd under dir. On error, whatever
+// started is stopped.
+func StartCentral(dir string) (_ *Central, err error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	c := &Central{Dir: dir}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	for _, db := range []struct {
+		name, schema string
+		sock, tcp    *string
+	}{{"ovn-nb", NBSchema, &c.NB, &c.NBTCP}, {"ovn-sb", SBSchema, &c.SB, &c.SBTCP}} {
+		d := filepath.Join(dir, db.name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		file := filepath.Join(d, db.name+".db")
+		if _, err := run(d, "ovsdb-tool", "create", file, db.schema); err != nil {
+			return nil, err
+		}
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		sock := filepath.Join(d, db.name+".sock")
+		*db.sock = "unix:" + sock
+		*db.tcp = fmt.Sprintf("tcp:127.0.0.1:%d", port)
+		if err := c.start(d, "ovsdb-server", "ovs-appctl",
+			"--remote=punix:"+sock, fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port), file); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := c.NBCtl("init"); err != nil {
+		return nil, err
+	}
+	if _, err := c.SBCtl("init"); err != nil {
+		return nil, err
+	}
+	nd := filepath.Join(dir, "northd")
+	if err := os.MkdirAll(nd, 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.start(nd, "ovn-northd", "ovn-appctl", "--ovnnb-db="+c.NB, "--ovnsb-db="+c.SB); err != nil {
+		return nil, err
+	}
+	if _, err := c.NBCtl("--timeout=30", "--wait=sb", "sync"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// start runs a daemon detached with its pid file, log file and control
+// socket in dir (the OVS/OVN rundir of that daemon).
+func (c *Central) start(dir, prog, appctl string, args ...string) error {
+	pidfile := filepath.Join(dir, prog+".pid")
+	full := append([]string{"-vconsole:off", "--detach", "--no-chdir",
+		"--pidfile=" + pidfile, "--log-file=" + filepath.Join(dir, prog+".log"),
+		"--unixctl=" + filepath.Join(dir, prog+".ctl")}, args...)
+	if _, err := run(dir, prog, full...); err != nil {
+		return err
+	}
+	c.daemons = append(c.daemons, daemon{name: prog, dir: dir, appctl: appctl, pidfile: pidfile})
+	return nil
+}
+
+// Stop stops every daemon in reverse start order and waits for each to
+// exit.
+func (c *Central) Stop() error {
+	var errs []error
+	for i := len(c.daemons) - 1; i >= 0; i-- {
+		if err := c.daemons[i].stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.daemons = nil
+	return errors.Join(errs...)
+}
+
+func (d daemon) stop() error {
+	b, err := os.ReadFile(d.pidfile)
+	if err != nil {
+		return nil // never started or already gone
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("%s: bad pid file %s", d.name, d.pidfile)
+	}
+	ctl := filepath.Join(d.dir, d.name+".ctl")
+	_, _ = run(d.dir, d.appctl, "--timeout=10", "-t", ctl, "exit")
+	if waitExit(pid, 5*time.Second) {
+		return nil
+	}
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Signal(os.Kill)
+	}
+	if waitExit(pid, 5*time.Second) {
+		return fmt.Errorf("%s (pid %d) ignored exit and was killed", d.name, pid)
+	}
+	return fmt.Errorf("%s (pid %d) did not exit", d.name, pid)
+}
+
+// Alive reports whether pid runs and is not a zombie: detached daemons are
+// re-parented to an init that may reap them late.
+func Alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "State:") {
+			return !strings.Contains(line, "Z")
+		}
+	}
+	return true
+}
+
+func waitExit(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if !Alive(pid) {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// Pids returns the pids of the running daemons.
+func (c *Central) Pids() []int {
+	var pids []int
+	for _, d := range c.daemons {
+		if b, err := os.ReadFile(d.pidfile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// NBCtl runs ovn-nbctl against the NB.
+func (c *Central) NBCtl(args ...string) (string, error) {
+	return run(c.Dir, "ovn-nbctl", append([]string{"--db=" + c.NB}, args...)...)
+}
+
+// SBCtl runs ovn-sbctl against the SB.
+func (c *Central) SBCtl(args ...string) (string, error) {
+	return run(c.Dir, "ovn-sbctl", append([]string{"--db=" + c.SB}, args...)...)
+}
+
+// Logs lists the daemons' log files, for a failing test to point at.
+func (c *Central) Logs() []string {
+	var out []string
+	for _, d := range c.daemons {
+		out = append(out, filepath.Join(d.dir, d.name+".log"))
+	}
+	return out
+}
+
+// run runs an OVS/OVN tool with its run, log and db directories set to dir
+// so that nothing touches the system's /var/run/openvswitch.
+func run(dir, prog string, args ...string) (string, error) {
+	cmd := exec.Command(prog, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"OVS_RUNDIR="+dir, "OVS_LOGDIR="+dir, "OVS_DBDIR="+dir, "OVS_SYSCONFDIR="+dir,
+		"OVN_RUNDIR="+dir, "OVN_LOGDIR="+dir, "OVN_DBDIR="+dir, "OVN_SYSCONFDIR="+dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s", prog, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// freePort asks the kernel for a free loopback TCP port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

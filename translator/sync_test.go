@@ -1,0 +1,524 @@
+package translator_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb/serverdb"
+	"github.com/ovn-kubernetes/libovsdb/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
+)
+
+const instance = "test"
+
+// startNB serves an empty OVN_Northbound from libovsdb's in-process server
+// and returns its endpoint.
+func startNB(t *testing.T) string {
+	t.Helper()
+	nbModel, err := nbmodel.FullDatabaseModel()
+	require.NoError(t, err)
+	srvModel, err := serverdb.FullDatabaseModel()
+	require.NoError(t, err)
+	log := logr.Discard()
+	db := inmemory.NewDatabase(map[string]model.ClientDBModel{
+		"OVN_Northbound": nbModel,
+		"_Server":        srvModel,
+	}, &log)
+	nbDBModel, errs := model.NewDatabaseModel(nbmodel.Schema(), nbModel)
+	require.Empty(t, errs)
+	srvDBModel, errs := model.NewDatabaseModel(serverdb.Schema(), srvModel)
+	require.Empty(t, errs)
+	srv, err := server.NewOvsdbServer(db, &log, nbDBModel, srvDBModel)
+	require.NoError(t, err)
+	sock := filepath.Join(t.TempDir(), "nb.sock")
+	go func() { _ = srv.Serve("unix", sock) }()
+	t.Cleanup(srv.Close)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(sock)
+		return err == nil && srv.Ready()
+	}, 5*time.Second, 10*time.Millisecond, "in-process NB did not start")
+	return "unix:" + sock
+}
+
+// connect returns the client kubevirt-ovn uses (our rows only) and a raw
+// client that sees every row, for seeding foreign rows and for checks.
+func connect(t *testing.T, ep string) (ours, raw client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ours, err := ovn.ConnectNB(ctx, ovn.Endpoint{Address: ep}, instance, logr.Discard())
+	require.NoError(t, err)
+	t.Cleanup(ours.Close)
+	m, err := nbmodel.FullDatabaseModel()
+	require.NoError(t, err)
+	raw, err = client.NewOVSDBClient(m, client.WithEndpoint(ep))
+	require.NoError(t, err)
+	require.NoError(t, raw.Connect(ctx))
+	t.Cleanup(raw.Close)
+	_, err = raw.MonitorAll(ctx)
+	require.NoError(t, err)
+	return ours, raw
+}
+
+// example is the input of deploy/examples: a router with SNAT on two
+// internal networks, a FLAT external network, a VM on each network.
+func example() *tr.Snapshot {
+	return &tr.Snapshot{
+		Networks: []tr.Network{
+			{Name: "public", Namespace: "default", Type: "FLAT", PhysicalNetworkName: "physnet1", CIDR: "172.16.0.0/24", GatewayIP: "172.16.0.1"},
+			{Name: "net-a", Namespace: "default", Type: "GENEVE", SegmentID: "100", CIDR: "10.10.0.0/24", GatewayIP: "10.10.0.1"},
+			{Name: "net-b", Namespace: "default", Type: "VXLAN", SegmentID: "200", CIDR: "10.20.0.0/24", GatewayIP: "10.20.0.1"},
+		},
+		Routers: []tr.Router{{
+			Name: "router1", MAC: "fa:16:3e:00:00:01", EnableSNAT: true,
+			Internal:   []string{"net-a", "net-b"},
+			External:   &tr.External{IP: "172.16.0.100", Network: "public"},
+			PeerRouter: &tr.PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"},
+			Gateway:    "gw1",
+		}},
+		VMs: []tr.VMInterface{
+			{Namespace: "default", VMI: "vm-a", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"},
+			{Namespace: "default", VMI: "vm-b", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6"},
+		},
+	}
+}
+
+func sync(t *testing.T, c client.Client, s *tr.Snapshot) *tr.SyncResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := tr.Sync(ctx, c, tr.Build(s, instance), tr.SyncOptions{Instance: instance})
+	require.NoError(t, err)
+	return res
+}
+
+func requireNoFailures(t *testing.T, res *tr.SyncResult) {
+	t.Helper()
+	require.Empty(t, res.Failed(), "sync failures")
+}
+
+// requireIdle syncs s again and requires that nothing is written.
+func requireIdle(t *testing.T, c client.Client, s *tr.Snapshot) {
+	t.Helper()
+	res := sync(t, c, s)
+	requireNoFailures(t, res)
+	assert.Zero(t, res.Transactions, "a second sync with no input change must not transact")
+	assert.Empty(t, res.Changes(), "a second sync with no input change must change nothing")
+}
+
+func list[T any](t *testing.T, c client.Client) []*T {
+	t.Helper()
+	var rows []*T
+	require.NoError(t, c.List(context.Background(), &rows))
+	return rows
+}
+
+func byName[T any](t *testing.T, c client.Client, name func(*T) string) map[string]*T {
+	out := map[string]*T{}
+	for _, r := range list[T](t, c) {
+		out[name(r)] = r
+	}
+	return out
+}
+
+func lsps(t *testing.T, c client.Client) map[string]*nbmodel.LogicalSwitchPort {
+	return byName(t, c, func(p *nbmodel.LogicalSwitchPort) string { return p.Name })
+}
+
+func lrps(t *testing.T, c client.Client) map[string]*nbmodel.LogicalRouterPort {
+	return byName(t, c, func(p *nbmodel.LogicalRouterPort) string { return p.Name })
+}
+
+func lsByName(t *testing.T, c client.Client) map[string]*nbmodel.LogicalSwitch {
+	return byName(t, c, func(s *nbmodel.LogicalSwitch) string { return s.Name })
+}
+
+func lrByName(t *testing.T, c client.Client) map[string]*nbmodel.LogicalRouter {
+	return byName(t, c, func(s *nbmodel.LogicalRouter) string { return s.Name })
+}
+
+func nats(t *testing.T, c client.Client) map[string]*nbmodel.NAT {
+	return byName(t, c, func(n *nbmodel.NAT) string { return n.LogicalIP })
+}
+
+func TestSyncCreatesRowsAndSecondSyncWritesNothing(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	res := sync(t, ours, s)
+	requireNoFailures(t, res)
+	assert.Equal(t, 1, res.Transactions, "a full sync batches its units into one transaction")
+
+	switches := lsByName(t, raw)
+	require.Contains(t, switches, "kv-net-a")
+	require.Contains(t, switches, "kv-public")
+	ports := lsps(t, raw)
+	assert.Contains(t, switches["kv-net-a"].Ports, ports["kv-net-a_default_vm-a_eth1"].UUID)
+	assert.Contains(t, switches["kv-net-a"].Ports, ports["kv-stor-net-a_router1"].UUID)
+	assert.Contains(t, switches["kv-public"].Ports, ports["kv-etor-router1"].UUID)
+	assert.Contains(t, switches["kv-public"].Ports, ports["kv-ln-public"].UUID)
+	assert.Equal(t, map[string]string{"router-port": "kv-rtoe-router1", "nat-addresses": "router"}, ports["kv-etor-router1"].Options)
+
+	routers := lrByName(t, raw)
+	require.Contains(t, routers, "kv-router1")
+	lr := routers["kv-router1"]
+	assert.Len(t, lr.Ports, 3)
+	assert.Len(t, lr.Nat, 2)
+	assert.Len(t, lr.StaticRoutes, 1)
+	gw := lrps(t, raw)["kv-rtoe-router1"]
+	require.NotNil(t, gw)
+	require.Len(t, gw.GatewayChassis, 1)
+	gcs := list[nbmodel.GatewayChassis](t, raw)
+	require.Len(t, gcs, 1)
+	assert.Equal(t, "gw1", gcs[0].ChassisName)
+	mbs := list[nbmodel.StaticMACBinding](t, raw)
+	require.Len(t, mbs, 1)
+	assert.Equal(t, "00:00:00:00:ee:01", mbs[0].MAC)
+
+	requireIdle(t, ours, s)
+}
+
+func TestSyncUpdatesInPlace(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	requireNoFailures(t, sync(t, ours, s))
+	natsBefore := nats(t, raw)
+	lrpsBefore := lrps(t, raw)
+	lrBefore := lrByName(t, raw)["kv-router1"]
+
+	s.Routers[0].External.IP = "172.16.0.101"
+	s.Routers[0].PeerRouter.MAC = "00:00:00:00:ee:02"
+	s.Routers[0].Description = "now described"
+	res := sync(t, ours, s)
+	requireNoFailures(t, res)
+
+	natsAfter := nats(t, raw)
+	for ip, n := range natsAfter {
+		assert.Equal(t, natsBefore[ip].UUID, n.UUID, "NAT %s is updated in place", ip)
+		assert.Equal(t, "172.16.0.101", n.ExternalIP)
+	}
+	gw := lrps(t, raw)["kv-rtoe-router1"]
+	assert.Equal(t, lrpsBefore["kv-rtoe-router1"].UUID, gw.UUID, "gateway port is updated in place")
+	assert.Equal(t, []string{"172.16.0.101/24"}, gw.Networks)
+	lr := lrByName(t, raw)["kv-router1"]
+	assert.Equal(t, lrBefore.UUID, lr.UUID)
+	assert.Equal(t, "now described", lr.ExternalIDs[tr.KeyDescription])
+	mbs := list[nbmodel.StaticMACBinding](t, raw)
+	require.Len(t, mbs, 1)
+	assert.Equal(t, "00:00:00:00:ee:02", mbs[0].MAC)
+	for _, u := range res.Units {
+		for _, c := range u.Changes {
+			assert.Equal(t, tr.Update, c.Action, "only updates expected, got %s", c)
+		}
+	}
+	requireIdle(t, ours, s)
+}
+
+func TestSyncGatewayChangeUpdatesPriorities(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	s.Routers[0].Gateway = ""
+	s.ChassisKnown = true
+	s.Chassis = []tr.Chassis{
+		{Name: "gw1", Hostname: "node-gw1", Gateway: true},
+		{Name: "gw2", Hostname: "node-gw2", Gateway: true},
+		{Name: "hv1", Hostname: "node-hv1"},
+	}
+	s.Routers[0].Gateway = "node-gw1"
+	requireNoFailures(t, sync(t, ours, s))
+	prio := func() map[string]int {
+		out := map[string]int{}
+		for _, g := range list[nbmodel.GatewayChassis](t, raw) {
+			out[g.ChassisName] = g.Priority
+		}
+		return out
+	}
+	assert.Equal(t, map[string]int{"gw1": 2, "gw2": 1}, prio())
+	before := map[string]string{}
+	for _, g := range list[nbmodel.GatewayChassis](t, raw) {
+		before[g.Name] = g.UUID
+	}
+
+	s.Routers[0].Gateway = "node-gw2"
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Equal(t, map[string]int{"gw1": 1, "gw2": 2}, prio())
+	for _, g := range list[nbmodel.GatewayChassis](t, raw) {
+		assert.Equal(t, before[g.Name], g.UUID, "gateway chassis %s updated in place", g.Name)
+	}
+	requireIdle(t, ours, s)
+
+	// A candidate disappears from the SB: its row goes.
+	s.Chassis = s.Chassis[1:]
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Equal(t, map[string]int{"gw2": 1}, prio())
+	assert.Len(t, lrps(t, raw)["kv-rtoe-router1"].GatewayChassis, 1)
+	requireIdle(t, ours, s)
+}
+
+func TestSyncInternalNetworkAttachAndDetach(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	s.Routers[0].Internal = []string{"net-a"}
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Len(t, nats(t, raw), 1)
+
+	s.Routers[0].Internal = []string{"net-a", "net-b"}
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Contains(t, nats(t, raw), "10.20.0.0/24")
+	assert.Contains(t, lrps(t, raw), "kv-rtos-router1_net-b")
+	assert.Contains(t, lsps(t, raw), "kv-stor-net-b_router1")
+	requireIdle(t, ours, s)
+
+	s.Routers[0].Internal = []string{"net-a"}
+	requireNoFailures(t, sync(t, ours, s))
+	assert.NotContains(t, nats(t, raw), "10.20.0.0/24")
+	assert.NotContains(t, lrps(t, raw), "kv-rtos-router1_net-b")
+	assert.NotContains(t, lsps(t, raw), "kv-stor-net-b_router1")
+	assert.Len(t, lrByName(t, raw)["kv-router1"].Ports, 2)
+	requireIdle(t, ours, s)
+
+	s.Routers[0].EnableSNAT = false
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Empty(t, nats(t, raw))
+	requireIdle(t, ours, s)
+}
+
+func TestSyncMovesGatewayPortToNewExternalNetwork(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	s.Networks = append(s.Networks, tr.Network{Name: "public2", Namespace: "default", Type: "VLAN", SegmentID: "100", PhysicalNetworkName: "physnet1", CIDR: "192.0.2.0/24", GatewayIP: "192.0.2.1"})
+	requireNoFailures(t, sync(t, ours, s))
+	before := lsps(t, raw)["kv-etor-router1"]
+
+	s.Routers[0].External = &tr.External{IP: "192.0.2.10", Network: "public2"}
+	s.Routers[0].PeerRouter = &tr.PeerRouter{IP: "192.0.2.1"}
+	requireNoFailures(t, sync(t, ours, s))
+	switches := lsByName(t, raw)
+	after := lsps(t, raw)["kv-etor-router1"]
+	require.NotNil(t, after)
+	assert.Equal(t, before.UUID, after.UUID, "the port moves, it is not recreated")
+	assert.Contains(t, switches["kv-public2"].Ports, after.UUID)
+	assert.NotContains(t, switches["kv-public"].Ports, after.UUID)
+	assert.Empty(t, list[nbmodel.StaticMACBinding](t, raw), "no peer MAC: the binding goes")
+	requireIdle(t, ours, s)
+}
+
+func TestSyncRemovesRowsOfRemovedObjects(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	requireNoFailures(t, sync(t, ours, s))
+
+	// A VM goes: only its port.
+	s.VMs = s.VMs[:1]
+	requireNoFailures(t, sync(t, ours, s))
+	ports := lsps(t, raw)
+	assert.NotContains(t, ports, "kv-net-b_default_vm-b_eth1")
+	assert.Contains(t, ports, "kv-net-a_default_vm-a_eth1")
+	requireIdle(t, ours, s)
+
+	// The router goes: every row it owned, also its ports on the switches
+	// and its static MAC binding; the networks stay.
+	s.Routers = nil
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Empty(t, list[nbmodel.LogicalRouter](t, raw))
+	assert.Empty(t, list[nbmodel.LogicalRouterPort](t, raw))
+	assert.Empty(t, list[nbmodel.NAT](t, raw))
+	assert.Empty(t, list[nbmodel.LogicalRouterStaticRoute](t, raw))
+	assert.Empty(t, list[nbmodel.GatewayChassis](t, raw))
+	assert.Empty(t, list[nbmodel.StaticMACBinding](t, raw))
+	ports = lsps(t, raw)
+	assert.NotContains(t, ports, "kv-stor-net-a_router1")
+	assert.NotContains(t, ports, "kv-etor-router1")
+	assert.Len(t, lsByName(t, raw), 3)
+	requireIdle(t, ours, s)
+
+	// Everything goes.
+	requireNoFailures(t, sync(t, ours, &tr.Snapshot{}))
+	assert.Empty(t, list[nbmodel.LogicalSwitch](t, raw))
+	assert.Empty(t, list[nbmodel.LogicalSwitchPort](t, raw))
+}
+
+// seedForeign writes rows the way ovn-kubernetes would: a gateway router
+// with SNAT and a route, a node switch with a port, all with its own
+// external_ids, and returns a dump of them.
+func seedForeign(t *testing.T, raw client.Client) {
+	t.Helper()
+	ids := map[string]string{"k8s.ovn.org/owner-type": "Node", "k8s.ovn.org/name": "node1"}
+	lsp := &nbmodel.LogicalSwitchPort{UUID: "lsp", Name: "default_pod1", Addresses: []string{"0a:58:0a:f4:00:05 10.244.0.5"}, ExternalIDs: ids}
+	ls := &nbmodel.LogicalSwitch{UUID: "ls", Name: "node1", Ports: []string{"lsp"}, ExternalIDs: ids}
+	nat := &nbmodel.NAT{UUID: "nat", Type: "snat", ExternalIP: "172.16.0.2", LogicalIP: "10.244.0.0/16", ExternalIDs: ids}
+	route := &nbmodel.LogicalRouterStaticRoute{UUID: "route", IPPrefix: "0.0.0.0/0", Nexthop: "172.16.0.1", ExternalIDs: ids}
+	lrp := &nbmodel.LogicalRouterPort{UUID: "lrp", Name: "rtoe-GR_node1", MAC: "0a:58:ac:10:00:02", Networks: []string{"172.16.0.2/24"}, ExternalIDs: ids}
+	lr := &nbmodel.LogicalRouter{UUID: "lr", Name: "GR_node1", Ports: []string{"lrp"}, Nat: []string{"nat"}, StaticRoutes: []string{"route"}, ExternalIDs: ids}
+	mb := &nbmodel.StaticMACBinding{UUID: "mb", LogicalPort: "rtoe-GR_node1", IP: "172.16.0.1", MAC: "00:00:00:00:ee:99"}
+	var ops []ovsdb.Operation
+	for _, m := range []model.Model{lsp, ls, nat, route, lrp, lr, mb} {
+		o, err := raw.Create(m)
+		require.NoError(t, err)
+		ops = append(ops, o...)
+	}
+	_, err := tr.Commit(context.Background(), raw, "seed foreign rows", ops)
+	require.NoError(t, err)
+}
+
+// dumpAll renders every row of the tables we write, keyed by table and
+// UUID, to compare foreign rows before and after.
+func dumpAll(t *testing.T, raw client.Client) map[string]string {
+	out := map[string]string{}
+	add := func(table, uuid string, v any) {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		out[table+"/"+uuid] = string(b)
+	}
+	for _, r := range list[nbmodel.LogicalRouter](t, raw) {
+		sort.Strings(r.Ports)
+		add("LR", r.UUID, *r)
+	}
+	for _, r := range list[nbmodel.LogicalRouterPort](t, raw) {
+		add("LRP", r.UUID, *r)
+	}
+	for _, r := range list[nbmodel.LogicalSwitch](t, raw) {
+		sort.Strings(r.Ports)
+		add("LS", r.UUID, *r)
+	}
+	for _, r := range list[nbmodel.LogicalSwitchPort](t, raw) {
+		add("LSP", r.UUID, *r)
+	}
+	for _, r := range list[nbmodel.NAT](t, raw) {
+		add("NAT", r.UUID, *r)
+	}
+	for _, r := range list[nbmodel.LogicalRouterStaticRoute](t, raw) {
+		add("Route", r.UUID, *r)
+	}
+	for _, r := range list[nbmodel.StaticMACBinding](t, raw) {
+		add("SMB", r.UUID, *r)
+	}
+	return out
+}
+
+func TestSyncNeverTouchesForeignRows(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	seedForeign(t, raw)
+	before := dumpAll(t, raw)
+	require.Len(t, before, 7)
+
+	s := example()
+	requireNoFailures(t, sync(t, ours, s))
+	s.Routers[0].External.IP = "172.16.0.102"
+	requireNoFailures(t, sync(t, ours, s))
+	requireNoFailures(t, sync(t, ours, &tr.Snapshot{}))
+
+	after := dumpAll(t, raw)
+	assert.Equal(t, before, after, "rows without our owner keys are never updated or deleted")
+}
+
+func TestBadRouterLeavesItsRowsAndOthersSync(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	s.Networks = append(s.Networks,
+		tr.Network{Name: "net-c", Namespace: "default", Type: "GENEVE", CIDR: "10.30.0.0/24", GatewayIP: "10.30.0.1"})
+	s.Routers = append(s.Routers, tr.Router{
+		Name: "router2", EnableSNAT: true, Internal: []string{"net-c"},
+		External: &tr.External{IP: "172.16.0.200", Network: "public"}, Gateway: "gw1",
+	})
+	requireNoFailures(t, sync(t, ours, s))
+	before := dumpAll(t, raw)
+
+	// router2 becomes invalid, router1 changes.
+	s.Routers[1].External.IP = "198.18.0.5"
+	s.Routers[0].External.IP = "172.16.0.101"
+	res := sync(t, ours, s)
+	failed := res.Failed()
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0].Error(), "VirtualRouter router2: spec.external.ip 198.18.0.5 is outside network public (172.16.0.0/24)")
+	after := dumpAll(t, raw)
+	natByIP := nats(t, raw)
+	assert.Equal(t, "172.16.0.200", natByIP["10.30.0.0/24"].ExternalIP, "router2's NAT is left as it was")
+	assert.Equal(t, "172.16.0.101", natByIP["10.10.0.0/24"].ExternalIP, "router1 synced")
+	for k, v := range before {
+		if _, ok := after[k]; !ok {
+			t.Errorf("row %s was deleted: %s", k, v)
+		}
+	}
+}
+
+func TestFailedTransactionIsolatedToItsUnit(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	// A foreign router already has the name kv-router2: our wait guard
+	// refuses to create a second one, and only router2 fails.
+	op, err := raw.Create(&nbmodel.LogicalRouter{Name: "kv-router2", ExternalIDs: map[string]string{"owner": "someone-else"}})
+	require.NoError(t, err)
+	_, err = tr.Commit(context.Background(), raw, "seed", op)
+	require.NoError(t, err)
+
+	s := example()
+	s.Networks = append(s.Networks,
+		tr.Network{Name: "net-c", Namespace: "default", Type: "GENEVE", CIDR: "10.30.0.0/24", GatewayIP: "10.30.0.1"})
+	s.Routers = append(s.Routers, tr.Router{Name: "router2", Internal: []string{"net-c"}})
+	res := sync(t, ours, s)
+	failed := res.Failed()
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0].Error(), "VirtualRouter router2")
+	assert.Contains(t, lrByName(t, raw), "kv-router1", "router1 committed despite router2's failure")
+	assert.Contains(t, lsByName(t, raw), "kv-net-c", "network net-c committed")
+	routers := list[nbmodel.LogicalRouter](t, raw)
+	assert.Len(t, routers, 2, "no second kv-router2")
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	ctx := context.Background()
+	res, err := tr.Sync(ctx, ours, tr.Build(s, instance), tr.SyncOptions{Instance: instance, DryRun: true})
+	require.NoError(t, err)
+	assert.Zero(t, res.Transactions)
+	assert.NotEmpty(t, res.Changes())
+	assert.Empty(t, list[nbmodel.LogicalSwitch](t, raw))
+	assert.Empty(t, list[nbmodel.LogicalRouter](t, raw))
+
+	requireNoFailures(t, sync(t, ours, s))
+	s.Routers[0].External.IP = "172.16.0.101"
+	res, err = tr.Sync(ctx, ours, tr.Build(s, instance), tr.SyncOptions{Instance: instance, DryRun: true})
+	require.NoError(t, err)
+	var changes []string
+	for _, u := range res.Units {
+		for _, c := range u.Changes {
+			changes = append(changes, c.String())
+		}
+	}
+	assert.ElementsMatch(t, []string{
+		`update Logical_Router_Port kv-rtoe-router1 (mac: "0a:58:ac:10:00:64" -> "0a:58:ac:10:00:65"; networks: ["172.16.0.100/24"] -> ["172.16.0.101/24"])`,
+		`update NAT snat 10.10.0.0/24 (external_ip: "172.16.0.100" -> "172.16.0.101")`,
+		`update NAT snat 10.20.0.0/24 (external_ip: "172.16.0.100" -> "172.16.0.101")`,
+	}, changes)
+	assert.Equal(t, "172.16.0.100", nats(t, raw)["10.10.0.0/24"].ExternalIP)
+}
+
+func TestAnotherInstanceRowsAreNotOurs(t *testing.T) {
+	ep := startNB(t)
+	ours, raw := connect(t, ep)
+	requireNoFailures(t, sync(t, ours, example()))
+	ctx := context.Background()
+	other, err := ovn.ConnectNB(ctx, ovn.Endpoint{Address: ep}, "other", logr.Discard())
+	require.NoError(t, err)
+	t.Cleanup(other.Close)
+	before := dumpAll(t, raw)
+	res, err := tr.Sync(ctx, other, tr.Build(&tr.Snapshot{}, "other"), tr.SyncOptions{Instance: "other"})
+	require.NoError(t, err)
+	assert.Empty(t, res.Changes())
+	assert.Equal(t, before, dumpAll(t, raw))
+}
