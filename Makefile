@@ -1,0 +1,52 @@
+# kubevirt-ovn: the README's two commands are `make demo` and `make test`.
+GO           ?= go
+OVN_PACKAGES := ovn-central ovn-host openvswitch-switch
+SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+KEEP         ?=
+
+.PHONY: all build deps generate check-generate check-format vet test demo clean
+
+all: build
+
+build:
+	$(GO) build -o bin/kubevirt-ovn ./cmd/kubevirt-ovn
+
+# Debian 12's OVN 23.03 and OVS 3.1, installed when missing. Their own
+# services are not used: tests and the demo run private daemons.
+deps:
+	@missing=; for b in ovsdb-server ovsdb-tool ovn-northd ovn-nbctl ovn-sbctl ovn-controller ovs-vswitchd; do \
+	  command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing $(OVN_PACKAGES) (missing:$$missing)"; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(OVN_PACKAGES); \
+	fi
+
+# Regenerate the libovsdb models from the pinned schemas.
+generate:
+	$(GO) generate ./nbmodel/...
+
+# Fail when the committed models differ from a fresh generation, or the
+# pinned schemas from the installed OVN's.
+check-generate: generate
+	@if [ -n "$$(git status --porcelain -- nbmodel)" ]; then \
+	  git status --short -- nbmodel; git diff --stat -- nbmodel; \
+	  echo "nbmodel/ differs from a fresh 'make generate': generated code is never edited by hand"; exit 1; fi
+	@for s in ovn-nb ovn-sb; do f=$$(find nbmodel -name $$s.ovsschema); \
+	  if [ -f /usr/share/ovn/$$s.ovsschema ] && ! cmp -s $$f /usr/share/ovn/$$s.ovsschema; then \
+	    echo "$$f differs from the installed /usr/share/ovn/$$s.ovsschema: the models are pinned to Debian 12's OVN 23.03"; exit 1; fi; done
+
+check-format:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+test: deps check-generate check-format vet
+	$(GO) test -count=1 ./...
+
+demo: deps build
+	$(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep)
+
+clean:
+	rm -rf bin
