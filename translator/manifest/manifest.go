@@ -258,9 +258,11 @@ func decodeErr(where, kind, name string, err error) error {
 }
 
 func (s *Set) addRouter(where string, raw json.RawMessage) error {
+	// A field of the wrong type still leaves metadata decoded: the error
+	// names the object.
 	var vr VirtualRouter
 	if err := json.Unmarshal(raw, &vr); err != nil {
-		return decodeErr(where, KindRouter, "", err)
+		return decodeErr(where, KindRouter, vr.Name, err)
 	}
 	r, err := RouterFrom(&vr)
 	if err != nil {
@@ -302,7 +304,10 @@ func RouterFrom(vr *VirtualRouter) (translator.Router, error) {
 func (s *Set) addNAD(where string, raw json.RawMessage) error {
 	var nad NetworkAttachmentDefinition
 	if err := json.Unmarshal(raw, &nad); err != nil {
-		return decodeErr(where, KindNAD, "", err)
+		return decodeErr(where, KindNAD, nad.Name, err)
+	}
+	if nad.Namespace == "" {
+		nad.Namespace = "default"
 	}
 	n, ok, err := NetworkFrom(&nad)
 	if err != nil {
@@ -361,7 +366,7 @@ func NetworkFrom(nad *NetworkAttachmentDefinition) (n translator.Network, ok boo
 func (s *Set) addVMI(where string, raw json.RawMessage) error {
 	var vmi VirtualMachineInstance
 	if err := json.Unmarshal(raw, &vmi); err != nil {
-		return decodeErr(where, KindVMI, "", err)
+		return decodeErr(where, KindVMI, vmi.Namespace+"/"+vmi.Name, err)
 	}
 	ifaces, notes := VMInterfacesFrom(&vmi)
 	for _, n := range notes {
