@@ -92,10 +92,13 @@ func Build(s *Snapshot, instance string) *Plan {
 	nets := p.planNetworks(s, instance, fail)
 	p.planRouters(s, instance, nets, fail)
 
-	for _, errs := range p.Failed {
+	byMessage := func(a, b error) int { return strings.Compare(a.Error(), b.Error()) }
+	for u, errs := range p.Failed {
+		slices.SortStableFunc(errs, byMessage)
+		p.Failed[u] = errs
 		p.Errors = append(p.Errors, errs...)
 	}
-	slices.SortStableFunc(p.Errors, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	slices.SortStableFunc(p.Errors, byMessage)
 	p.Errors = slices.CompactFunc(p.Errors, func(a, b error) bool { return a.Error() == b.Error() })
 	return p
 }
@@ -225,9 +228,11 @@ func validateNetwork(in *Network) (*network, []error) {
 	if in.MTU < 0 || in.MTU > 65535 {
 		errs = append(errs, networkErr(in, "network-config.mtu", "%d is not between 0 and 65535", in.MTU))
 	}
+	var segErr error
 	if in.SegmentID != "" {
-		seg, err := parseUint(in.SegmentID)
-		if err != nil {
+		var seg int
+		seg, segErr = parseUint(in.SegmentID)
+		if segErr != nil {
 			errs = append(errs, networkErr(in, "network-config.segmentId", "%q is not a number", in.SegmentID))
 		}
 		n.segment = seg
@@ -236,6 +241,8 @@ func validateNetwork(in *Network) (*network, []error) {
 		switch {
 		case in.SegmentID == "":
 			errs = append(errs, networkErr(in, "network-config.segmentId", "is required for a VLAN network (the 802.1Q VLAN ID)"))
+		case segErr != nil:
+			// already reported: not a number
 		case n.segment < 1 || n.segment > 4094:
 			errs = append(errs, networkErr(in, "network-config.segmentId", "%s is not a VLAN ID (1-4094)", in.SegmentID))
 		}
@@ -333,15 +340,21 @@ func (p *Plan) planRouters(s *Snapshot, instance string, nets map[string]*networ
 		}
 	}
 
-	seen := map[string]bool{}
+	// A router declared twice is ambiguous: neither declaration is planned,
+	// and its rows are left as they are.
+	declared := map[string]int{}
+	for _, r := range order {
+		declared[r.Name]++
+	}
 	var valid []*router
 	for _, r := range order {
 		u := Unit{Kind: KindRouter, Name: r.Name}
-		if seen[r.Name] {
-			fail(u, routerErr(r.Name, "metadata.name", "is declared twice"))
+		if n := declared[r.Name]; n > 1 {
+			if p.Failed[u] == nil {
+				fail(u, routerErr(r.Name, "metadata.name", "is declared %d times", n))
+			}
 			continue
 		}
-		seen[r.Name] = true
 		vr, errs := validateRouter(r, s, nets)
 		if r.External != nil && r.External.IP != "" {
 			key := normalizeIP(r.External.IP)

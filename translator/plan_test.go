@@ -1,0 +1,1293 @@
+package translator
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// testInstance is the managed-by value every test plans with.
+const testInstance = "test"
+
+// t0 is the creation time of the oldest router in the tests.
+var t0 = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// netIDs and routerIDs are the owner external_ids, spelled out rather than
+// built with OwnerIDs so that a change of keys or values shows.
+func netIDs(name string) map[string]string {
+	return map[string]string{
+		"kubevirt-ovn/managed-by": testInstance,
+		"kubevirt-ovn/owner-kind": "Network",
+		"kubevirt-ovn/owner":      name,
+	}
+}
+
+func routerIDs(name string) map[string]string {
+	return map[string]string{
+		"kubevirt-ovn/managed-by": testInstance,
+		"kubevirt-ovn/owner-kind": "VirtualRouter",
+		"kubevirt-ovn/owner":      name,
+	}
+}
+
+func vmIDs(network, vmi string) map[string]string {
+	ids := netIDs(network)
+	ids["kubevirt-ovn/vmi"] = vmi
+	return ids
+}
+
+func withDescription(ids map[string]string, d string) map[string]string {
+	ids["kubevirt-ovn/description"] = d
+	return ids
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func findNetwork(p *Plan, name string) *NetworkPlan {
+	for i := range p.Networks {
+		if p.Networks[i].Name == name {
+			return &p.Networks[i]
+		}
+	}
+	return nil
+}
+
+func findRouter(p *Plan, name string) *RouterPlan {
+	for i := range p.Routers {
+		if p.Routers[i].Name == name {
+			return &p.Routers[i]
+		}
+	}
+	return nil
+}
+
+func portNames(ports []*nbmodel.LogicalSwitchPort) []string {
+	var names []string
+	for _, p := range ports {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func errTexts(errs []error) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// Networks of the router tests.
+func publicNet() Network {
+	return Network{Name: "public", Namespace: "default", Type: NetworkFlat, CIDR: "172.16.0.0/24", GatewayIP: "172.16.0.1", PhysicalNetworkName: "physnet1"}
+}
+
+func netA() Network {
+	return Network{Name: "net-a", Namespace: "default", Type: NetworkGeneve, CIDR: "10.10.0.0/24", GatewayIP: "10.10.0.1"}
+}
+
+func netB() Network {
+	return Network{Name: "net-b", Namespace: "default", Type: NetworkVXLAN, CIDR: "10.20.0.0/24", GatewayIP: "10.20.0.1"}
+}
+
+func TestBuildNetworkTypes(t *testing.T) {
+	tests := []struct {
+		name     string
+		network  Network
+		localnet *nbmodel.LogicalSwitchPort // nil: overlay, no localnet port
+	}{
+		{
+			name:    "FLAT defaults network_name to the network name",
+			network: Network{Name: "n1", Namespace: "default", Type: NetworkFlat, CIDR: "192.168.1.0/24"},
+			localnet: &nbmodel.LogicalSwitchPort{
+				Name: "kv-ln-n1", Type: "localnet", Addresses: []string{"unknown"},
+				Options: map[string]string{"network_name": "n1"}, ExternalIDs: netIDs("n1"),
+			},
+		},
+		{
+			name:    "FLAT with physicalNetworkName",
+			network: Network{Name: "n1", Namespace: "default", Type: NetworkFlat, CIDR: "192.168.1.0/24", PhysicalNetworkName: "physnet1"},
+			localnet: &nbmodel.LogicalSwitchPort{
+				Name: "kv-ln-n1", Type: "localnet", Addresses: []string{"unknown"},
+				Options: map[string]string{"network_name": "physnet1"}, ExternalIDs: netIDs("n1"),
+			},
+		},
+		{
+			name:    "VLAN tags the localnet port with segmentId",
+			network: Network{Name: "n1", Namespace: "default", Type: NetworkVLAN, SegmentID: "101", CIDR: "192.168.1.0/24", PhysicalNetworkName: "physnet2"},
+			localnet: &nbmodel.LogicalSwitchPort{
+				Name: "kv-ln-n1", Type: "localnet", Addresses: []string{"unknown"},
+				Options: map[string]string{"network_name": "physnet2"}, Tag: ptr(101), ExternalIDs: netIDs("n1"),
+			},
+		},
+		{
+			name:    "lower-case vlan",
+			network: Network{Name: "n1", Namespace: "default", Type: "vlan", SegmentID: "4094", CIDR: "192.168.1.0/24"},
+			localnet: &nbmodel.LogicalSwitchPort{
+				Name: "kv-ln-n1", Type: "localnet", Addresses: []string{"unknown"},
+				Options: map[string]string{"network_name": "n1"}, Tag: ptr(4094), ExternalIDs: netIDs("n1"),
+			},
+		},
+		{
+			name:    "lower-case flat",
+			network: Network{Name: "n1", Namespace: "default", Type: "flat", CIDR: "192.168.1.0/24"},
+			localnet: &nbmodel.LogicalSwitchPort{
+				Name: "kv-ln-n1", Type: "localnet", Addresses: []string{"unknown"},
+				Options: map[string]string{"network_name": "n1"}, ExternalIDs: netIDs("n1"),
+			},
+		},
+		{name: "VXLAN", network: Network{Name: "n1", Namespace: "default", Type: NetworkVXLAN, SegmentID: "200", CIDR: "192.168.1.0/24"}},
+		{name: "GENEVE", network: Network{Name: "n1", Namespace: "default", Type: NetworkGeneve, SegmentID: "100", CIDR: "192.168.1.0/24"}},
+		{name: "GRE", network: Network{Name: "n1", Namespace: "default", Type: NetworkGRE, CIDR: "192.168.1.0/24"}},
+		{name: "STT", network: Network{Name: "n1", Namespace: "default", Type: NetworkSTT, CIDR: "192.168.1.0/24"}},
+		{name: "lower-case geneve", network: Network{Name: "n1", Namespace: "default", Type: "geneve", CIDR: "192.168.1.0/24"}},
+		{name: "mixed-case Vxlan", network: Network{Name: "n1", Namespace: "default", Type: "Vxlan", CIDR: "192.168.1.0/24"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Build(&Snapshot{Networks: []Network{tc.network}}, testInstance)
+			require.Empty(t, p.Errors)
+			require.Empty(t, p.Failed)
+			want := NetworkPlan{
+				Name:   "n1",
+				Switch: &nbmodel.LogicalSwitch{Name: "kv-n1", ExternalIDs: netIDs("n1")},
+			}
+			if tc.localnet != nil {
+				want.Ports = []*nbmodel.LogicalSwitchPort{tc.localnet}
+			}
+			assert.Equal(t, []NetworkPlan{want}, p.Networks)
+			assert.Empty(t, p.Routers)
+		})
+	}
+}
+
+func TestBuildRouter(t *testing.T) {
+	nets := []Network{publicNet(), netA(), netB()}
+	tests := []struct {
+		name   string
+		router Router
+		want   RouterPlan
+	}{
+		{
+			name: "internal networks only",
+			router: Router{
+				Name: "r1", MAC: "fa:16:3e:00:00:01", Description: "two nets",
+				Internal: []string{"net-b", "net-a"},
+			},
+			want: RouterPlan{
+				Name: "r1",
+				Router: &nbmodel.LogicalRouter{
+					Name: "kv-r1",
+					Options: map[string]string{
+						"always_learn_from_arp_request": "false",
+						"dynamic_neigh_routers":         "true",
+					},
+					ExternalIDs: withDescription(routerIDs("r1"), "two nets"),
+				},
+				Ports: []*nbmodel.LogicalRouterPort{
+					{Name: "kv-rtos-r1_net-a", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r1")},
+					{Name: "kv-rtos-r1_net-b", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.20.0.1/24"}, ExternalIDs: routerIDs("r1")},
+				},
+				SwitchPorts: []SwitchPort{
+					{Network: "net-a", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-stor-net-a_r1", Type: "router", Addresses: []string{"router"},
+						Options: map[string]string{"router-port": "kv-rtos-r1_net-a"}, ExternalIDs: routerIDs("r1"),
+					}},
+					{Network: "net-b", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-stor-net-b_r1", Type: "router", Addresses: []string{"router"},
+						Options: map[string]string{"router-port": "kv-rtos-r1_net-b"}, ExternalIDs: routerIDs("r1"),
+					}},
+				},
+			},
+		},
+		{
+			name: "upper-case MAC is normalized, no description key without description",
+			router: Router{
+				Name: "r1", MAC: "FA:16:3E:AB:CD:EF",
+				Internal: []string{"net-a"},
+			},
+			want: RouterPlan{
+				Name: "r1",
+				Router: &nbmodel.LogicalRouter{
+					Name: "kv-r1",
+					Options: map[string]string{
+						"always_learn_from_arp_request": "false",
+						"dynamic_neigh_routers":         "true",
+					},
+					ExternalIDs: routerIDs("r1"),
+				},
+				Ports: []*nbmodel.LogicalRouterPort{
+					{Name: "kv-rtos-r1_net-a", MAC: "fa:16:3e:ab:cd:ef", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r1")},
+				},
+				SwitchPorts: []SwitchPort{
+					{Network: "net-a", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-stor-net-a_r1", Type: "router", Addresses: []string{"router"},
+						Options: map[string]string{"router-port": "kv-rtos-r1_net-a"}, ExternalIDs: routerIDs("r1"),
+					}},
+				},
+			},
+		},
+		{
+			name: "external with SNAT and peer router with MAC",
+			router: Router{
+				Name: "r1", MAC: "fa:16:3e:00:00:01", Description: "edge",
+				EnableSNAT: true,
+				Internal:   []string{"net-a", "net-b"},
+				External:   &External{IP: "172.16.0.100", Network: "public"},
+				PeerRouter: &PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:EE:01"},
+				Gateway:    "gw1",
+			},
+			want: RouterPlan{
+				Name: "r1",
+				Router: &nbmodel.LogicalRouter{
+					Name: "kv-r1",
+					Options: map[string]string{
+						"always_learn_from_arp_request": "false",
+						"dynamic_neigh_routers":         "true",
+					},
+					ExternalIDs: withDescription(routerIDs("r1"), "edge"),
+				},
+				Ports: []*nbmodel.LogicalRouterPort{
+					{Name: "kv-rtoe-r1", MAC: "0a:58:ac:10:00:64", Networks: []string{"172.16.0.100/24"}, ExternalIDs: routerIDs("r1")},
+					{Name: "kv-rtos-r1_net-a", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r1")},
+					{Name: "kv-rtos-r1_net-b", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.20.0.1/24"}, ExternalIDs: routerIDs("r1")},
+				},
+				GatewayChassis: []*nbmodel.GatewayChassis{
+					{Name: "kv-rtoe-r1-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r1")},
+				},
+				SwitchPorts: []SwitchPort{
+					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-etor-r1", Type: "router", Addresses: []string{"router"},
+						Options:     map[string]string{"router-port": "kv-rtoe-r1", "nat-addresses": "router"},
+						ExternalIDs: routerIDs("r1"),
+					}},
+					{Network: "net-a", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-stor-net-a_r1", Type: "router", Addresses: []string{"router"},
+						Options: map[string]string{"router-port": "kv-rtos-r1_net-a"}, ExternalIDs: routerIDs("r1"),
+					}},
+					{Network: "net-b", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-stor-net-b_r1", Type: "router", Addresses: []string{"router"},
+						Options: map[string]string{"router-port": "kv-rtos-r1_net-b"}, ExternalIDs: routerIDs("r1"),
+					}},
+				},
+				NATs: []*nbmodel.NAT{
+					{Type: "snat", ExternalIP: "172.16.0.100", LogicalIP: "10.10.0.0/24", ExternalPortRange: "1025-65535", ExternalIDs: routerIDs("r1")},
+					{Type: "snat", ExternalIP: "172.16.0.100", LogicalIP: "10.20.0.0/24", ExternalPortRange: "1025-65535", ExternalIDs: routerIDs("r1")},
+				},
+				Routes: []*nbmodel.LogicalRouterStaticRoute{
+					{IPPrefix: "0.0.0.0/0", Nexthop: "172.16.0.1", OutputPort: ptr("kv-rtoe-r1"), ExternalIDs: routerIDs("r1")},
+				},
+				MACBindings: []*nbmodel.StaticMACBinding{
+					{LogicalPort: "kv-rtoe-r1", IP: "172.16.0.1", MAC: "00:00:00:00:ee:01", OverrideDynamicMAC: true},
+				},
+				Gateway: &GatewayChoice{Chassis: []string{"gw1"}},
+				SNATIP:  "172.16.0.100",
+			},
+		},
+		{
+			name: "external without SNAT still has the gateway port; peer without MAC has no binding",
+			router: Router{
+				Name: "r2", MAC: "fa:16:3e:00:00:02",
+				Internal:   []string{"net-a"},
+				External:   &External{IP: "172.16.0.5", Network: "public"},
+				PeerRouter: &PeerRouter{IP: "172.16.0.254"},
+				Gateway:    "gw2",
+			},
+			want: RouterPlan{
+				Name: "r2",
+				Router: &nbmodel.LogicalRouter{
+					Name: "kv-r2",
+					Options: map[string]string{
+						"always_learn_from_arp_request": "false",
+						"dynamic_neigh_routers":         "true",
+					},
+					ExternalIDs: routerIDs("r2"),
+				},
+				Ports: []*nbmodel.LogicalRouterPort{
+					{Name: "kv-rtoe-r2", MAC: "0a:58:ac:10:00:05", Networks: []string{"172.16.0.5/24"}, ExternalIDs: routerIDs("r2")},
+					{Name: "kv-rtos-r2_net-a", MAC: "fa:16:3e:00:00:02", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r2")},
+				},
+				GatewayChassis: []*nbmodel.GatewayChassis{
+					{Name: "kv-rtoe-r2-gw2", ChassisName: "gw2", Priority: 1, ExternalIDs: routerIDs("r2")},
+				},
+				SwitchPorts: []SwitchPort{
+					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-etor-r2", Type: "router", Addresses: []string{"router"},
+						Options:     map[string]string{"router-port": "kv-rtoe-r2", "nat-addresses": "router"},
+						ExternalIDs: routerIDs("r2"),
+					}},
+					{Network: "net-a", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-stor-net-a_r2", Type: "router", Addresses: []string{"router"},
+						Options: map[string]string{"router-port": "kv-rtos-r2_net-a"}, ExternalIDs: routerIDs("r2"),
+					}},
+				},
+				Routes: []*nbmodel.LogicalRouterStaticRoute{
+					{IPPrefix: "0.0.0.0/0", Nexthop: "172.16.0.254", OutputPort: ptr("kv-rtoe-r2"), ExternalIDs: routerIDs("r2")},
+				},
+				Gateway: &GatewayChoice{Chassis: []string{"gw2"}},
+				SNATIP:  "172.16.0.5",
+			},
+		},
+		{
+			name: "external without peer router has no route",
+			router: Router{
+				Name: "r3", MAC: "fa:16:3e:00:00:03",
+				EnableSNAT: true,
+				External:   &External{IP: "172.16.0.200", Network: "public"},
+				Gateway:    "gw1",
+			},
+			want: RouterPlan{
+				Name: "r3",
+				Router: &nbmodel.LogicalRouter{
+					Name: "kv-r3",
+					Options: map[string]string{
+						"always_learn_from_arp_request": "false",
+						"dynamic_neigh_routers":         "true",
+					},
+					ExternalIDs: routerIDs("r3"),
+				},
+				Ports: []*nbmodel.LogicalRouterPort{
+					{Name: "kv-rtoe-r3", MAC: "0a:58:ac:10:00:c8", Networks: []string{"172.16.0.200/24"}, ExternalIDs: routerIDs("r3")},
+				},
+				GatewayChassis: []*nbmodel.GatewayChassis{
+					{Name: "kv-rtoe-r3-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r3")},
+				},
+				SwitchPorts: []SwitchPort{
+					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-etor-r3", Type: "router", Addresses: []string{"router"},
+						Options:     map[string]string{"router-port": "kv-rtoe-r3", "nat-addresses": "router"},
+						ExternalIDs: routerIDs("r3"),
+					}},
+				},
+				Gateway: &GatewayChoice{Chassis: []string{"gw1"}},
+				SNATIP:  "172.16.0.200",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{Networks: nets, Routers: []Router{tc.router}}
+			p := Build(s, testInstance)
+			require.Empty(t, p.Errors)
+			require.Empty(t, p.Failed)
+			require.Len(t, p.Routers, 1)
+			assert.Equal(t, tc.want, p.Routers[0])
+			// The router's rows do not change the networks' own rows.
+			assert.Equal(t, []string{"net-a", "net-b", "public"}, []string{p.Networks[0].Name, p.Networks[1].Name, p.Networks[2].Name})
+		})
+	}
+}
+
+func TestBuildRouterDerivedMAC(t *testing.T) {
+	s := &Snapshot{Networks: []Network{netA()}, Routers: []Router{{Name: "r1", Internal: []string{"net-a"}}}}
+	p1 := Build(s, testInstance)
+	require.Len(t, p1.Routers, 1)
+	require.Len(t, p1.Routers[0].Ports, 1)
+	mac := p1.Routers[0].Ports[0].MAC
+	_, err := parseMAC(mac)
+	assert.NoError(t, err, "derived MAC %s must be a unicast MAC", mac)
+	assert.True(t, strings.HasPrefix(mac, "02:"), "derived MAC %s must be locally administered", mac)
+	assert.Equal(t, mac, Build(s, testInstance).Routers[0].Ports[0].MAC, "derived MAC is stable")
+
+	s.Routers[0].Name = "r2"
+	assert.NotEqual(t, mac, Build(s, testInstance).Routers[0].Ports[0].MAC, "derived MAC depends on the router name")
+}
+
+func TestBuildVMPorts(t *testing.T) {
+	vlan := Network{Name: "vl", Namespace: "tenant", Type: NetworkVLAN, SegmentID: "7", CIDR: "192.168.7.0/24", GatewayIP: "192.168.7.1"}
+	tests := []struct {
+		name    string
+		network Network
+		vms     []VMInterface
+		want    []*nbmodel.LogicalSwitchPort
+	}{
+		{
+			name:    "VM interface on an overlay network",
+			network: netA(),
+			vms: []VMInterface{
+				{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "hv1"},
+			},
+			want: []*nbmodel.LogicalSwitchPort{
+				{Name: "kv-net-a_default_vm1_eth1", Addresses: []string{"50:54:00:00:00:05 10.10.0.5"}, PortSecurity: []string{"50:54:00:00:00:05 10.10.0.5"}, ExternalIDs: vmIDs("net-a", "default/vm1")},
+			},
+		},
+		{
+			name:    "MAC is normalized to lower case",
+			network: netA(),
+			vms: []VMInterface{
+				{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:AB:CD:EF", IP: "10.10.0.5"},
+			},
+			want: []*nbmodel.LogicalSwitchPort{
+				{Name: "kv-net-a_default_vm1_eth1", Addresses: []string{"50:54:00:ab:cd:ef 10.10.0.5"}, PortSecurity: []string{"50:54:00:ab:cd:ef 10.10.0.5"}, ExternalIDs: vmIDs("net-a", "default/vm1")},
+			},
+		},
+		{
+			name:    "VM in another namespace than the NAD gets no port",
+			network: netA(),
+			vms: []VMInterface{
+				{Namespace: "other", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "other", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"},
+			},
+			want: nil,
+		},
+		{
+			name:    "VM in another namespace referencing the NAD's namespace gets a port",
+			network: netA(),
+			vms: []VMInterface{
+				{Namespace: "other", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"},
+			},
+			want: []*nbmodel.LogicalSwitchPort{
+				{Name: "kv-net-a_other_vm1_eth1", Addresses: []string{"50:54:00:00:00:05 10.10.0.5"}, PortSecurity: []string{"50:54:00:00:00:05 10.10.0.5"}, ExternalIDs: vmIDs("net-a", "other/vm1")},
+			},
+		},
+		{
+			name:    "VM on an unknown network gets no port",
+			network: netA(),
+			vms: []VMInterface{
+				{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-zz", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"},
+			},
+			want: nil,
+		},
+		{
+			name:    "VM ports and the localnet port sorted by name",
+			network: vlan,
+			vms: []VMInterface{
+				{Namespace: "tenant", VMI: "zz", Interface: "eth1", Network: "vl", NetworkNamespace: "tenant", MAC: "50:54:00:00:00:0b", IP: "192.168.7.11"},
+				{Namespace: "tenant", VMI: "aa", Interface: "eth2", Network: "vl", NetworkNamespace: "tenant", MAC: "50:54:00:00:00:0a", IP: "192.168.7.10"},
+			},
+			want: []*nbmodel.LogicalSwitchPort{
+				{Name: "kv-ln-vl", Type: "localnet", Addresses: []string{"unknown"}, Options: map[string]string{"network_name": "vl"}, Tag: ptr(7), ExternalIDs: netIDs("vl")},
+				{Name: "kv-vl_tenant_aa_eth2", Addresses: []string{"50:54:00:00:00:0a 192.168.7.10"}, PortSecurity: []string{"50:54:00:00:00:0a 192.168.7.10"}, ExternalIDs: vmIDs("vl", "tenant/aa")},
+				{Name: "kv-vl_tenant_zz_eth1", Addresses: []string{"50:54:00:00:00:0b 192.168.7.11"}, PortSecurity: []string{"50:54:00:00:00:0b 192.168.7.11"}, ExternalIDs: vmIDs("vl", "tenant/zz")},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Build(&Snapshot{Networks: []Network{tc.network}, VMs: tc.vms}, testInstance)
+			require.Empty(t, p.Errors)
+			require.Len(t, p.Networks, 1)
+			assert.Equal(t, tc.want, p.Networks[0].Ports)
+			assert.Empty(t, p.Networks[0].KeepPorts)
+		})
+	}
+}
+
+func TestGatewaySelection(t *testing.T) {
+	sb := []Chassis{
+		{Name: "c-11111111", Hostname: "gw1", Gateway: true},
+		{Name: "c-22222222", Hostname: "gw2", Gateway: true},
+		{Name: "c-33333333", Hostname: "compute1", Gateway: false},
+	}
+	tests := []struct {
+		name         string
+		gateway      string
+		chassis      []Chassis
+		chassisKnown bool
+		want         []string // exact order; nil: check first and set only
+		wantFirst    string
+		wantSet      []string
+	}{
+		{
+			name: "spec gateway matched by chassis name", gateway: "c-22222222",
+			chassis: sb, chassisKnown: true,
+			want: []string{"c-22222222", "c-11111111"},
+		},
+		{
+			name: "spec gateway matched by hostname uses the chassis name", gateway: "gw2",
+			chassis: sb, chassisKnown: true,
+			want: []string{"c-22222222", "c-11111111"},
+		},
+		{
+			name: "spec gateway by hostname, other order", gateway: "gw1",
+			chassis: sb, chassisKnown: true,
+			want: []string{"c-11111111", "c-22222222"},
+		},
+		{
+			name: "chassis name wins over another chassis' hostname", gateway: "gw2",
+			chassis: []Chassis{
+				{Name: "gw2", Hostname: "host-a", Gateway: true},
+				{Name: "c-x", Hostname: "gw2", Gateway: true},
+			},
+			chassisKnown: true,
+			want:         []string{"gw2", "c-x"},
+		},
+		{
+			name: "no spec gateway: every gateway candidate, never a non-gateway chassis",
+			chassis: append(slices.Clone(sb),
+				Chassis{Name: "c-44444444", Hostname: "gw3", Gateway: true},
+				Chassis{Name: "c-55555555", Hostname: "compute2"}),
+			chassisKnown: true,
+			wantSet:      []string{"c-11111111", "c-22222222", "c-44444444"},
+		},
+		{
+			name: "without SB the spec gateway alone", gateway: "gw7",
+			want: []string{"gw7"},
+		},
+		{
+			name: "without SB chassis rows are ignored", gateway: "gw7",
+			chassis: sb,
+			want:    []string{"gw7"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{
+				Networks:     []Network{publicNet()},
+				Routers:      []Router{{Name: "r1", MAC: "fa:16:3e:00:00:01", External: &External{IP: "172.16.0.10", Network: "public"}, Gateway: tc.gateway}},
+				Chassis:      tc.chassis,
+				ChassisKnown: tc.chassisKnown,
+			}
+			p := Build(s, testInstance)
+			require.Empty(t, p.Errors)
+			require.Len(t, p.Routers, 1)
+			rp := p.Routers[0]
+			require.NotNil(t, rp.Gateway)
+			got := rp.Gateway.Chassis
+			if tc.want != nil {
+				assert.Equal(t, tc.want, got)
+			} else {
+				assert.ElementsMatch(t, tc.wantSet, got)
+			}
+			require.Len(t, rp.GatewayChassis, len(got))
+			for i, gc := range rp.GatewayChassis {
+				assert.Equal(t, &nbmodel.GatewayChassis{
+					Name:        "kv-rtoe-r1-" + got[i],
+					ChassisName: got[i],
+					Priority:    len(got) - i,
+					ExternalIDs: routerIDs("r1"),
+				}, gc)
+			}
+		})
+	}
+}
+
+func TestGatewaySelectionStable(t *testing.T) {
+	var chassis []Chassis
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		chassis = append(chassis, Chassis{Name: "chassis-" + n, Hostname: "node-" + n, Gateway: true})
+	}
+	chassis = append(chassis, Chassis{Name: "chassis-compute", Hostname: "compute", Gateway: false})
+
+	var routers []Router
+	for _, n := range []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"} {
+		routers = append(routers, Router{Name: n, External: &External{IP: "172.16.0." + strings.TrimPrefix(n, "r") + "0", Network: "public"}})
+	}
+	routers[0].External.IP = "172.16.0.200"
+
+	order := func(t *testing.T, ch []Chassis) map[string][]string {
+		t.Helper()
+		p := Build(&Snapshot{Networks: []Network{publicNet()}, Routers: routers, Chassis: ch, ChassisKnown: true}, testInstance)
+		require.Empty(t, p.Errors)
+		require.Len(t, p.Routers, len(routers))
+		out := map[string][]string{}
+		for _, rp := range p.Routers {
+			require.NotNil(t, rp.Gateway)
+			out[rp.Name] = rp.Gateway.Chassis
+		}
+		return out
+	}
+
+	base := order(t, chassis)
+	for name, got := range base {
+		assert.Len(t, got, 6, "router %s: every gateway candidate", name)
+		assert.NotContains(t, got, "chassis-compute", "router %s: non-gateway chassis used", name)
+	}
+	assert.Equal(t, base, order(t, chassis), "same input, same order")
+
+	reversed := slices.Clone(chassis)
+	slices.Reverse(reversed)
+	assert.Equal(t, base, order(t, reversed), "SB row order must not matter")
+
+	// Removing a candidate that is not a router's primary leaves its primary
+	// (and the relative order of the others) alone.
+	for _, r := range routers {
+		primary := base[r.Name][0]
+		for _, removed := range base[r.Name][1:] {
+			without := slices.DeleteFunc(slices.Clone(chassis), func(c Chassis) bool { return c.Name == removed })
+			got := order(t, without)[r.Name]
+			assert.Equal(t, primary, got[0], "router %s: removing %s changed the primary", r.Name, removed)
+			want := slices.DeleteFunc(slices.Clone(base[r.Name]), func(c string) bool { return c == removed })
+			assert.Equal(t, want, got, "router %s: removing %s reordered the rest", r.Name, removed)
+		}
+	}
+
+	// The primaries are spread over the candidates rather than all on one.
+	primaries := map[string]bool{}
+	for _, got := range base {
+		primaries[got[0]] = true
+	}
+	assert.Greater(t, len(primaries), 1, "all routers on one primary: %v", base)
+}
+
+// determinismSnapshot has valid and invalid routers, networks and VMs, claims
+// that conflict, and SB chassis.
+func determinismSnapshot() *Snapshot {
+	return &Snapshot{
+		Networks: []Network{
+			publicNet(), netA(), netB(),
+			{Name: "net-c", Namespace: "default", Type: "vlan", SegmentID: "30", CIDR: "10.30.0.0/24", GatewayIP: "10.30.0.1"},
+			{Name: "net-d", Namespace: "default", Type: NetworkGRE, CIDR: "10.40.0.0/24", GatewayIP: "10.40.0.1"},
+			{Name: "broken", Namespace: "default", Type: NetworkVLAN, CIDR: "10.50.0.0/24"},
+		},
+		Routers: []Router{
+			{Name: "r-old", MAC: "fa:16:3e:00:00:01", EnableSNAT: true, Internal: []string{"net-a"}, External: &External{IP: "172.16.0.100", Network: "public"}, PeerRouter: &PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"}, Created: t0},
+			{Name: "a-new", MAC: "fa:16:3e:00:00:02", EnableSNAT: true, Internal: []string{"net-b"}, External: &External{IP: "172.16.0.100", Network: "public"}, Created: t0.Add(time.Minute)},
+			{Name: "r-c", MAC: "fa:16:3e:00:00:03", Internal: []string{"net-c", "net-d"}, External: &External{IP: "172.16.0.101", Network: "public"}, Gateway: "gw2"},
+			{Name: "r-d", MAC: "fa:16:3e:00:00:04", Internal: []string{"net-d"}, Created: t0.Add(time.Hour)},
+			{Name: "r-e", Internal: []string{"broken"}},
+		},
+		VMs: []VMInterface{
+			{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:01", IP: "10.10.0.11"},
+			{Namespace: "default", VMI: "vm2", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:02", IP: "10.10.0.12"},
+			{Namespace: "default", VMI: "vm3", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "bad", IP: "10.10.0.13"},
+			{Namespace: "default", VMI: "vm4", Interface: "eth1", Network: "net-c", NetworkNamespace: "default", MAC: "50:54:00:00:00:04", IP: "10.30.0.14"},
+		},
+		Chassis: []Chassis{
+			{Name: "c1", Hostname: "gw1", Gateway: true},
+			{Name: "c2", Hostname: "gw2", Gateway: true},
+			{Name: "c3", Hostname: "gw3", Gateway: true},
+			{Name: "c4", Hostname: "hv1"},
+		},
+		ChassisKnown: true,
+	}
+}
+
+func TestBuildDeterministic(t *testing.T) {
+	s := determinismSnapshot()
+	p1 := Build(s, testInstance)
+	// Preconditions: the snapshot exercises failures and claims.
+	require.Contains(t, p1.Failed, Unit{Kind: KindRouter, Name: "a-new"})
+	require.Contains(t, p1.Failed, Unit{Kind: KindRouter, Name: "r-d"})
+	require.Contains(t, p1.Failed, Unit{Kind: KindRouter, Name: "r-e"})
+	require.Contains(t, p1.Failed, Unit{Kind: KindNetwork, Name: "broken"})
+	require.NotNil(t, findRouter(p1, "r-old"))
+	require.NotNil(t, findRouter(p1, "r-c"))
+
+	p2 := Build(s, testInstance)
+	assert.Equal(t, p1, p2, "Build twice on the same snapshot")
+	assert.Equal(t, determinismSnapshot(), s, "Build must not modify its input")
+
+	permute := map[string]func(s *Snapshot){
+		"reversed": func(s *Snapshot) {
+			slices.Reverse(s.Routers)
+			slices.Reverse(s.Networks)
+			slices.Reverse(s.VMs)
+			slices.Reverse(s.Chassis)
+		},
+		"rotated": func(s *Snapshot) {
+			s.Routers = append(s.Routers[2:], s.Routers[:2]...)
+			s.Networks = append(s.Networks[3:], s.Networks[:3]...)
+			s.VMs = append(s.VMs[1:], s.VMs[:1]...)
+			s.Chassis = append(s.Chassis[1:], s.Chassis[:1]...)
+		},
+		"sorted by name descending": func(s *Snapshot) {
+			slices.SortFunc(s.Routers, func(a, b Router) int { return strings.Compare(b.Name, a.Name) })
+			slices.SortFunc(s.Networks, func(a, b Network) int { return strings.Compare(b.Name, a.Name) })
+		},
+	}
+	for name, f := range permute {
+		t.Run(name, func(t *testing.T) {
+			s := determinismSnapshot()
+			f(s)
+			p := Build(s, testInstance)
+			assert.Equal(t, p1.Networks, p.Networks)
+			assert.Equal(t, p1.Routers, p.Routers)
+			assert.Equal(t, p1.Failed, p.Failed)
+			assert.Equal(t, errTexts(p1.Errors), errTexts(p.Errors))
+		})
+	}
+}
+
+// TestBuildInputOrderDuplicateNetwork checks that the errors of a network
+// declared in two namespaces do not depend on the order of the input.
+func TestBuildInputOrderDuplicateNetwork(t *testing.T) {
+	a := netA()
+	b := netA()
+	b.Namespace = "other"
+	p1 := Build(&Snapshot{Networks: []Network{a, b}}, testInstance)
+	p2 := Build(&Snapshot{Networks: []Network{b, a}}, testInstance)
+	u := Unit{Kind: KindNetwork, Name: "net-a"}
+	require.Len(t, p1.Failed[u], 2)
+	assert.Equal(t, errTexts(p1.Errors), errTexts(p2.Errors))
+	assert.Equal(t, errTexts(p1.Failed[u]), errTexts(p2.Failed[u]), "Plan.Failed depends on the order of Snapshot.Networks")
+}
+
+func examplesSnapshot() *Snapshot {
+	return &Snapshot{
+		Networks: []Network{
+			{
+				Name: "public", Namespace: "default", Type: "FLAT", MTU: 1500,
+				PhysicalNetworkName: "physnet1", CIDR: "172.16.0.0/24", GatewayIP: "172.16.0.1",
+				IPPool:       &IPPool{Start: "172.16.0.100", End: "172.16.0.200"},
+				DefaultRoute: true,
+			},
+			{
+				Name: "net-a", Namespace: "default", Type: "GENEVE", MTU: 1450, SegmentID: "100",
+				CIDR: "10.10.0.0/24", GatewayIP: "10.10.0.1",
+				IPPool:       &IPPool{Start: "10.10.0.10", End: "10.10.0.200"},
+				DNSes:        []string{"8.8.8.8"},
+				DefaultRoute: true,
+			},
+			{
+				Name: "net-b", Namespace: "default", Type: "vxlan", MTU: 1450, SegmentID: "200",
+				CIDR: "10.20.0.0/24", GatewayIP: "10.20.0.1",
+				DefaultRoute: true,
+			},
+		},
+		Routers: []Router{{
+			Name:        "router1",
+			MAC:         "fa:16:3e:00:00:01",
+			Description: "edge router of net-a and net-b",
+			EnableSNAT:  true,
+			Internal:    []string{"net-a", "net-b"},
+			External:    &External{IP: "172.16.0.100", Network: "public"},
+			PeerRouter:  &PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"},
+			Gateway:     "gw1",
+		}},
+		VMs: []VMInterface{
+			{Namespace: "default", VMI: "vm-a", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "hv1"},
+			{Namespace: "default", VMI: "vm-b", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6", Node: "hv2"},
+		},
+	}
+}
+
+func TestGoldenExamples(t *testing.T) {
+	p := Build(examplesSnapshot(), testInstance)
+	require.Empty(t, p.Errors)
+	require.Empty(t, p.Failed)
+	got, err := json.MarshalIndent(struct {
+		Networks []NetworkPlan
+		Routers  []RouterPlan
+	}{p.Networks, p.Routers}, "", "  ")
+	require.NoError(t, err)
+	got = append(got, '\n')
+
+	path := filepath.Join("testdata", "examples.plan.golden")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./translator -run TestGoldenExamples -update to create it")
+	assert.Equal(t, string(want), string(got))
+}
+
+// validationSnapshot has a valid router "good" on network "net-ok", created
+// first, and a router "bad" on net-a that the validation cases break.
+func validationSnapshot() *Snapshot {
+	return &Snapshot{
+		Networks: []Network{
+			publicNet(),
+			{Name: "net-ok", Namespace: "default", Type: NetworkGeneve, CIDR: "10.30.0.0/24", GatewayIP: "10.30.0.1"},
+			netA(),
+			netB(),
+		},
+		Routers: []Router{
+			{
+				Name: "good", MAC: "fa:16:3e:00:00:01", EnableSNAT: true,
+				Internal:   []string{"net-ok"},
+				External:   &External{IP: "172.16.0.50", Network: "public"},
+				PeerRouter: &PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"},
+				Gateway:    "gw1",
+				Created:    t0,
+			},
+			{
+				Name: "bad", MAC: "fa:16:3e:00:00:02", EnableSNAT: true,
+				Internal:   []string{"net-a"},
+				External:   &External{IP: "172.16.0.100", Network: "public"},
+				PeerRouter: &PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"},
+				Gateway:    "gw1",
+				Created:    t0.Add(time.Hour),
+			},
+		},
+	}
+}
+
+func routerNamed(t *testing.T, s *Snapshot, name string) *Router {
+	t.Helper()
+	i := slices.IndexFunc(s.Routers, func(r Router) bool { return r.Name == name })
+	require.GreaterOrEqual(t, i, 0, "router %s", name)
+	return &s.Routers[i]
+}
+
+func networkNamed(t *testing.T, s *Snapshot, name string) *Network {
+	t.Helper()
+	i := slices.IndexFunc(s.Networks, func(n Network) bool { return n.Name == name })
+	require.GreaterOrEqual(t, i, 0, "network %s", name)
+	return &s.Networks[i]
+}
+
+func TestValidationBaseline(t *testing.T) {
+	p := Build(validationSnapshot(), testInstance)
+	require.Empty(t, p.Errors)
+	require.Empty(t, p.Failed)
+	assert.NotNil(t, findRouter(p, "good"))
+	assert.NotNil(t, findRouter(p, "bad"))
+	assert.Len(t, p.Networks, 4)
+}
+
+func TestValidation(t *testing.T) {
+	badRouter := Unit{Kind: KindRouter, Name: "bad"}
+	netAUnit := Unit{Kind: KindNetwork, Name: "net-a"}
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, s *Snapshot)
+		unit   Unit
+		// want is "<Kind> <Object>: <field> " as the error text starts.
+		want string
+		// msg is a further part of the same error's text.
+		msg string
+	}{
+		// Malformed IPs.
+		{
+			name:   "malformed external.ip",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IP = "172.16.0.300" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ip ", msg: "not an IP address",
+		},
+		{
+			name:   "malformed peerRouter.ip",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.IP = "172.16.0" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.ip ", msg: "not an IP address",
+		},
+		{
+			name:   "malformed gatewayIp",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").GatewayIP = "10.10.0.x" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.gatewayIp ", msg: "not an IP address",
+		},
+		{
+			name:   "gatewayIp outside the cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").GatewayIP = "10.11.0.1" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.gatewayIp ", msg: "not a host address of cidr 10.10.0.0/24",
+		},
+		{
+			name:   "malformed IP in cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").CIDR = "10.10.0.300/24" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.cidr ", msg: "not a CIDR",
+		},
+		// Malformed MACs.
+		{
+			name:   "malformed spec.mac",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").MAC = "fa:16:3e:00:00" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.mac ", msg: "not an Ethernet MAC address",
+		},
+		{
+			name:   "EUI-64 spec.mac",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").MAC = "fa:16:3e:00:00:00:00:01" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.mac ", msg: "not an Ethernet MAC address",
+		},
+		{
+			name:   "malformed peerRouter.mac",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.MAC = "zz:00:00:00:ee:01" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.mac ", msg: "not an Ethernet MAC address",
+		},
+		{
+			name:   "multicast spec.mac",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").MAC = "01:00:5e:00:00:01" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.mac ", msg: "multicast",
+		},
+		{
+			name:   "multicast peerRouter.mac",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.MAC = "33:33:00:00:00:01" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.mac ", msg: "multicast",
+		},
+		{
+			name:   "zero spec.mac",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").MAC = "00:00:00:00:00:00" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.mac ", msg: "zero MAC",
+		},
+		// Malformed CIDRs.
+		{
+			name:   "cidr without prefix length",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").CIDR = "10.10.0.0" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.cidr ", msg: "not a CIDR",
+		},
+		{
+			name:   "cidr prefix length 33",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").CIDR = "10.10.0.0/33" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.cidr ", msg: "not a CIDR",
+		},
+		{
+			name:   "cidr /31 leaves no hosts",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").CIDR = "10.10.0.0/31" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.cidr ", msg: "longer than /30",
+		},
+		{
+			name:   "empty cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").CIDR = "" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.cidr ", msg: "is empty",
+		},
+		// SNAT IPs.
+		{
+			name:   "SNAT IP outside the external network",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IP = "172.17.0.5" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ip ", msg: "172.17.0.5 is outside network public (172.16.0.0/24)",
+		},
+		{
+			name:   "SNAT IP is the external network's broadcast address",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IP = "172.16.0.255" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ip ", msg: "outside network public",
+		},
+		{
+			name:   "SNAT IP is the external network's gatewayIp",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IP = "172.16.0.1" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ip ", msg: "gatewayIp of network public",
+		},
+		{
+			name:   "same SNAT IP as an older router",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IP = "172.16.0.50" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ip ", msg: "already the SNAT IP of VirtualRouter good",
+		},
+		// Unknown and doubly claimed networks.
+		{
+			name:   "unknown internal network",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").Internal = []string{"net-a", "net-zz"} },
+			unit:   badRouter, want: "VirtualRouter bad: spec.internal[1] ", msg: "network net-zz is unknown",
+		},
+		{
+			name:   "unknown external network",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.Network = "nowhere" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.network ", msg: "network nowhere is unknown",
+		},
+		{
+			name:   "internal network of an older router",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").Internal = []string{"net-a", "net-ok"} },
+			unit:   badRouter, want: "VirtualRouter bad: spec.internal[1] ", msg: "already an internal network of VirtualRouter good",
+		},
+		{
+			name:   "internal network is another router's external network",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").Internal = []string{"public"} },
+			unit:   badRouter, want: "VirtualRouter bad: spec.internal[0] ", msg: "external network of VirtualRouter good",
+		},
+		{
+			name:   "internal network listed twice",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").Internal = []string{"net-a", "net-a"} },
+			unit:   badRouter, want: "VirtualRouter bad: spec.internal[1] ", msg: "lists network net-a twice",
+		},
+		{
+			name: "overlapping internal cidrs",
+			mutate: func(t *testing.T, s *Snapshot) {
+				s.Networks = append(s.Networks, Network{Name: "net-wide", Namespace: "default", Type: NetworkGeneve, CIDR: "10.10.0.0/16", GatewayIP: "10.10.1.1"})
+				routerNamed(t, s, "bad").Internal = []string{"net-a", "net-wide"}
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.internal[1] ", msg: "network net-wide (10.10.0.0/16) overlaps network net-a (10.10.0.0/24)",
+		},
+		{
+			name:   "internal network without gatewayIp",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").GatewayIP = "" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.internal[0] ", msg: "network net-a has no gatewayIp",
+		},
+		// Peer router.
+		{
+			name:   "peer IP outside the external cidr",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.IP = "192.0.2.1" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.ip ", msg: "192.0.2.1 is outside network public (172.16.0.0/24)",
+		},
+		{
+			name:   "peer IP is the router's own SNAT IP",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.IP = "172.16.0.100" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.ip ", msg: "own SNAT IP",
+		},
+		{
+			name:   "peer MAC without peer IP",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.IP = "" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.ip ", msg: "is required",
+		},
+		{
+			name: "peer router without external network",
+			mutate: func(t *testing.T, s *Snapshot) {
+				r := routerNamed(t, s, "bad")
+				r.External, r.EnableSNAT = nil, false
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.peerRouter ", msg: "needs spec.external",
+		},
+		{
+			name: "enableSnat without external network",
+			mutate: func(t *testing.T, s *Snapshot) {
+				r := routerNamed(t, s, "bad")
+				r.External, r.PeerRouter = nil, nil
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.enableSnat ", msg: "no spec.external",
+		},
+		// VLAN.
+		{
+			name: "VLAN without segmentId",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.Type, n.SegmentID = NetworkVLAN, ""
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.segmentId ", msg: "is required for a VLAN network",
+		},
+		{
+			name: "VLAN segmentId 5000",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.Type, n.SegmentID = "vlan", "5000"
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.segmentId ", msg: "5000 is not a VLAN ID (1-4094)",
+		},
+		{
+			name: "VLAN segmentId 0",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.Type, n.SegmentID = NetworkVLAN, "0"
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.segmentId ", msg: "0 is not a VLAN ID",
+		},
+		{
+			name: "segmentId not a number",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.Type, n.SegmentID = NetworkVLAN, "ten"
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.segmentId ", msg: `"ten" is not a number`,
+		},
+		{
+			name:   "unknown network type",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").Type = "MPLS" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.type ", msg: `"MPLS" is not one of`,
+		},
+		// Gateways.
+		{
+			name: "gateway node is not a gateway candidate (SB known)",
+			mutate: func(t *testing.T, s *Snapshot) {
+				s.ChassisKnown = true
+				s.Chassis = []Chassis{
+					{Name: "c-gw1", Hostname: "gw1", Gateway: true},
+					{Name: "c-node2", Hostname: "node2"},
+				}
+				routerNamed(t, s, "bad").Gateway = "node2"
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.gateway ", msg: "node node2 is not a gateway candidate",
+		},
+		{
+			name: "gateway node unknown to the SB",
+			mutate: func(t *testing.T, s *Snapshot) {
+				s.ChassisKnown = true
+				s.Chassis = []Chassis{{Name: "c-gw1", Hostname: "gw1", Gateway: true}}
+				routerNamed(t, s, "bad").Gateway = "gw9"
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.gateway ", msg: "node gw9 is not a gateway candidate",
+		},
+		{
+			name:   "external network without gateway and without SB",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").Gateway = "" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.gateway ", msg: "is required when the Southbound database is not given",
+		},
+		// IPv6.
+		{
+			name:   "IPv6 external.ip",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IP = "2001:db8::5" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ip ", msg: "not an IPv4 address",
+		},
+		{
+			name:   "IPv6 peerRouter.ip",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.IP = "fe80::1" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.ip ", msg: "not an IPv4 address",
+		},
+		{
+			name:   "IPv6 cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").CIDR = "fd00:10::/64" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.cidr ", msg: "not an IPv4 CIDR",
+		},
+		{
+			name:   "IPv6 gatewayIp",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").GatewayIP = "fd00:10::1" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.gatewayIp ", msg: "not an IPv4 address",
+		},
+		// Names.
+		{
+			name: "network name defined in two namespaces",
+			mutate: func(t *testing.T, s *Snapshot) {
+				dup := netA()
+				dup.Namespace = "other"
+				s.Networks = append(s.Networks, dup)
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: metadata.name ", msg: "defined in namespaces default, other",
+		},
+		{
+			name: "network name defined in two namespaces names the other NAD too",
+			mutate: func(t *testing.T, s *Snapshot) {
+				dup := netA()
+				dup.Namespace = "other"
+				s.Networks = append(s.Networks, dup)
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition other/net-a: metadata.name ", msg: "defined in namespaces default, other",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validationSnapshot()
+			tc.mutate(t, s)
+			p := Build(s, testInstance)
+
+			// (a) an error names the object and the field.
+			errs := p.Failed[tc.unit]
+			require.NotEmpty(t, errs, "%s not in plan.Failed; errors: %v", tc.unit, p.Errors)
+			for _, err := range errs {
+				var ie *InputError
+				require.True(t, errors.As(err, &ie), "%v is not an InputError", err)
+			}
+			all := errors.Join(errs...).Error()
+			assert.Contains(t, all, tc.want)
+			assert.Contains(t, all, tc.msg)
+			assert.True(t, slices.ContainsFunc(errs, func(err error) bool {
+				return strings.HasPrefix(err.Error(), tc.want) && strings.Contains(err.Error(), tc.msg)
+			}), "no error of %s starts with %q and says %q:\n%s", tc.unit, tc.want, tc.msg, all)
+			for _, err := range errs {
+				assert.Contains(t, p.Errors, err, "plan.Errors lists every unit error")
+			}
+
+			// (b) the unit is failed and not planned.
+			switch tc.unit.Kind {
+			case KindRouter:
+				assert.Nil(t, findRouter(p, tc.unit.Name), "failed router is planned")
+			case KindNetwork:
+				assert.Nil(t, findNetwork(p, tc.unit.Name), "failed network is planned")
+			}
+
+			// (c) the valid router and its networks are still planned.
+			assert.NotContains(t, p.Failed, Unit{Kind: KindRouter, Name: "good"})
+			if rp := findRouter(p, "good"); assert.NotNil(t, rp, "valid router not planned") {
+				assert.Equal(t, "172.16.0.50", rp.SNATIP)
+				assert.Len(t, rp.Ports, 2)
+			}
+			for _, n := range []string{"public", "net-ok", "net-b"} {
+				assert.NotNil(t, findNetwork(p, n), "valid network %s not planned", n)
+			}
+		})
+	}
+}
+
+// TestValidationRouterWithoutName covers a router whose name is empty.
+func TestValidationRouterWithoutName(t *testing.T) {
+	s := validationSnapshot()
+	s.Routers = append(s.Routers, Router{Internal: []string{"net-b"}})
+	p := Build(s, testInstance)
+	require.NotEmpty(t, p.Errors)
+	assert.Contains(t, p.Errors[0].Error(), "VirtualRouter (unnamed): metadata.name ")
+	assert.Len(t, p.Routers, 2)
+}
+
+func TestSNATIPClaims(t *testing.T) {
+	later := t0.Add(time.Minute)
+	tests := []struct {
+		name             string
+		a, b             time.Time // Created of routers "a" and "b"
+		winner, loser    string
+		alsoSameInternal bool
+	}{
+		{name: "older router keeps the IP although its name sorts last", a: later, b: t0, winner: "b", loser: "a"},
+		{name: "older router keeps the IP, name sorts first", a: t0, b: later, winner: "a", loser: "b"},
+		{name: "same creation time: name order", a: t0, b: t0, winner: "a", loser: "b"},
+		{name: "no creation time (manifests): name order", winner: "a", loser: "b"},
+		{name: "zero creation time sorts before a set one", a: later, winner: "b", loser: "a"},
+		{name: "internal network claims follow the same order", a: later, b: t0, winner: "b", loser: "a", alsoSameInternal: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{
+				Networks: []Network{publicNet(), netA(), netB()},
+				Routers: []Router{
+					{Name: "a", MAC: "fa:16:3e:00:00:0a", EnableSNAT: true, Internal: []string{"net-a"}, External: &External{IP: "172.16.0.100", Network: "public"}, Gateway: "gw1", Created: tc.a},
+					{Name: "b", MAC: "fa:16:3e:00:00:0b", EnableSNAT: true, Internal: []string{"net-b"}, External: &External{IP: "172.16.0.100", Network: "public"}, Gateway: "gw1", Created: tc.b},
+				},
+			}
+			if tc.alsoSameInternal {
+				s.Routers[0].Internal = []string{"net-a"}
+				s.Routers[1].Internal = []string{"net-a"}
+			}
+			for _, order := range [][]int{{0, 1}, {1, 0}} {
+				in := *s
+				in.Routers = []Router{s.Routers[order[0]], s.Routers[order[1]]}
+				p := Build(&in, testInstance)
+				rp := findRouter(p, tc.winner)
+				if assert.NotNil(t, rp, "winner %s not planned; errors %v", tc.winner, p.Errors) {
+					assert.Equal(t, "172.16.0.100", rp.SNATIP)
+				}
+				assert.Nil(t, findRouter(p, tc.loser))
+				assert.NotContains(t, p.Failed, Unit{Kind: KindRouter, Name: tc.winner})
+				loserErrs := errTexts(p.Failed[Unit{Kind: KindRouter, Name: tc.loser}])
+				require.NotEmpty(t, loserErrs)
+				assert.Contains(t, loserErrs, "VirtualRouter "+tc.loser+": spec.external.ip 172.16.0.100 is already the SNAT IP of VirtualRouter "+tc.winner)
+				if tc.alsoSameInternal {
+					assert.Contains(t, loserErrs, "VirtualRouter "+tc.loser+": spec.internal[0] network net-a is already an internal network of VirtualRouter "+tc.winner)
+				}
+			}
+		})
+	}
+}
+
+func TestVMInterfaceValidation(t *testing.T) {
+	good := VMInterface{Namespace: "default", VMI: "vm-good", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:01", IP: "10.10.0.11"}
+	tests := []struct {
+		name    string
+		mac, ip string
+		want    string
+		msg     string
+	}{
+		{name: "malformed MAC", mac: "50:54:00:00:01", ip: "10.10.0.12", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].mac ", msg: "not an Ethernet MAC address"},
+		{name: "multicast MAC", mac: "01:00:5e:00:00:01", ip: "10.10.0.12", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].mac ", msg: "multicast"},
+		{name: "empty MAC", mac: "", ip: "10.10.0.12", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].mac ", msg: "is empty"},
+		{name: "IP outside the network's cidr", mac: "50:54:00:00:00:02", ip: "10.99.0.12", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress ", msg: "10.99.0.12 is outside network net-a (10.10.0.0/24)"},
+		{name: "IP is the network address", mac: "50:54:00:00:00:02", ip: "10.10.0.0", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress ", msg: "outside network net-a"},
+		{name: "IP is the gateway IP", mac: "50:54:00:00:00:02", ip: "10.10.0.1", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress ", msg: "gateway IP of network net-a"},
+		{name: "malformed IP", mac: "50:54:00:00:00:02", ip: "10.10.0.256", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress ", msg: "not an IP address"},
+		{name: "IPv6 IP", mac: "50:54:00:00:00:02", ip: "fd00::12", want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress ", msg: "not an IPv4 address"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := good
+			bad.VMI, bad.MAC, bad.IP = "vm-bad", tc.mac, tc.ip
+			s := validationSnapshot()
+			s.VMs = []VMInterface{bad, good}
+			p := Build(s, testInstance)
+
+			require.Len(t, p.Errors, 1)
+			msg := p.Errors[0].Error()
+			assert.Contains(t, msg, tc.want)
+			assert.Contains(t, msg, tc.msg)
+			assert.True(t, strings.HasPrefix(msg, tc.want), "%q does not start with %q", msg, tc.want)
+			assert.Empty(t, p.Failed, "a bad VM interface fails no unit")
+
+			np := findNetwork(p, "net-a")
+			require.NotNil(t, np)
+			assert.Equal(t, []string{"kv-net-a_default_vm-bad_eth1"}, np.KeepPorts)
+			assert.Equal(t, []string{"kv-net-a_default_vm-good_eth1"}, portNames(np.Ports))
+			assert.NotNil(t, findRouter(p, "bad"), "routers on the network are still planned")
+			assert.NotNil(t, findRouter(p, "good"))
+		})
+	}
+}
+
+// TestBuildDuplicateRouterName checks a router name declared twice (two
+// manifest files): Plan documents that a unit in Failed keeps its rows as they
+// are, so it must not also be planned, and the result must not depend on the
+// order of the input.
+func TestBuildDuplicateRouterName(t *testing.T) {
+	s := validationSnapshot()
+	s.Routers = append(s.Routers, Router{Name: "good", MAC: "fa:16:3e:00:00:09", Internal: []string{"net-b"}, Created: t0})
+	p := Build(s, testInstance)
+	u := Unit{Kind: KindRouter, Name: "good"}
+	require.Contains(t, p.Failed, u)
+	assert.Contains(t, errTexts(p.Failed[u]), "VirtualRouter good: metadata.name is declared 2 times")
+	assert.NotNil(t, findRouter(p, "bad"), "the other router is still planned")
+	assert.Nil(t, findRouter(p, "good"), "router %s is both in plan.Failed and in plan.Routers", u.Name)
+
+	r := validationSnapshot()
+	r.Routers = append(r.Routers, s.Routers[2])
+	slices.Reverse(r.Routers)
+	assert.Equal(t, p.Routers, Build(r, testInstance).Routers, "which declaration is planned depends on the input order")
+}
