@@ -30,7 +30,12 @@ type Central struct {
 	// NB and SB are unix: endpoints; NBTCP and SBTCP tcp:127.0.0.1:PORT.
 	NB, SB       string
 	NBTCP, SBTCP string
-	daemons      []daemon
+	daemons
+}
+
+// daemons are the daemons one sandbox started, in start order.
+type daemons struct {
+	list []daemon
 }
 
 // daemon is a detached OVS/OVN daemon: its pid file and control socket.
@@ -117,28 +122,32 @@ func StartCentral(dir string) (_ *Central, err error) {
 
 // start runs a daemon detached with its pid file, log file and control
 // socket in dir (the OVS/OVN rundir of that daemon).
-func (c *Central) start(dir, prog, appctl string, args ...string) error {
+func (ds *daemons) start(dir, prog, appctl string, args ...string) error {
 	pidfile := filepath.Join(dir, prog+".pid")
-	full := append([]string{"-vconsole:off", "--detach", "--no-chdir",
-		"--pidfile=" + pidfile, "--log-file=" + filepath.Join(dir, prog+".log"),
-		"--unixctl=" + filepath.Join(dir, prog+".ctl")}, args...)
+	full := []string{"-vconsole:off", "--detach", "--no-chdir",
+		"--pidfile=" + pidfile, "--log-file=" + filepath.Join(dir, prog+".log")}
+	// ovn-controller has no --unixctl: its socket is <rundir>/ovn-controller.<pid>.ctl.
+	if prog != "ovn-controller" {
+		full = append(full, "--unixctl="+filepath.Join(dir, prog+".ctl"))
+	}
+	full = append(full, args...)
 	if _, err := run(dir, prog, full...); err != nil {
 		return err
 	}
-	c.daemons = append(c.daemons, daemon{name: prog, dir: dir, appctl: appctl, pidfile: pidfile})
+	ds.list = append(ds.list, daemon{name: prog, dir: dir, appctl: appctl, pidfile: pidfile})
 	return nil
 }
 
 // Stop stops every daemon in reverse start order and waits for each to
 // exit.
-func (c *Central) Stop() error {
+func (ds *daemons) Stop() error {
 	var errs []error
-	for i := len(c.daemons) - 1; i >= 0; i-- {
-		if err := c.daemons[i].stop(); err != nil {
+	for i := len(ds.list) - 1; i >= 0; i-- {
+		if err := ds.list[i].stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	c.daemons = nil
+	ds.list = nil
 	return errors.Join(errs...)
 }
 
@@ -151,8 +160,12 @@ func (d daemon) stop() error {
 	if err != nil {
 		return fmt.Errorf("%s: bad pid file %s", d.name, d.pidfile)
 	}
-	ctl := filepath.Join(d.dir, d.name+".ctl")
-	_, _ = run(d.dir, d.appctl, "--timeout=10", "-t", ctl, "exit")
+	ctl := ctlPath(d.dir, d.name, pid)
+	args := []string{"--timeout=10", "-t", ctl, "exit"}
+	if d.name == "ovs-vswitchd" {
+		args = append(args, "--cleanup")
+	}
+	_, _ = run(d.dir, d.appctl, args...)
 	if waitExit(pid, 5*time.Second) {
 		return nil
 	}
@@ -163,6 +176,14 @@ func (d daemon) stop() error {
 		return fmt.Errorf("%s (pid %d) ignored exit and was killed", d.name, pid)
 	}
 	return fmt.Errorf("%s (pid %d) did not exit", d.name, pid)
+}
+
+// ctlPath is the control socket of daemon prog with pid in dir.
+func ctlPath(dir, prog string, pid int) string {
+	if prog == "ovn-controller" {
+		return filepath.Join(dir, fmt.Sprintf("%s.%d.ctl", prog, pid))
+	}
+	return filepath.Join(dir, prog+".ctl")
 }
 
 // Alive reports whether pid runs and is not a zombie: detached daemons are
@@ -192,9 +213,9 @@ func waitExit(pid int, timeout time.Duration) bool {
 }
 
 // Pids returns the pids of the running daemons.
-func (c *Central) Pids() []int {
+func (ds *daemons) Pids() []int {
 	var pids []int
-	for _, d := range c.daemons {
+	for _, d := range ds.list {
 		if b, err := os.ReadFile(d.pidfile); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				pids = append(pids, pid)
@@ -215,9 +236,9 @@ func (c *Central) SBCtl(args ...string) (string, error) {
 }
 
 // Logs lists the daemons' log files, for a failing test to point at.
-func (c *Central) Logs() []string {
+func (ds *daemons) Logs() []string {
 	var out []string
-	for _, d := range c.daemons {
+	for _, d := range ds.list {
 		out = append(out, filepath.Join(d.dir, d.name+".log"))
 	}
 	return out

@@ -1,0 +1,243 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+// The addresses of deploy/examples, and a destination outside. They exist
+// only inside packets on the sandbox's dummy netdevs.
+const (
+	routerMAC = "fa:16:3e:00:00:01"
+	gwPortMAC = "0a:58:ac:10:00:64" // 0a:58 + 172.16.0.100
+	snatIP    = "172.16.0.100"
+	peerIP    = "172.16.0.1"
+	peerMAC   = "00:00:00:00:ee:01"
+	remoteIP  = "198.51.100.7" // TEST-NET-2
+	vmAMAC    = "50:54:00:00:00:05"
+	vmAIP     = "10.10.0.5"
+	vmBMAC    = "50:54:00:00:00:06"
+	vmBIP     = "10.20.0.6"
+	vmAPort   = "kv-net-a_default_vm-a_eth1"
+	vmBPort   = "kv-net-b_default_vm-b_eth1"
+	gwPort    = "kv-rtoe-router1"
+	crPort    = "cr-kv-rtoe-router1"
+)
+
+// env is a real OVN with two gateway candidates (gw1, gw2) and two workers
+// (hv1 with vm-a, hv2 with vm-b), and the manifests of deploy/examples in a
+// directory the test may edit. After the test it checks that a second sync
+// writes nothing and that the ovn-kubernetes-like rows seeded at the start
+// are unchanged, then stops every daemon.
+type env struct {
+	t         *testing.T
+	l         *sandbox.Local
+	manifests string
+	foreign   string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := sandbox.StartLocal(filepath.Join(dir, "ovn"), sandbox.DefaultTopology())
+	require.NoError(t, err)
+	e := &env{t: t, l: l, manifests: examples(t)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			keep, _ := os.MkdirTemp("", "kubevirt-ovn-failed-")
+			_ = exec.Command("cp", "-r", filepath.Join(dir, "ovn"), keep).Run()
+			t.Logf("OVN logs and captures kept in %s", keep)
+		}
+		pids := l.Pids()
+		assert.NoError(t, l.Stop())
+		for _, pid := range pids {
+			assert.False(t, sandbox.Alive(pid), "daemon pid %d left behind", pid)
+		}
+	})
+	e.seedForeign()
+	t.Cleanup(e.checkInvariants)
+	require.NoError(t, l.AddVMPort("hv1", "vm-a", vmAPort))
+	require.NoError(t, l.AddVMPort("hv2", "vm-b", vmBPort))
+	return e
+}
+
+// seedForeign writes rows the way ovn-kubernetes would, with its own
+// external_ids, and remembers how they read.
+func (e *env) seedForeign() {
+	e.t.Helper()
+	ids := []string{"external_ids:k8s.ovn.org/owner-type=Node", "external_ids:k8s.ovn.org/name=node1"}
+	cmds := [][]string{
+		{"ls-add", "node1"},
+		{"lsp-add", "node1", "default_pod1"},
+		{"lsp-set-addresses", "default_pod1", "0a:58:0a:f4:00:05 10.244.0.5"},
+		{"lr-add", "GR_node1"},
+		{"lrp-add", "GR_node1", "rtoe-GR_node1", "0a:58:ac:10:00:02", "172.16.0.2/24"},
+		{"lr-nat-add", "GR_node1", "snat", "172.16.0.2", "10.244.0.0/16"},
+		{"lr-route-add", "GR_node1", "0.0.0.0/0", "172.16.0.1"},
+	}
+	for _, c := range cmds {
+		nbctl(e.t, e.l.Central, c...)
+	}
+	for _, row := range [][]string{{"Logical_Switch", "node1"}, {"Logical_Switch_Port", "default_pod1"}, {"Logical_Router", "GR_node1"}, {"Logical_Router_Port", "rtoe-GR_node1"}} {
+		nbctl(e.t, e.l.Central, append([]string{"set", row[0], row[1]}, ids...)...)
+	}
+	e.foreign = e.dumpForeign()
+}
+
+func (e *env) dumpForeign() string {
+	var b strings.Builder
+	for _, q := range [][]string{
+		{"list", "Logical_Switch", "node1"},
+		{"list", "Logical_Switch_Port", "default_pod1"},
+		{"list", "Logical_Router", "GR_node1"},
+		{"list", "Logical_Router_Port", "rtoe-GR_node1"},
+		{"find", "NAT", "logical_ip=\"10.244.0.0/16\""},
+		{"find", "Logical_Router_Static_Route", "nexthop=\"172.16.0.1\"", "output_port=[]"},
+	} {
+		b.WriteString(nbctl(e.t, e.l.Central, q...))
+	}
+	return b.String()
+}
+
+// checkInvariants: scenario 12 (a second sync writes zero rows) and
+// scenario 9's second half (foreign rows identical), after every scenario.
+func (e *env) checkInvariants() {
+	if e.t.Failed() {
+		return
+	}
+	r := kubevirtOVN(e.t, e.syncArgs()...)
+	assert.Equal(e.t, 0, r.code)
+	assert.Equal(e.t, "no changes\n", r.stdout, "a second sync after the scenario must write nothing")
+	assert.Equal(e.t, e.foreign, e.dumpForeign(), "ovn-kubernetes-like rows must be identical")
+}
+
+func (e *env) syncArgs(extra ...string) []string {
+	return append([]string{"sync", "--nb", e.l.NBTCP, "--sb", e.l.SBTCP, "--from-file", e.manifests}, extra...)
+}
+
+// sync runs kubevirt-ovn sync and waits until every chassis has realized
+// the result.
+func (e *env) sync() string {
+	e.t.Helper()
+	r := kubevirtOVN(e.t, e.syncArgs()...)
+	require.Equal(e.t, 0, r.code, "kubevirt-ovn sync failed:\n%s", r.stderr)
+	nbctl(e.t, e.l.Central, "--timeout=30", "--wait=hv", "sync")
+	return r.stdout
+}
+
+// edit replaces old by new in one of the manifests.
+func (e *env) edit(file, old, new string) {
+	e.t.Helper()
+	edit(e.t, filepath.Join(e.manifests, file), old, new)
+}
+
+// write replaces a manifest file.
+func (e *env) write(file, content string) {
+	e.t.Helper()
+	require.NoError(e.t, os.WriteFile(filepath.Join(e.manifests, file), []byte(content), 0o644))
+}
+
+// ready waits until the VM ports are up, the gateway port is bound to gw,
+// and every BFD session of every chassis is up: until then both gateways may
+// claim the port, and a worker may send to the wrong one.
+func (e *env) ready(gw string, bfdWorkers ...string) {
+	e.t.Helper()
+	for _, p := range []string{vmAPort, vmBPort} {
+		nbctl(e.t, e.l.Central, "--timeout=30", "wait-until", "Logical_Switch_Port", p, "up=true")
+	}
+	gwUUID := strings.TrimSpace(sbctl(e.t, e.l, "--bare", "--columns=_uuid", "find", "Chassis", "name="+gw))
+	require.NotEmpty(e.t, gwUUID)
+	err := sandbox.Poll(30*time.Second, crPort+" bound to "+gw+" with BFD up", func() (bool, error) {
+		bound, err := e.l.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
+		if err != nil || strings.TrimSpace(bound) != gwUUID {
+			return false, err
+		}
+		// Every chassis picks the active gateway by its own BFD sessions: a
+		// worker whose session to gw is not up yet sends to the next one.
+		// Gateways and the workers of ports on the router's networks must
+		// have sessions; a worker with nothing on them has none.
+		for _, ch := range e.l.Chassis() {
+			out, err := e.l.Exec(ch, "ovs-appctl", "bfd/show")
+			if err != nil {
+				return false, err
+			}
+			n := strings.Count(out, "Local Session State: ")
+			needed := slices.Contains(e.l.Topology.Gateways, ch) || slices.Contains(bfdWorkers, ch)
+			if (needed && n == 0) || n != strings.Count(out, "Local Session State: up") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(e.t, err)
+}
+
+func sbctl(t *testing.T, l *sandbox.Local, args ...string) string {
+	t.Helper()
+	out, err := l.SBCtl(args...)
+	require.NoError(t, err)
+	return out
+}
+
+// wire is the capture of the external wire of gateway gw.
+func (e *env) wire(gw string) string { return e.l.CapturePath(gw, sandbox.ExternalPort) }
+
+// vm is the capture of what a VM port receives (what OVS sends to the VM).
+func (e *env) vm(sim, port string) string { return e.l.CapturePath(sim, port) }
+
+// send makes a VM (on sim, port) send UDP to the outside through its
+// router.
+func (e *env) send(sim, port, srcMAC, srcIP string, sport, dport uint16) {
+	e.t.Helper()
+	f := frame{srcMAC: srcMAC, dstMAC: routerMAC, srcIP: srcIP, dstIP: remoteIP, ttl: 64, sport: sport, dport: dport}
+	require.NoError(e.t, e.l.Inject(sim, port, f.bytes(e.t)))
+}
+
+// inject puts a frame on gateway gw's external wire.
+func (e *env) inject(gw string, f frame) {
+	e.t.Helper()
+	require.NoError(e.t, e.l.Inject(gw, sandbox.ExternalPort, f.bytes(e.t)))
+}
+
+// replyTo is the remote's UDP reply to a packet seen leaving SNATed.
+func replyTo(out seen, vlan uint16) frame {
+	return frame{srcMAC: peerMAC, dstMAC: gwPortMAC, vlan: vlan, srcIP: remoteIP, dstIP: snatIP, ttl: 64, sport: out.dport, dport: out.sport}
+}
+
+// snated matches a packet of the flow (dport) leaving SNATed.
+func snated(dport uint16) func(seen) bool {
+	return func(s seen) bool {
+		return s.isUDP && s.srcIP == snatIP && s.dstIP == remoteIP && s.dport == dport
+	}
+}
+
+// fromVM matches a packet of the flow (dport) from a VM IP, whatever its
+// source address became.
+func flow(dport uint16) func(seen) bool {
+	return func(s seen) bool { return s.isUDP && s.dstIP == remoteIP && s.dport == dport }
+}
+
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// pollMACBinding waits until the SB has learned ip's MAC.
+func pollMACBinding(e *env, ip, mac string) error {
+	return sandbox.Poll(15*time.Second, "SB MAC_Binding "+ip+" "+mac, func() (bool, error) {
+		out, err := e.l.SBCtl("--bare", "--columns=mac", "find", "MAC_Binding", "ip="+ip)
+		return strings.Contains(out, mac), err
+	})
+}

@@ -1,0 +1,310 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// VSwitchSchema is the Open_vSwitch schema as Debian installs it.
+const VSwitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
+
+// Topology is what StartLocal builds.
+type Topology struct {
+	// Gateways are gateway candidates: ovn-cms-options=enable-chassis-as-gw,
+	// a bridge br-ex mapped to PhysicalNetwork, and a wire port "ext0" on it.
+	Gateways []string
+	// Workers carry VM ports.
+	Workers []string
+	// PhysicalNetwork is the localnet network_name the gateways map
+	// (default "physnet1").
+	PhysicalNetwork string
+}
+
+// DefaultTopology is two gateway candidates and two workers.
+func DefaultTopology() Topology {
+	return Topology{Gateways: []string{"gw1", "gw2"}, Workers: []string{"hv1", "hv2"}, PhysicalNetwork: "physnet1"}
+}
+
+// ExternalPort is the gateways' wire to the external network.
+const ExternalPort = "ext0"
+
+// Local is a real multi-chassis OVN on this machine: Central plus, per
+// chassis, an Open_vSwitch ovsdb-server, ovs-vswitchd on the userspace
+// (dummy) datapath and ovn-controller. The chassis are joined by geneve over
+// a simulated underlay: bridge n1 in a separate vswitchd ("main"), linked to
+// each chassis's br-phys by a unix-socket dummy netdev. The underlay
+// addresses exist only inside OVS; nothing reaches the host's network.
+type Local struct {
+	*Central
+	Topology Topology
+	chassis  []string
+	encapIP  map[string]string
+	// sims are the per-chassis daemons; stopped before Central's.
+	sims daemons
+}
+
+// StartLocal starts Central and the chassis of t under dir and waits until
+// every chassis has registered in the SB. On error, whatever started is
+// stopped.
+func StartLocal(dir string, t Topology) (_ *Local, err error) {
+	if t.PhysicalNetwork == "" {
+		t.PhysicalNetwork = "physnet1"
+	}
+	if _, err := os.Stat(VSwitchSchema); err != nil {
+		return nil, fmt.Errorf("Open vSwitch is not installed (%w): run 'make deps'", err)
+	}
+	c, err := StartCentral(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Local{Central: c, Topology: t, encapIP: map[string]string{}}
+	defer func() {
+		if err != nil {
+			l.Stop()
+		}
+	}()
+	if err := l.simAdd("main"); err != nil {
+		return nil, err
+	}
+	if _, err := l.Exec("main", "ovs-vsctl", "add-br", "n1"); err != nil {
+		return nil, err
+	}
+	type macOf struct{ sim, ip, mac string }
+	var arp []macOf
+	attach := func(name string, ip string) error {
+		if err := l.simAdd(name); err != nil {
+			return err
+		}
+		mac, err := l.attach(name, ip)
+		if err != nil {
+			return err
+		}
+		arp = append(arp, macOf{name, ip, mac})
+		l.chassis = append(l.chassis, name)
+		l.encapIP[name] = ip
+		return nil
+	}
+	for i, gw := range t.Gateways {
+		if err := attach(gw, fmt.Sprintf("192.168.0.%d", 1+i)); err != nil {
+			return nil, err
+		}
+		d := l.simDir(gw)
+		if _, err := l.Exec(gw, "ovs-vsctl",
+			"--", "add-br", "br-ex",
+			"--", "add-port", "br-ex", ExternalPort,
+			"--", "set", "Interface", ExternalPort, "type=dummy",
+			"options:tx_pcap="+filepath.Join(d, ExternalPort+"-tx.pcap"),
+			"options:rxq_pcap="+filepath.Join(d, ExternalPort+"-rx.pcap"),
+			"--", "set", "Open_vSwitch", ".",
+			"external-ids:ovn-bridge-mappings="+t.PhysicalNetwork+":br-ex",
+			"external-ids:ovn-cms-options=enable-chassis-as-gw"); err != nil {
+			return nil, err
+		}
+	}
+	for i, hv := range t.Workers {
+		if err := attach(hv, fmt.Sprintf("192.168.0.%d", 11+i)); err != nil {
+			return nil, err
+		}
+	}
+	// The dummy netdevs have no kernel stack to resolve the tunnel
+	// endpoints: preload each vswitchd's tunnel neighbour cache.
+	for _, a := range arp {
+		for _, b := range arp {
+			if a.sim != b.sim {
+				if _, err := l.Exec(b.sim, "ovs-appctl", "tnl/neigh/set", "br-phys", a.ip, a.mac); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, ch := range l.chassis {
+		if err := poll(30*time.Second, "chassis "+ch+" in the SB", func() (bool, error) {
+			out, err := l.SBCtl("--bare", "--columns=ip", "find", "Encap", "chassis_name="+ch)
+			return strings.TrimSpace(out) != "", err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *Local) simDir(sim string) string { return filepath.Join(l.Dir, sim) }
+
+// simAdd starts a private Open_vSwitch ovsdb-server and an ovs-vswitchd on
+// the dummy datapath. --enable-dummy=system keeps geneve working
+// (=override would turn the tunnel ports into plain dummies).
+func (l *Local) simAdd(sim string) error {
+	d := l.simDir(sim)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	db := filepath.Join(d, "conf.db")
+	if _, err := run(d, "ovsdb-tool", "create", db, VSwitchSchema); err != nil {
+		return err
+	}
+	if err := l.sims.start(d, "ovsdb-server", "ovs-appctl", "--remote=punix:"+filepath.Join(d, "db.sock"), db); err != nil {
+		return err
+	}
+	if _, err := run(d, "ovs-vsctl", "--no-wait", "init"); err != nil {
+		return err
+	}
+	return l.sims.start(d, "ovs-vswitchd", "ovs-appctl", "--enable-dummy=system", "--disable-system", "--disable-system-route",
+		"unix:"+filepath.Join(d, "db.sock"))
+}
+
+// attach plugs sim's br-phys into the underlay, gives it ip, and starts
+// ovn-controller; it returns br-phys's MAC.
+func (l *Local) attach(sim, ip string) (string, error) {
+	d := l.simDir(sim)
+	link := sim + "_br-phys"
+	sock := filepath.Join(l.simDir("main"), link+".sock")
+	if _, err := l.Exec("main", "ovs-vsctl", "--", "add-port", "n1", link,
+		"--", "set", "Interface", link, "type=dummy", "options:pstream=punix:"+sock); err != nil {
+		return "", err
+	}
+	if _, err := l.Exec(sim, "ovs-vsctl", "--", "add-br", "br-phys",
+		"--", "add-port", "br-phys", "br-phys_n1",
+		"--", "set", "Interface", "br-phys_n1", "type=dummy", "options:stream=unix:"+sock); err != nil {
+		return "", err
+	}
+	mac, err := l.Exec(sim, "ovs-vsctl", "get", "Interface", "br-phys", "mac_in_use")
+	if err != nil {
+		return "", err
+	}
+	if _, err := l.Exec(sim, "ovs-appctl", "netdev-dummy/ip4addr", "br-phys", ip+"/24"); err != nil {
+		return "", err
+	}
+	if _, err := l.Exec(sim, "ovs-appctl", "ovs/route/add", ip+"/24", "br-phys"); err != nil {
+		return "", err
+	}
+	if _, err := l.Exec(sim, "ovs-vsctl",
+		"--", "set", "Open_vSwitch", ".",
+		"external-ids:hostname="+sim, "external-ids:system-id="+sim,
+		"external-ids:ovn-remote="+l.SB, "external-ids:ovn-encap-type=geneve", "external-ids:ovn-encap-ip="+ip,
+		"--", "--may-exist", "add-br", "br-int",
+		"--", "set", "bridge", "br-int", "fail-mode=secure", "other-config:disable-in-band=true"); err != nil {
+		return "", err
+	}
+	if err := l.sims.start(d, "ovn-controller", "ovn-appctl", "unix:"+filepath.Join(d, "db.sock")); err != nil {
+		return "", err
+	}
+	return strings.Trim(strings.TrimSpace(mac), `"`), nil
+}
+
+// Chassis lists the chassis names, gateways first.
+func (l *Local) Chassis() []string { return append([]string(nil), l.chassis...) }
+
+// Exec runs an OVS/OVN command on chassis sim: ovs-vsctl, ovs-appctl and
+// ovs-ofctl talk to that chassis's daemons.
+func (l *Local) Exec(sim string, args ...string) (string, error) {
+	if len(args) == 0 {
+		return "", errors.New("no command")
+	}
+	d := l.simDir(sim)
+	prog := args[0]
+	args = args[1:]
+	switch prog {
+	case "ovs-appctl":
+		if len(args) == 0 || args[0] != "-t" {
+			args = append([]string{"-t", filepath.Join(d, "ovs-vswitchd.ctl")}, args...)
+		}
+	case "ovn-appctl":
+		if len(args) == 0 || args[0] != "-t" {
+			b, err := os.ReadFile(filepath.Join(d, "ovn-controller.pid"))
+			if err != nil {
+				return "", fmt.Errorf("%s: no ovn-controller: %w", sim, err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				return "", fmt.Errorf("%s: bad ovn-controller pid file: %w", sim, err)
+			}
+			args = append([]string{"-t", ctlPath(d, "ovn-controller", pid)}, args...)
+		}
+	}
+	return run(d, prog, args...)
+}
+
+// AddVMPort adds a dummy interface port on sim's br-int bound to the
+// logical switch port ifaceID, capturing what it sends and receives.
+func (l *Local) AddVMPort(sim, port, ifaceID string) error {
+	d := l.simDir(sim)
+	_, err := l.Exec(sim, "ovs-vsctl", "--", "add-port", "br-int", port,
+		"--", "set", "Interface", port, "type=dummy", "external-ids:iface-id="+ifaceID,
+		"options:tx_pcap="+filepath.Join(d, port+"-tx.pcap"),
+		"options:rxq_pcap="+filepath.Join(d, port+"-rx.pcap"))
+	return err
+}
+
+// DelVMPort removes a port added by AddVMPort.
+func (l *Local) DelVMPort(sim, port string) error {
+	_, err := l.Exec(sim, "ovs-vsctl", "--if-exists", "del-port", "br-int", port)
+	return err
+}
+
+// Inject makes port on sim receive the Ethernet frame, as if from its wire.
+func (l *Local) Inject(sim, port string, frame []byte) error {
+	_, err := l.Exec(sim, "ovs-appctl", "netdev-dummy/receive", port, fmt.Sprintf("%x", frame))
+	return err
+}
+
+// CapturePath is the pcap file of what port on sim has sent.
+func (l *Local) CapturePath(sim, port string) string {
+	return filepath.Join(l.simDir(sim), port+"-tx.pcap")
+}
+
+// Stop stops the chassis (ovn-controllers first, while the SB is up, so
+// that they remove their chassis), then Central.
+func (l *Local) Stop() error {
+	var ctrl, rest []daemon
+	for _, d := range l.sims.list {
+		if d.name == "ovn-controller" {
+			ctrl = append(ctrl, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	var errs []error
+	for _, group := range [][]daemon{ctrl, rest} {
+		ds := daemons{list: group}
+		errs = append(errs, ds.Stop())
+	}
+	l.sims.list = nil
+	errs = append(errs, l.Central.Stop())
+	return errors.Join(errs...)
+}
+
+// Pids returns the pids of every daemon of the sandbox.
+func (l *Local) Pids() []int { return append(l.Central.Pids(), l.sims.Pids()...) }
+
+// Logs lists every daemon's log file.
+func (l *Local) Logs() []string { return append(l.Central.Logs(), l.sims.Logs()...) }
+
+// poll calls cond every 20 ms until it is true, fails, or timeout passes.
+func poll(timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			if lastErr != nil {
+				return fmt.Errorf("timed out after %s waiting for %s: %w", timeout, what, lastErr)
+			}
+			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Poll is poll for tests: it waits for a condition with a deadline.
+func Poll(timeout time.Duration, what string, cond func() (bool, error)) error {
+	return poll(timeout, what, cond)
+}

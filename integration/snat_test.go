@@ -1,0 +1,264 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Scenario 1: a VM on a worker sends UDP out; on the active gateway's
+// external wire it leaves with the SNAT IP as source, a source port in
+// 1025-65535, the peer router's MAC as destination and its TTL decremented.
+func TestSNATOnGateway(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40001, 5001)
+	got := waitFor(t, e.wire("gw1"), "vm-a's UDP leaving SNATed", 0, snated(5001))
+	assert.Equal(t, gwPortMAC, got.srcMAC, "source MAC: the gateway port")
+	assert.Equal(t, peerMAC, got.dstMAC, "destination MAC: the peer router (static MAC binding)")
+	assert.Equal(t, uint8(63), got.ttl, "TTL decremented once by the router")
+	assert.GreaterOrEqual(t, got.sport, uint16(1025))
+	assert.Equal(t, -1, got.vlan, "FLAT external network: untagged")
+	requireNone(t, e.wire("gw2"), "standby gateway gw2 sends the VM's traffic", 0, flow(5001))
+}
+
+// Scenario 2: two VMs on two workers use the same source port to the same
+// destination: both leave SNATed, on distinct source ports.
+func TestSNATTwoVMsSamePortGetDistinctPorts(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40002, 5002)
+	a := waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed", 0, snated(5002))
+	e.send("hv2", "vm-b", vmBMAC, vmBIP, 40002, 5002)
+	b := waitFor(t, e.wire("gw1"), "vm-b's UDP SNATed on another source port", 0, func(s seen) bool {
+		return snated(5002)(s) && s.sport != a.sport
+	})
+	assert.NotEqual(t, a.sport, b.sport)
+	assert.GreaterOrEqual(t, b.sport, uint16(1025))
+}
+
+// Scenario 3: the reply from outside to the SNAT IP is un-SNATed on the
+// gateway and delivered through the tunnel to the right VM, and to no other.
+func TestReplyUnSNATedToTheRightVM(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40003, 53)
+	out := waitFor(t, e.wire("gw1"), "vm-a's request SNATed", 0, snated(53))
+	skipB := count(t, e.vm("hv2", "vm-b"))
+
+	e.inject("gw1", replyTo(out, 0))
+	got := waitFor(t, e.vm("hv1", "vm-a"), "the reply at vm-a", 0, func(s seen) bool {
+		return s.isUDP && s.srcIP == remoteIP && s.sport == 53
+	})
+	assert.Equal(t, vmAIP, got.dstIP, "destination un-SNATed to vm-a's IP")
+	assert.Equal(t, uint16(40003), got.dport, "destination port restored")
+	assert.Equal(t, vmAMAC, got.dstMAC)
+	assert.Equal(t, routerMAC, got.srcMAC, "routed by the router's internal port")
+	requireNone(t, e.vm("hv2", "vm-b"), "the reply reaches vm-b", skipB, func(s seen) bool {
+		return s.isUDP && s.srcIP == remoteIP
+	})
+}
+
+// Scenario 4: an ARP request for the SNAT IP on the external wire is
+// answered by the active gateway with the gateway port's MAC; the standby
+// gateway does not answer.
+func TestARPForSNATIPAnsweredByActiveGatewayOnly(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	req := frame{srcMAC: peerMAC, dstMAC: "ff:ff:ff:ff:ff:ff", arpOp: 1,
+		arpSHA: peerMAC, arpSPA: peerIP, arpTHA: "00:00:00:00:00:00", arpTPA: snatIP}
+	isReply := func(s seen) bool { return s.isARP && s.arpOp == 2 && s.arpSPA == snatIP && s.arpTPA == peerIP }
+	skip2 := count(t, e.wire("gw2"))
+	e.inject("gw2", req)
+	e.inject("gw1", req)
+	got := waitFor(t, e.wire("gw1"), "ARP reply for the SNAT IP from gw1", 0, isReply)
+	assert.Equal(t, gwPortMAC, got.arpSHA)
+	assert.Equal(t, gwPortMAC, got.srcMAC)
+	assert.Equal(t, peerMAC, got.dstMAC)
+	requireNone(t, e.wire("gw2"), "standby gw2 answers ARP for the SNAT IP", skip2, isReply)
+}
+
+// Scenario 5: enableSnat false removes the NAT rows and SNAT; true again
+// brings SNAT back.
+func TestEnableSNATToggle(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	e.edit("router.yaml", "enableSnat: true", "enableSnat: false")
+	out := e.sync()
+	assert.Contains(t, out, "delete NAT snat 10.10.0.0/24")
+	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=_uuid", "find", "NAT", "external_ids:kubevirt-ovn/owner=router1")))
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40005, 5005)
+	routed := waitFor(t, e.wire("gw1"), "vm-a's UDP routed without SNAT", 0, flow(5005))
+	assert.Equal(t, vmAIP, routed.srcIP, "no SNAT: the VM's own source address")
+
+	e.edit("router.yaml", "enableSnat: false", "enableSnat: true")
+	e.sync()
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40006, 5006)
+	waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed again", 0, snated(5006))
+}
+
+// Scenario 6: an internal network attached later gets SNAT; detached, its
+// traffic no longer does.
+func TestInternalNetworkAttachDetach(t *testing.T) {
+	e := newEnv(t)
+	e.edit("router.yaml", "    - net-b\n", "")
+	e.sync()
+	e.ready("gw1", "hv1")
+
+	skip := count(t, e.wire("gw1"))
+	e.send("hv2", "vm-b", vmBMAC, vmBIP, 40007, 5007)
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40007, 5107)
+	waitFor(t, e.wire("gw1"), "vm-a's UDP (barrier)", skip, snated(5107))
+	requireNone(t, e.wire("gw1"), "net-b, not attached, is routed out", skip, flow(5007))
+
+	e.edit("router.yaml", "    - net-a\n", "    - net-a\n    - net-b\n")
+	out := e.sync()
+	assert.Contains(t, out, "create NAT snat 10.20.0.0/24")
+	// hv2 now hosts a port of the router: wait for its BFD sessions.
+	e.ready("gw1", "hv1", "hv2")
+	e.send("hv2", "vm-b", vmBMAC, vmBIP, 40008, 5008)
+	waitFor(t, e.wire("gw1"), "vm-b's UDP SNATed once net-b is attached", 0, snated(5008))
+
+	e.edit("router.yaml", "    - net-b\n", "")
+	out = e.sync()
+	assert.Contains(t, out, "delete NAT snat 10.20.0.0/24")
+	skip = count(t, e.wire("gw1"))
+	e.send("hv2", "vm-b", vmBMAC, vmBIP, 40009, 5009)
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40009, 5109)
+	waitFor(t, e.wire("gw1"), "vm-a's UDP (barrier)", skip, snated(5109))
+	requireNone(t, e.wire("gw1"), "detached net-b still routed out", skip, flow(5009))
+}
+
+// Scenario 7 (VLAN): packets on the wire carry the segment's 802.1Q tag; a
+// tagged ARP request for the SNAT IP gets a tagged reply. (FLAT: untagged,
+// checked in TestSNATOnGateway.)
+func TestVLANExternalNetworkTagsTheWire(t *testing.T) {
+	e := newEnv(t)
+	e.edit("networks.yaml", `"type": "FLAT"`, `"type": "VLAN", "segmentId": "100"`)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40010, 5010)
+	got := waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed on VLAN 100", 0, snated(5010))
+	assert.Equal(t, 100, got.vlan)
+
+	e.inject("gw1", frame{srcMAC: peerMAC, dstMAC: "ff:ff:ff:ff:ff:ff", vlan: 100, arpOp: 1,
+		arpSHA: peerMAC, arpSPA: peerIP, arpTHA: "00:00:00:00:00:00", arpTPA: snatIP})
+	reply := waitFor(t, e.wire("gw1"), "tagged ARP reply for the SNAT IP", 0, func(s seen) bool {
+		return s.isARP && s.arpOp == 2 && s.arpSPA == snatIP && s.arpTPA == peerIP
+	})
+	assert.Equal(t, 100, reply.vlan)
+
+	e.inject("gw1", replyTo(got, 100))
+	back := waitFor(t, e.vm("hv1", "vm-a"), "the tagged reply reaches vm-a untagged", 0, func(s seen) bool {
+		return s.isUDP && s.srcIP == remoteIP && s.dport == 40010
+	})
+	assert.Equal(t, -1, back.vlan)
+}
+
+// Scenario 8: the router's gateway changes to the other candidate: traffic
+// leaves through the new gateway, which announces the SNAT IP by GARP.
+func TestGatewayChangeMovesTrafficAndSendsGARP(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40011, 5011)
+	waitFor(t, e.wire("gw1"), "vm-a's UDP via gw1", 0, snated(5011))
+
+	skip2 := count(t, e.wire("gw2"))
+	e.edit("router.yaml", "gateway: gw1", "gateway: gw2")
+	out := e.sync()
+	assert.Contains(t, out, "update Gateway_Chassis kv-rtoe-router1-gw2 (priority: 1 -> 2)")
+	e.ready("gw2", "hv1", "hv2")
+	garp := waitFor(t, e.wire("gw2"), "GARP for the SNAT IP from the new gateway", skip2, func(s seen) bool {
+		return s.isARP && s.arpSPA == snatIP && s.arpTPA == snatIP
+	})
+	assert.Equal(t, gwPortMAC, garp.arpSHA)
+	assert.Equal(t, "ff:ff:ff:ff:ff:ff", garp.dstMAC)
+
+	skip1 := count(t, e.wire("gw1"))
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40012, 5012)
+	waitFor(t, e.wire("gw2"), "vm-a's UDP via the new gateway gw2", skip2, snated(5012))
+	requireNone(t, e.wire("gw1"), "old gateway gw1 still sends the VM's traffic", skip1, flow(5012))
+}
+
+// Scenario 9: the router removed: every row it owned is gone (the
+// ovn-kubernetes-like rows are checked after every scenario by env).
+func TestRouterRemovedLeavesNoRows(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	e.write("router.yaml", "")
+	e.sync()
+	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "NAT", "Logical_Router_Static_Route", "Gateway_Chassis"} {
+		assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=_uuid", "find", table, "external_ids:kubevirt-ovn/owner=router1")), table)
+	}
+	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=_uuid", "find", "Static_MAC_Binding", "logical_port="+gwPort)))
+	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=name", "find", "Logical_Switch_Port", "external_ids:kubevirt-ovn/owner=router1")))
+	assert.NotContains(t, nbctl(t, e.l.Central, "show"), "router1")
+
+	// Networks and VMs without a router: no more SNATed traffic.
+	skip := count(t, e.wire("gw1"))
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40013, 5013)
+	requireNone(t, e.wire("gw1"), "traffic of a removed router leaves", skip, flow(5013))
+}
+
+// Scenario 10: a VM removed: its port is gone, the other VM unaffected.
+func TestVMRemovedOthersUnaffected(t *testing.T) {
+	e := newEnv(t)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+
+	vmis := readFile(t, e.manifests, "vmis.yaml")
+	i := strings.Index(vmis, "---\napiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: vm-b")
+	require.Positive(t, i)
+	e.write("vmis.yaml", vmis[:i])
+	out := e.sync()
+	assert.Contains(t, out, "delete Logical_Switch_Port "+vmBPort)
+	assert.NotContains(t, nbctl(t, e.l.Central, "show"), vmBPort)
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40014, 5014)
+	waitFor(t, e.wire("gw1"), "vm-a still SNATed", 0, snated(5014))
+	skip := count(t, e.wire("gw1"))
+	e.send("hv2", "vm-b", vmBMAC, vmBIP, 40015, 5015)
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40015, 5115)
+	waitFor(t, e.wire("gw1"), "vm-a's UDP (barrier)", skip, snated(5115))
+	requireNone(t, e.wire("gw1"), "the removed VM's traffic leaves", skip, flow(5015))
+}
+
+// Scenario 11: no peer MAC in the spec: the router ARPs for the peer, learns
+// its MAC from the reply on the wire, and traffic flows to it.
+func TestPeerMACLearnedByARP(t *testing.T) {
+	e := newEnv(t)
+	e.edit("router.yaml", "    mac: \"00:00:00:00:ee:01\"\n", "")
+	out := e.sync()
+	assert.NotContains(t, out, "Static_MAC_Binding")
+	e.ready("gw1", "hv1", "hv2")
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40016, 5016)
+	waitFor(t, e.wire("gw1"), "the router's ARP request for the peer", 0, func(s seen) bool {
+		return s.isARP && s.arpOp == 1 && s.arpTPA == peerIP && s.arpSPA == snatIP
+	})
+	learned := "00:00:00:00:ee:42"
+	e.inject("gw1", frame{srcMAC: learned, dstMAC: gwPortMAC, arpOp: 2,
+		arpSHA: learned, arpSPA: peerIP, arpTHA: gwPortMAC, arpTPA: snatIP})
+	err := pollMACBinding(e, peerIP, learned)
+	require.NoError(t, err)
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40017, 5017)
+	got := waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed to the learned MAC", 0, snated(5017))
+	assert.Equal(t, learned, got.dstMAC)
+}
