@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +40,7 @@ const (
 // are unchanged, then stops every daemon.
 type env struct {
 	t         *testing.T
-	l         *sandbox.Local
+	l         sandbox.Deployment
 	manifests string
 	foreign   string
 }
@@ -49,14 +48,14 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	l, err := sandbox.StartLocal(filepath.Join(dir, "ovn"), sandbox.DefaultTopology())
+	l, err := sandbox.Start(filepath.Join(dir, "ovn"))
 	require.NoError(t, err)
 	e := &env{t: t, l: l, manifests: examples(t)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			keep, _ := os.MkdirTemp("", "kubevirt-ovn-failed-")
 			_ = exec.Command("cp", "-r", filepath.Join(dir, "ovn"), keep).Run()
-			t.Logf("OVN logs and captures kept in %s", keep)
+			t.Logf("OVN logs and captures kept in %s (logs: %s)", keep, strings.Join(l.Logs(), " "))
 		}
 		pids := l.Pids()
 		assert.NoError(t, l.Stop())
@@ -86,10 +85,10 @@ func (e *env) seedForeign() {
 		{"lr-route-add", "GR_node1", "0.0.0.0/0", "172.16.0.1"},
 	}
 	for _, c := range cmds {
-		nbctl(e.t, e.l.Central, c...)
+		nbctl(e.t, e.l, c...)
 	}
 	for _, row := range [][]string{{"Logical_Switch", "node1"}, {"Logical_Switch_Port", "default_pod1"}, {"Logical_Router", "GR_node1"}, {"Logical_Router_Port", "rtoe-GR_node1"}} {
-		nbctl(e.t, e.l.Central, append([]string{"set", row[0], row[1]}, ids...)...)
+		nbctl(e.t, e.l, append([]string{"set", row[0], row[1]}, ids...)...)
 	}
 	e.foreign = e.dumpForeign()
 }
@@ -104,7 +103,7 @@ func (e *env) dumpForeign() string {
 		{"find", "NAT", "logical_ip=\"10.244.0.0/16\""},
 		{"find", "Logical_Router_Static_Route", "nexthop=\"172.16.0.1\"", "output_port=[]"},
 	} {
-		b.WriteString(nbctl(e.t, e.l.Central, q...))
+		b.WriteString(nbctl(e.t, e.l, q...))
 	}
 	return b.String()
 }
@@ -122,7 +121,7 @@ func (e *env) checkInvariants() {
 }
 
 func (e *env) syncArgs(extra ...string) []string {
-	return append([]string{"sync", "--nb", e.l.NBTCP, "--sb", e.l.SBTCP, "--from-file", e.manifests}, extra...)
+	return append([]string{"sync", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "--from-file", e.manifests}, extra...)
 }
 
 // sync runs kubevirt-ovn sync and waits until every chassis has realized
@@ -131,7 +130,7 @@ func (e *env) sync() string {
 	e.t.Helper()
 	r := kubevirtOVN(e.t, e.syncArgs()...)
 	require.Equal(e.t, 0, r.code, "kubevirt-ovn sync failed:\n%s", r.stderr)
-	nbctl(e.t, e.l.Central, "--timeout=30", "--wait=hv", "sync")
+	nbctl(e.t, e.l, "--timeout=30", "--wait=hv", "sync")
 	return r.stdout
 }
 
@@ -147,84 +146,56 @@ func (e *env) write(file, content string) {
 	require.NoError(e.t, os.WriteFile(filepath.Join(e.manifests, file), []byte(content), 0o644))
 }
 
-// ready waits until the VM ports are up, the gateway port is bound to gw,
-// and every BFD session of every chassis is up: until then both gateways may
-// claim the port, and a worker may send to the wrong one.
+// ready waits until the VM ports are up and the gateway port is active on
+// gw for every chassis that must reach it (the gateways and bfdWorkers).
 func (e *env) ready(gw string, bfdWorkers ...string) {
 	e.t.Helper()
 	for _, p := range []string{vmAPort, vmBPort} {
-		nbctl(e.t, e.l.Central, "--timeout=30", "wait-until", "Logical_Switch_Port", p, "up=true")
+		nbctl(e.t, e.l, "--timeout=30", "wait-until", "Logical_Switch_Port", p, "up=true")
 	}
-	gwUUID := strings.TrimSpace(sbctl(e.t, e.l, "--bare", "--columns=_uuid", "find", "Chassis", "name="+gw))
-	require.NotEmpty(e.t, gwUUID)
-	err := sandbox.Poll(30*time.Second, crPort+" bound to "+gw+" with BFD up", func() (bool, error) {
-		bound, err := e.l.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
-		if err != nil || strings.TrimSpace(bound) != gwUUID {
-			return false, err
-		}
-		// Every chassis picks the active gateway by its own BFD sessions: a
-		// worker whose session to gw is not up yet sends to the next one.
-		// Gateways and the workers of ports on the router's networks must
-		// have sessions; a worker with nothing on them has none.
-		for _, ch := range e.l.Chassis() {
-			out, err := e.l.Exec(ch, "ovs-appctl", "bfd/show")
-			if err != nil {
-				return false, err
-			}
-			n := strings.Count(out, "Local Session State: ")
-			needed := slices.Contains(e.l.Topology.Gateways, ch) || slices.Contains(bfdWorkers, ch)
-			if (needed && n == 0) || n != strings.Count(out, "Local Session State: up") {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	require.NoError(e.t, err)
-}
-
-func sbctl(t *testing.T, l *sandbox.Local, args ...string) string {
-	t.Helper()
-	out, err := l.SBCtl(args...)
-	require.NoError(t, err)
-	return out
+	require.NoError(e.t, sandbox.WaitGateway(e.l, crPort, gw, bfdWorkers...))
 }
 
 // wire is the capture of the external wire of gateway gw.
-func (e *env) wire(gw string) string { return e.l.CapturePath(gw, sandbox.ExternalPort) }
+func (e *env) wire(gw string) capture { return e.capture(gw, sandbox.ExternalPort) }
 
 // vm is the capture of what a VM port receives (what OVS sends to the VM).
-func (e *env) vm(sim, port string) string { return e.l.CapturePath(sim, port) }
+func (e *env) vm(sim, port string) capture { return e.capture(sim, port) }
+
+func (e *env) capture(sim, port string) capture {
+	return capture{name: sim + ":" + port, read: func() ([]seen, error) { return e.l.Capture(sim, port) }}
+}
 
 // send makes a VM (on sim, port) send UDP to the outside through its
 // router.
 func (e *env) send(sim, port, srcMAC, srcIP string, sport, dport uint16) {
 	e.t.Helper()
-	f := frame{srcMAC: srcMAC, dstMAC: routerMAC, srcIP: srcIP, dstIP: remoteIP, ttl: 64, sport: sport, dport: dport}
-	require.NoError(e.t, e.l.Inject(sim, port, f.bytes(e.t)))
+	f := frame{SrcMAC: srcMAC, DstMAC: routerMAC, SrcIP: srcIP, DstIP: remoteIP, TTL: 64, SPort: sport, DPort: dport}
+	require.NoError(e.t, e.l.Inject(sim, port, frameBytes(e.t, f)))
 }
 
 // inject puts a frame on gateway gw's external wire.
 func (e *env) inject(gw string, f frame) {
 	e.t.Helper()
-	require.NoError(e.t, e.l.Inject(gw, sandbox.ExternalPort, f.bytes(e.t)))
+	require.NoError(e.t, e.l.Inject(gw, sandbox.ExternalPort, frameBytes(e.t, f)))
 }
 
 // replyTo is the remote's UDP reply to a packet seen leaving SNATed.
 func replyTo(out seen, vlan uint16) frame {
-	return frame{srcMAC: peerMAC, dstMAC: gwPortMAC, vlan: vlan, srcIP: remoteIP, dstIP: snatIP, ttl: 64, sport: out.dport, dport: out.sport}
+	return frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, VLAN: vlan, SrcIP: remoteIP, DstIP: snatIP, TTL: 64, SPort: out.DPort, DPort: out.SPort}
 }
 
 // snated matches a packet of the flow (dport) leaving SNATed.
 func snated(dport uint16) func(seen) bool {
 	return func(s seen) bool {
-		return s.isUDP && s.srcIP == snatIP && s.dstIP == remoteIP && s.dport == dport
+		return s.IsUDP && s.SrcIP == snatIP && s.DstIP == remoteIP && s.DPort == dport
 	}
 }
 
 // fromVM matches a packet of the flow (dport) from a VM IP, whatever its
 // source address became.
 func flow(dport uint16) func(seen) bool {
-	return func(s seen) bool { return s.isUDP && s.dstIP == remoteIP && s.dport == dport }
+	return func(s seen) bool { return s.IsUDP && s.DstIP == remoteIP && s.DPort == dport }
 }
 
 func readFile(t *testing.T, dir, name string) string {

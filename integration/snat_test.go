@@ -18,11 +18,11 @@ func TestSNATOnGateway(t *testing.T) {
 
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40001, 5001)
 	got := waitFor(t, e.wire("gw1"), "vm-a's UDP leaving SNATed", 0, snated(5001))
-	assert.Equal(t, gwPortMAC, got.srcMAC, "source MAC: the gateway port")
-	assert.Equal(t, peerMAC, got.dstMAC, "destination MAC: the peer router (static MAC binding)")
-	assert.Equal(t, uint8(63), got.ttl, "TTL decremented once by the router")
-	assert.GreaterOrEqual(t, got.sport, uint16(1025))
-	assert.Equal(t, -1, got.vlan, "FLAT external network: untagged")
+	assert.Equal(t, gwPortMAC, got.SrcMAC, "source MAC: the gateway port")
+	assert.Equal(t, peerMAC, got.DstMAC, "destination MAC: the peer router (static MAC binding)")
+	assert.Equal(t, uint8(63), got.TTL, "TTL decremented once by the router")
+	assert.GreaterOrEqual(t, got.SPort, uint16(1025))
+	assert.Equal(t, -1, got.VLAN, "FLAT external network: untagged")
 	requireNone(t, e.wire("gw2"), "standby gateway gw2 sends the VM's traffic", 0, flow(5001))
 }
 
@@ -37,10 +37,10 @@ func TestSNATTwoVMsSamePortGetDistinctPorts(t *testing.T) {
 	a := waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed", 0, snated(5002))
 	e.send("hv2", "vm-b", vmBMAC, vmBIP, 40002, 5002)
 	b := waitFor(t, e.wire("gw1"), "vm-b's UDP SNATed on another source port", 0, func(s seen) bool {
-		return snated(5002)(s) && s.sport != a.sport
+		return snated(5002)(s) && s.SPort != a.SPort
 	})
-	assert.NotEqual(t, a.sport, b.sport)
-	assert.GreaterOrEqual(t, b.sport, uint16(1025))
+	assert.NotEqual(t, a.SPort, b.SPort)
+	assert.GreaterOrEqual(t, b.SPort, uint16(1025))
 }
 
 // Scenario 3: the reply from outside to the SNAT IP is un-SNATed on the
@@ -56,14 +56,14 @@ func TestReplyUnSNATedToTheRightVM(t *testing.T) {
 
 	e.inject("gw1", replyTo(out, 0))
 	got := waitFor(t, e.vm("hv1", "vm-a"), "the reply at vm-a", 0, func(s seen) bool {
-		return s.isUDP && s.srcIP == remoteIP && s.sport == 53
+		return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 53
 	})
-	assert.Equal(t, vmAIP, got.dstIP, "destination un-SNATed to vm-a's IP")
-	assert.Equal(t, uint16(40003), got.dport, "destination port restored")
-	assert.Equal(t, vmAMAC, got.dstMAC)
-	assert.Equal(t, routerMAC, got.srcMAC, "routed by the router's internal port")
+	assert.Equal(t, vmAIP, got.DstIP, "destination un-SNATed to vm-a's IP")
+	assert.Equal(t, uint16(40003), got.DPort, "destination port restored")
+	assert.Equal(t, vmAMAC, got.DstMAC)
+	assert.Equal(t, routerMAC, got.SrcMAC, "routed by the router's internal port")
 	requireNone(t, e.vm("hv2", "vm-b"), "the reply reaches vm-b", skipB, func(s seen) bool {
-		return s.isUDP && s.srcIP == remoteIP
+		return s.IsUDP && s.SrcIP == remoteIP
 	})
 }
 
@@ -75,16 +75,16 @@ func TestARPForSNATIPAnsweredByActiveGatewayOnly(t *testing.T) {
 	e.sync()
 	e.ready("gw1", "hv1", "hv2")
 
-	req := frame{srcMAC: peerMAC, dstMAC: "ff:ff:ff:ff:ff:ff", arpOp: 1,
-		arpSHA: peerMAC, arpSPA: peerIP, arpTHA: "00:00:00:00:00:00", arpTPA: snatIP}
-	isReply := func(s seen) bool { return s.isARP && s.arpOp == 2 && s.arpSPA == snatIP && s.arpTPA == peerIP }
+	req := frame{SrcMAC: peerMAC, DstMAC: "ff:ff:ff:ff:ff:ff", ARPOp: 1,
+		ARPSHA: peerMAC, ARPSPA: peerIP, ARPTHA: "00:00:00:00:00:00", ARPTPA: snatIP}
+	isReply := func(s seen) bool { return s.IsARP && s.ARPOp == 2 && s.ARPSPA == snatIP && s.ARPTPA == peerIP }
 	skip2 := count(t, e.wire("gw2"))
 	e.inject("gw2", req)
 	e.inject("gw1", req)
 	got := waitFor(t, e.wire("gw1"), "ARP reply for the SNAT IP from gw1", 0, isReply)
-	assert.Equal(t, gwPortMAC, got.arpSHA)
-	assert.Equal(t, gwPortMAC, got.srcMAC)
-	assert.Equal(t, peerMAC, got.dstMAC)
+	assert.Equal(t, gwPortMAC, got.ARPSHA)
+	assert.Equal(t, gwPortMAC, got.SrcMAC)
+	assert.Equal(t, peerMAC, got.DstMAC)
 	requireNone(t, e.wire("gw2"), "standby gw2 answers ARP for the SNAT IP", skip2, isReply)
 }
 
@@ -98,10 +98,10 @@ func TestEnableSNATToggle(t *testing.T) {
 	e.edit("router.yaml", "enableSnat: true", "enableSnat: false")
 	out := e.sync()
 	assert.Contains(t, out, "delete NAT snat 10.10.0.0/24")
-	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=_uuid", "find", "NAT", "external_ids:kubevirt-ovn/owner=router1")))
+	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l, "--bare", "--columns=_uuid", "find", "NAT", "external_ids:kubevirt-ovn/owner=router1")))
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40005, 5005)
 	routed := waitFor(t, e.wire("gw1"), "vm-a's UDP routed without SNAT", 0, flow(5005))
-	assert.Equal(t, vmAIP, routed.srcIP, "no SNAT: the VM's own source address")
+	assert.Equal(t, vmAIP, routed.SrcIP, "no SNAT: the VM's own source address")
 
 	e.edit("router.yaml", "enableSnat: false", "enableSnat: true")
 	e.sync()
@@ -152,20 +152,20 @@ func TestVLANExternalNetworkTagsTheWire(t *testing.T) {
 
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40010, 5010)
 	got := waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed on VLAN 100", 0, snated(5010))
-	assert.Equal(t, 100, got.vlan)
+	assert.Equal(t, 100, got.VLAN)
 
-	e.inject("gw1", frame{srcMAC: peerMAC, dstMAC: "ff:ff:ff:ff:ff:ff", vlan: 100, arpOp: 1,
-		arpSHA: peerMAC, arpSPA: peerIP, arpTHA: "00:00:00:00:00:00", arpTPA: snatIP})
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: "ff:ff:ff:ff:ff:ff", VLAN: 100, ARPOp: 1,
+		ARPSHA: peerMAC, ARPSPA: peerIP, ARPTHA: "00:00:00:00:00:00", ARPTPA: snatIP})
 	reply := waitFor(t, e.wire("gw1"), "tagged ARP reply for the SNAT IP", 0, func(s seen) bool {
-		return s.isARP && s.arpOp == 2 && s.arpSPA == snatIP && s.arpTPA == peerIP
+		return s.IsARP && s.ARPOp == 2 && s.ARPSPA == snatIP && s.ARPTPA == peerIP
 	})
-	assert.Equal(t, 100, reply.vlan)
+	assert.Equal(t, 100, reply.VLAN)
 
 	e.inject("gw1", replyTo(got, 100))
 	back := waitFor(t, e.vm("hv1", "vm-a"), "the tagged reply reaches vm-a untagged", 0, func(s seen) bool {
-		return s.isUDP && s.srcIP == remoteIP && s.dport == 40010
+		return s.IsUDP && s.SrcIP == remoteIP && s.DPort == 40010
 	})
-	assert.Equal(t, -1, back.vlan)
+	assert.Equal(t, -1, back.VLAN)
 }
 
 // Scenario 8: the router's gateway changes to the other candidate: traffic
@@ -183,10 +183,10 @@ func TestGatewayChangeMovesTrafficAndSendsGARP(t *testing.T) {
 	assert.Contains(t, out, "update Gateway_Chassis kv-rtoe-router1-gw2 (priority: 1 -> 2)")
 	e.ready("gw2", "hv1", "hv2")
 	garp := waitFor(t, e.wire("gw2"), "GARP for the SNAT IP from the new gateway", skip2, func(s seen) bool {
-		return s.isARP && s.arpSPA == snatIP && s.arpTPA == snatIP
+		return s.IsARP && s.ARPSPA == snatIP && s.ARPTPA == snatIP
 	})
-	assert.Equal(t, gwPortMAC, garp.arpSHA)
-	assert.Equal(t, "ff:ff:ff:ff:ff:ff", garp.dstMAC)
+	assert.Equal(t, gwPortMAC, garp.ARPSHA)
+	assert.Equal(t, "ff:ff:ff:ff:ff:ff", garp.DstMAC)
 
 	skip1 := count(t, e.wire("gw1"))
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40012, 5012)
@@ -204,11 +204,11 @@ func TestRouterRemovedLeavesNoRows(t *testing.T) {
 	e.write("router.yaml", "")
 	e.sync()
 	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "NAT", "Logical_Router_Static_Route", "Gateway_Chassis"} {
-		assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=_uuid", "find", table, "external_ids:kubevirt-ovn/owner=router1")), table)
+		assert.Empty(t, strings.TrimSpace(nbctl(t, e.l, "--bare", "--columns=_uuid", "find", table, "external_ids:kubevirt-ovn/owner=router1")), table)
 	}
-	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=_uuid", "find", "Static_MAC_Binding", "logical_port="+gwPort)))
-	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l.Central, "--bare", "--columns=name", "find", "Logical_Switch_Port", "external_ids:kubevirt-ovn/owner=router1")))
-	assert.NotContains(t, nbctl(t, e.l.Central, "show"), "router1")
+	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l, "--bare", "--columns=_uuid", "find", "Static_MAC_Binding", "logical_port="+gwPort)))
+	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l, "--bare", "--columns=name", "find", "Logical_Switch_Port", "external_ids:kubevirt-ovn/owner=router1")))
+	assert.NotContains(t, nbctl(t, e.l, "show"), "router1")
 
 	// Networks and VMs without a router: no more SNATed traffic.
 	skip := count(t, e.wire("gw1"))
@@ -228,7 +228,7 @@ func TestVMRemovedOthersUnaffected(t *testing.T) {
 	e.write("vmis.yaml", vmis[:i])
 	out := e.sync()
 	assert.Contains(t, out, "delete Logical_Switch_Port "+vmBPort)
-	assert.NotContains(t, nbctl(t, e.l.Central, "show"), vmBPort)
+	assert.NotContains(t, nbctl(t, e.l, "show"), vmBPort)
 
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40014, 5014)
 	waitFor(t, e.wire("gw1"), "vm-a still SNATed", 0, snated(5014))
@@ -250,15 +250,15 @@ func TestPeerMACLearnedByARP(t *testing.T) {
 
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40016, 5016)
 	waitFor(t, e.wire("gw1"), "the router's ARP request for the peer", 0, func(s seen) bool {
-		return s.isARP && s.arpOp == 1 && s.arpTPA == peerIP && s.arpSPA == snatIP
+		return s.IsARP && s.ARPOp == 1 && s.ARPTPA == peerIP && s.ARPSPA == snatIP
 	})
 	learned := "00:00:00:00:ee:42"
-	e.inject("gw1", frame{srcMAC: learned, dstMAC: gwPortMAC, arpOp: 2,
-		arpSHA: learned, arpSPA: peerIP, arpTHA: gwPortMAC, arpTPA: snatIP})
+	e.inject("gw1", frame{SrcMAC: learned, DstMAC: gwPortMAC, ARPOp: 2,
+		ARPSHA: learned, ARPSPA: peerIP, ARPTHA: gwPortMAC, ARPTPA: snatIP})
 	err := pollMACBinding(e, peerIP, learned)
 	require.NoError(t, err)
 
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40017, 5017)
 	got := waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed to the learned MAC", 0, snated(5017))
-	assert.Equal(t, learned, got.dstMAC)
+	assert.Equal(t, learned, got.DstMAC)
 }

@@ -102,7 +102,9 @@ func edit(t *testing.T, file, old, new string) {
 	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
 }
 
-func nbctl(t *testing.T, c *sandbox.Central, args ...string) string {
+func nbctl(t *testing.T, c interface {
+	NBCtl(...string) (string, error)
+}, args ...string) string {
 	t.Helper()
 	out, err := c.NBCtl(args...)
 	require.NoError(t, err)

@@ -1,0 +1,107 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
+)
+
+// Deployment is an OVN deployment as the integration tests and the demo
+// see it: database endpoints, the chassis by role, commands on a chassis,
+// and frames injected into and captured from chassis ports. Local is the
+// implementation on this machine; another (a real ovn-fake-multinode) only
+// has to provide these.
+type Deployment interface {
+	// NBEndpoint and SBEndpoint are OVSDB endpoints kubevirt-ovn can reach.
+	NBEndpoint() string
+	SBEndpoint() string
+	NBCtl(args ...string) (string, error)
+	SBCtl(args ...string) (string, error)
+	// Exec runs an OVS/OVN command (ovs-vsctl, ovs-appctl, ovn-appctl...)
+	// on a chassis.
+	Exec(chassis string, args ...string) (string, error)
+	// Gateways are the gateway candidates, bridged to the external network
+	// by a wire port ExternalPort; Workers carry VM ports.
+	Gateways() []string
+	Workers() []string
+	// AddVMPort plugs a VM interface bound to the logical port ifaceID.
+	AddVMPort(chassis, port, ifaceID string) error
+	// Inject makes a port receive a frame; Capture returns what the port
+	// has sent so far.
+	Inject(chassis, port string, frame []byte) error
+	Capture(chassis, port string) ([]wire.Seen, error)
+	// Pids are the processes to find gone after Stop (none for a remote
+	// deployment); Logs are files worth reading when a test fails.
+	Pids() []int
+	Logs() []string
+	Stop() error
+}
+
+// EnvDeployment names the deployment the integration tests use.
+const EnvDeployment = "KUBEVIRT_OVN_DEPLOYMENT"
+
+// Start starts the deployment EnvDeployment names under dir: "local" (the
+// default) is Local with DefaultTopology.
+func Start(dir string) (Deployment, error) {
+	switch kind := os.Getenv(EnvDeployment); kind {
+	case "", "local":
+		return StartLocal(dir, DefaultTopology())
+	default:
+		return nil, fmt.Errorf("%s=%s: only \"local\" is implemented (see integration/README.md)", EnvDeployment, kind)
+	}
+}
+
+// NBEndpoint is the NB's loopback TCP endpoint.
+func (l *Local) NBEndpoint() string { return l.NBTCP }
+
+// SBEndpoint is the SB's loopback TCP endpoint.
+func (l *Local) SBEndpoint() string { return l.SBTCP }
+
+// Gateways are the gateway chassis.
+func (l *Local) Gateways() []string { return append([]string(nil), l.Topology.Gateways...) }
+
+// Workers are the worker chassis.
+func (l *Local) Workers() []string { return append([]string(nil), l.Topology.Workers...) }
+
+// Capture reads what port on sim has sent, from its tx_pcap file.
+func (l *Local) Capture(sim, port string) ([]wire.Seen, error) {
+	return wire.ReadPcapFile(l.CapturePath(sim, port))
+}
+
+// WaitGateway waits until the chassisredirect port crPort is bound to
+// gateway gw and every BFD session on the gateways and on workers is up
+// (workers must have sessions too): until then both gateways may claim
+// the port, and a worker whose session to gw is not up yet sends to the
+// next gateway, which drops the packet.
+func WaitGateway(d Deployment, crPort, gw string, workers ...string) error {
+	gwUUID, err := d.SBCtl("--bare", "--columns=_uuid", "find", "Chassis", "name="+gw)
+	if err != nil {
+		return err
+	}
+	gwUUID = strings.TrimSpace(gwUUID)
+	if gwUUID == "" {
+		return fmt.Errorf("no chassis %s in the SB", gw)
+	}
+	return poll(30*time.Second, crPort+" bound to "+gw+" with BFD up", func() (bool, error) {
+		bound, err := d.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
+		if err != nil || strings.TrimSpace(bound) != gwUUID {
+			return false, err
+		}
+		for _, ch := range append(d.Gateways(), d.Workers()...) {
+			out, err := d.Exec(ch, "ovs-appctl", "bfd/show")
+			if err != nil {
+				return false, err
+			}
+			n := strings.Count(out, "Local Session State: ")
+			needed := slices.Contains(d.Gateways(), ch) || slices.Contains(workers, ch)
+			if (needed && n == 0) || n != strings.Count(out, "Local Session State: up") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}

@@ -1,0 +1,174 @@
+// Package wire builds the Ethernet frames the integration tests and the
+// demo inject into OVN, and reads back what OVN sent, from pcap files.
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// Frame is an Ethernet frame to build: IPv4/UDP when SrcIP is set, else ARP.
+type Frame struct {
+	SrcMAC, DstMAC string
+	VLAN           uint16 // 0: untagged
+	// IPv4/UDP
+	SrcIP, DstIP string
+	TTL          uint8
+	SPort, DPort uint16
+	// ARP
+	ARPOp          uint16
+	ARPSHA, ARPTHA string
+	ARPSPA, ARPTPA string
+}
+
+// Bytes serializes f with lengths and checksums filled in.
+func (f Frame) Bytes() ([]byte, error) {
+	var errs []error
+	mac := func(s string) net.HardwareAddr {
+		m, err := net.ParseMAC(s)
+		errs = append(errs, err)
+		return m
+	}
+	ip4 := func(s string) net.IP {
+		ip := net.ParseIP(s).To4()
+		if ip == nil {
+			errs = append(errs, fmt.Errorf("%q is not an IPv4 address", s))
+		}
+		return ip
+	}
+	eth := &layers.Ethernet{SrcMAC: mac(f.SrcMAC), DstMAC: mac(f.DstMAC)}
+	ls := []gopacket.SerializableLayer{eth}
+	inner := layers.EthernetTypeIPv4
+	if f.SrcIP == "" {
+		inner = layers.EthernetTypeARP
+	}
+	eth.EthernetType = inner
+	if f.VLAN != 0 {
+		eth.EthernetType = layers.EthernetTypeDot1Q
+		ls = append(ls, &layers.Dot1Q{VLANIdentifier: f.VLAN, Type: inner})
+	}
+	if f.SrcIP == "" {
+		ls = append(ls, &layers.ARP{
+			AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
+			HwAddressSize: 6, ProtAddressSize: 4, Operation: f.ARPOp,
+			SourceHwAddress: mac(f.ARPSHA), SourceProtAddress: ip4(f.ARPSPA),
+			DstHwAddress: mac(f.ARPTHA), DstProtAddress: ip4(f.ARPTPA),
+		})
+	} else {
+		ip := &layers.IPv4{Version: 4, TTL: f.TTL, Protocol: layers.IPProtocolUDP, SrcIP: ip4(f.SrcIP), DstIP: ip4(f.DstIP)}
+		udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
+		errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
+		ls = append(ls, ip, udp, gopacket.Payload("kubevirt-ovn"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ReadPcap decodes the packets of a pcap stream; a record still being
+// written ends the read without error.
+func ReadPcap(r io.Reader) ([]Seen, error) {
+	pr, err := pcapgo.NewReader(r)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Seen
+	for {
+		data, _, err := pr.ReadPacketData()
+		if err != nil {
+			return out, nil
+		}
+		out = append(out, Decode(gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)))
+	}
+}
+
+// ReadPcapFile is ReadPcap of a file; a file not yet written holds nothing.
+func ReadPcapFile(path string) ([]Seen, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadPcap(f)
+}
+
+// Seen is a packet decoded to what the checks look at.
+type Seen struct {
+	SrcMAC, DstMAC string
+	VLAN           int // -1: untagged
+	SrcIP, DstIP   string
+	TTL            uint8
+	SPort, DPort   uint16
+	ARPOp          uint16
+	ARPSHA         string
+	ARPSPA, ARPTPA string
+	IsARP, IsUDP   bool
+}
+
+// Decode extracts a Seen from a packet.
+func Decode(p gopacket.Packet) Seen {
+	s := Seen{VLAN: -1}
+	if eth, ok := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet); ok {
+		s.SrcMAC, s.DstMAC = eth.SrcMAC.String(), eth.DstMAC.String()
+	}
+	if q, ok := p.Layer(layers.LayerTypeDot1Q).(*layers.Dot1Q); ok {
+		s.VLAN = int(q.VLANIdentifier)
+	}
+	if ip, ok := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
+		s.SrcIP, s.DstIP, s.TTL = ip.SrcIP.String(), ip.DstIP.String(), ip.TTL
+	}
+	if u, ok := p.Layer(layers.LayerTypeUDP).(*layers.UDP); ok {
+		s.IsUDP, s.SPort, s.DPort = true, uint16(u.SrcPort), uint16(u.DstPort)
+	}
+	if a, ok := p.Layer(layers.LayerTypeARP).(*layers.ARP); ok {
+		s.IsARP, s.ARPOp = true, a.Operation
+		s.ARPSHA = net.HardwareAddr(a.SourceHwAddress).String()
+		s.ARPSPA, s.ARPTPA = net.IP(a.SourceProtAddress).String(), net.IP(a.DstProtAddress).String()
+	}
+	return s
+}
+
+func (s Seen) String() string {
+	v := ""
+	if s.VLAN >= 0 {
+		v = fmt.Sprintf(" vlan=%d", s.VLAN)
+	}
+	switch {
+	case s.IsARP:
+		return fmt.Sprintf("arp op=%d %s > %s%s sha=%s spa=%s tpa=%s", s.ARPOp, s.SrcMAC, s.DstMAC, v, s.ARPSHA, s.ARPSPA, s.ARPTPA)
+	case s.IsUDP:
+		return fmt.Sprintf("udp %s > %s%s %s:%d > %s:%d ttl=%d", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL)
+	}
+	return fmt.Sprintf("other %s > %s%s", s.SrcMAC, s.DstMAC, v)
+}
+
+// Describe lists packets one a line, for failure messages.
+func Describe(ps []Seen) string {
+	var b strings.Builder
+	for i, p := range ps {
+		fmt.Fprintf(&b, "  #%d %s\n", i+1, p)
+	}
+	if len(ps) == 0 {
+		b.WriteString("  (no packets)\n")
+	}
+	return b.String()
+}
