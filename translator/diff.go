@@ -103,53 +103,26 @@ func ownerCond(field *map[string]string, name string) model.Condition {
 	return model.Condition{Field: field, Function: ovsdb.ConditionIncludes, Value: map[string]string{KeyOwner: name}}
 }
 
+// listOwned lists the rows of one table that unit u owns, through the owner
+// index; ids returns a row's external_ids.
+func listOwned[T any, PT interface {
+	*T
+	model.Model
+}](d *Differ, u Unit, ids func(PT) *map[string]string) ([]PT, error) {
+	m := PT(new(T))
+	var rows []PT
+	if err := d.c.WhereAll(m, ownerCond(ids(m), u.Name)).List(context.Background(), &rows); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(rows, func(r PT) bool { return !OwnedBy(*ids(r), d.instance, u) }), nil
+}
+
 func (d *Differ) ownedSwitches(u Unit) ([]*nbmodel.LogicalSwitch, error) {
-	m := &nbmodel.LogicalSwitch{}
-	var rows []*nbmodel.LogicalSwitch
-	err := d.c.WhereAll(m, ownerCond(&m.ExternalIDs, u.Name)).List(context.Background(), &rows)
-	return slices.DeleteFunc(rows, func(r *nbmodel.LogicalSwitch) bool { return !OwnedBy(r.ExternalIDs, d.instance, u) }), err
+	return listOwned(d, u, func(r *nbmodel.LogicalSwitch) *map[string]string { return &r.ExternalIDs })
 }
 
 func (d *Differ) ownedSwitchPorts(u Unit) ([]*nbmodel.LogicalSwitchPort, error) {
-	m := &nbmodel.LogicalSwitchPort{}
-	var rows []*nbmodel.LogicalSwitchPort
-	err := d.c.WhereAll(m, ownerCond(&m.ExternalIDs, u.Name)).List(context.Background(), &rows)
-	return slices.DeleteFunc(rows, func(r *nbmodel.LogicalSwitchPort) bool { return !OwnedBy(r.ExternalIDs, d.instance, u) }), err
-}
-
-func (d *Differ) ownedRouters(u Unit) ([]*nbmodel.LogicalRouter, error) {
-	m := &nbmodel.LogicalRouter{}
-	var rows []*nbmodel.LogicalRouter
-	err := d.c.WhereAll(m, ownerCond(&m.ExternalIDs, u.Name)).List(context.Background(), &rows)
-	return slices.DeleteFunc(rows, func(r *nbmodel.LogicalRouter) bool { return !OwnedBy(r.ExternalIDs, d.instance, u) }), err
-}
-
-func (d *Differ) ownedRouterPorts(u Unit) ([]*nbmodel.LogicalRouterPort, error) {
-	m := &nbmodel.LogicalRouterPort{}
-	var rows []*nbmodel.LogicalRouterPort
-	err := d.c.WhereAll(m, ownerCond(&m.ExternalIDs, u.Name)).List(context.Background(), &rows)
-	return slices.DeleteFunc(rows, func(r *nbmodel.LogicalRouterPort) bool { return !OwnedBy(r.ExternalIDs, d.instance, u) }), err
-}
-
-func (d *Differ) ownedGatewayChassis(u Unit) ([]*nbmodel.GatewayChassis, error) {
-	m := &nbmodel.GatewayChassis{}
-	var rows []*nbmodel.GatewayChassis
-	err := d.c.WhereAll(m, ownerCond(&m.ExternalIDs, u.Name)).List(context.Background(), &rows)
-	return slices.DeleteFunc(rows, func(r *nbmodel.GatewayChassis) bool { return !OwnedBy(r.ExternalIDs, d.instance, u) }), err
-}
-
-func (d *Differ) ownedNATs(u Unit) ([]*nbmodel.NAT, error) {
-	m := &nbmodel.NAT{}
-	var rows []*nbmodel.NAT
-	err := d.c.WhereAll(m, ownerCond(&m.ExternalIDs, u.Name)).List(context.Background(), &rows)
-	return slices.DeleteFunc(rows, func(r *nbmodel.NAT) bool { return !OwnedBy(r.ExternalIDs, d.instance, u) }), err
-}
-
-func (d *Differ) ownedRoutes(u Unit) ([]*nbmodel.LogicalRouterStaticRoute, error) {
-	m := &nbmodel.LogicalRouterStaticRoute{}
-	var rows []*nbmodel.LogicalRouterStaticRoute
-	err := d.c.WhereAll(m, ownerCond(&m.ExternalIDs, u.Name)).List(context.Background(), &rows)
-	return slices.DeleteFunc(rows, func(r *nbmodel.LogicalRouterStaticRoute) bool { return !OwnedBy(r.ExternalIDs, d.instance, u) }), err
+	return listOwned(d, u, func(r *nbmodel.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs })
 }
 
 // macBindings are the Static_MAC_Binding rows on a router's gateway port.
@@ -606,20 +579,20 @@ type routerState struct {
 func (d *Differ) routerState(u Unit) (*routerState, error) {
 	st := &routerState{}
 	var err error
-	if st.routers, err = d.ownedRouters(u); err != nil {
+	if st.routers, err = listOwned(d, u, func(r *nbmodel.LogicalRouter) *map[string]string { return &r.ExternalIDs }); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(st.routers, func(a, b *nbmodel.LogicalRouter) int { return strings.Compare(a.UUID, b.UUID) })
-	if st.ports, err = d.ownedRouterPorts(u); err != nil {
+	if st.ports, err = listOwned(d, u, func(r *nbmodel.LogicalRouterPort) *map[string]string { return &r.ExternalIDs }); err != nil {
 		return nil, err
 	}
-	if st.gatewayChassis, err = d.ownedGatewayChassis(u); err != nil {
+	if st.gatewayChassis, err = listOwned(d, u, func(r *nbmodel.GatewayChassis) *map[string]string { return &r.ExternalIDs }); err != nil {
 		return nil, err
 	}
-	if st.nats, err = d.ownedNATs(u); err != nil {
+	if st.nats, err = listOwned(d, u, func(r *nbmodel.NAT) *map[string]string { return &r.ExternalIDs }); err != nil {
 		return nil, err
 	}
-	if st.routes, err = d.ownedRoutes(u); err != nil {
+	if st.routes, err = listOwned(d, u, func(r *nbmodel.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs }); err != nil {
 		return nil, err
 	}
 	if st.switchPorts, err = d.ownedSwitchPorts(u); err != nil {

@@ -41,7 +41,8 @@ type SyncResult struct {
 	TxTime       time.Duration
 }
 
-// Failed returns every unit error and every input error, in order.
+// Failed returns the error of every unit left as it was: invalid input or a
+// failed transaction.
 func (r *SyncResult) Failed() []error {
 	var errs []error
 	for _, u := range r.Units {

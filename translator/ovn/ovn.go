@@ -138,17 +138,9 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 	if err != nil {
 		return nil, err
 	}
-	opts, err := ep.options()
+	c, err := connect(ctx, "NB", dbModel, ep, log)
 	if err != nil {
 		return nil, err
-	}
-	opts = append(opts, client.WithLogger(&log), client.WithReconnect(30*time.Second, nil))
-	c, err := client.NewOVSDBClient(dbModel, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("connecting to NB %s: %w", ep.Address, err)
 	}
 	mine := map[string]string{translator.KeyManagedBy: instance}
 	cond := func(field *map[string]string) []model.Condition {
@@ -174,12 +166,9 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 	return c, nil
 }
 
-// ConnectSB connects to the SB and monitors its Chassis table.
-func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
-	dbModel, err := sbmodel.FullDatabaseModel()
-	if err != nil {
-		return nil, err
-	}
+// connect makes a client of dbModel for ep (reconnecting on its own) and
+// connects it.
+func connect(ctx context.Context, db string, dbModel model.ClientDBModel, ep Endpoint, log logr.Logger) (client.Client, error) {
 	opts, err := ep.options()
 	if err != nil {
 		return nil, err
@@ -190,7 +179,20 @@ func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client
 		return nil, err
 	}
 	if err := c.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("connecting to SB %s: %w", ep.Address, err)
+		return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, err)
+	}
+	return c, nil
+}
+
+// ConnectSB connects to the SB and monitors its Chassis table.
+func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
+	dbModel, err := sbmodel.FullDatabaseModel()
+	if err != nil {
+		return nil, err
+	}
+	c, err := connect(ctx, "SB", dbModel, ep, log)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := c.Monitor(ctx, c.NewMonitor(client.WithTable(&sbmodel.Chassis{}))); err != nil {
 		c.Close()
