@@ -78,9 +78,12 @@ func StartCentral(dir string) (_ *Central, err error) {
 		}
 	}()
 	for _, db := range []struct {
-		name, schema string
-		sock, tcp    *string
-	}{{"ovn-nb", NBSchema, &c.NB, &c.NBTCP}, {"ovn-sb", SBSchema, &c.SB, &c.SBTCP}} {
+		name, schema, dbName, global string
+		sock, tcp                    *string
+	}{
+		{"ovn-nb", NBSchema, "OVN_Northbound", "NB_Global", &c.NB, &c.NBTCP},
+		{"ovn-sb", SBSchema, "OVN_Southbound", "SB_Global", &c.SB, &c.SBTCP},
+	} {
 		d := filepath.Join(dir, db.name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -96,8 +99,14 @@ func StartCentral(dir string) (_ *Central, err error) {
 		sock := filepath.Join(d, db.name+".sock")
 		*db.sock = "unix:" + sock
 		*db.tcp = fmt.Sprintf("tcp:127.0.0.1:%d", port)
+		// Like ovn-ctl: SSL material and further remotes come from the
+		// database (ovn-nbctl set-ssl / set-connection).
+		ssl := "db:" + db.dbName + ",SSL,"
 		if err := c.start(d, "ovsdb-server", "ovs-appctl",
-			"--remote=punix:"+sock, fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port), file); err != nil {
+			"--remote=punix:"+sock, fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port),
+			"--remote=db:"+db.dbName+","+db.global+",connections",
+			"--private-key="+ssl+"private_key", "--certificate="+ssl+"certificate", "--ca-cert="+ssl+"ca_cert",
+			file); err != nil {
 			return nil, err
 		}
 	}
@@ -259,6 +268,9 @@ func run(dir, prog string, args ...string) (string, error) {
 	}
 	return stdout.String(), nil
 }
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) { return freePort() }
 
 // freePort asks the kernel for a free loopback TCP port.
 func freePort() (int, error) {
