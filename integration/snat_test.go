@@ -23,7 +23,19 @@ func TestSNATOnGateway(t *testing.T) {
 	assert.Equal(t, uint8(63), got.TTL, "TTL decremented once by the router")
 	assert.GreaterOrEqual(t, got.SPort, uint16(1025))
 	assert.Equal(t, -1, got.VLAN, "FLAT external network: untagged")
-	requireNone(t, e.wire("gw2"), "standby gateway gw2 sends the VM's traffic", 0, flow(5001))
+
+	// TCP too: a connection's SYN leaves SNATed.
+	syn := frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmAIP, DstIP: remoteIP, TTL: 64, SPort: 40100, DPort: 443, TCP: true}
+	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, syn)))
+	tcp := waitFor(t, e.wire("gw1"), "vm-a's TCP SYN leaving SNATed", 0, func(s seen) bool {
+		return s.IsTCP && s.SYN && s.SrcIP == snatIP && s.DstIP == remoteIP && s.DPort == 443
+	})
+	assert.Equal(t, peerMAC, tcp.DstMAC)
+	assert.GreaterOrEqual(t, tcp.SPort, uint16(1025))
+
+	requireNone(t, e.wire("gw2"), "standby gateway gw2 sends the VM's traffic", 0, func(s seen) bool {
+		return (s.IsUDP || s.IsTCP) && s.DstIP == remoteIP
+	})
 }
 
 // Scenario 2: two VMs on two workers use the same source port to the same

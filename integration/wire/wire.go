@@ -15,14 +15,16 @@ import (
 	"github.com/google/gopacket/pcapgo"
 )
 
-// Frame is an Ethernet frame to build: IPv4/UDP when SrcIP is set, else ARP.
+// Frame is an Ethernet frame to build: IPv4 with UDP (or a TCP SYN when
+// TCP is set) when SrcIP is set, else ARP.
 type Frame struct {
 	SrcMAC, DstMAC string
 	VLAN           uint16 // 0: untagged
-	// IPv4/UDP
+	// IPv4/UDP or TCP
 	SrcIP, DstIP string
 	TTL          uint8
 	SPort, DPort uint16
+	TCP          bool
 	// ARP
 	ARPOp          uint16
 	ARPSHA, ARPTHA string
@@ -64,9 +66,16 @@ func (f Frame) Bytes() ([]byte, error) {
 		})
 	} else {
 		ip := &layers.IPv4{Version: 4, TTL: f.TTL, Protocol: layers.IPProtocolUDP, SrcIP: ip4(f.SrcIP), DstIP: ip4(f.DstIP)}
-		udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
-		errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
-		ls = append(ls, ip, udp, gopacket.Payload("kubevirt-ovn"))
+		if f.TCP {
+			ip.Protocol = layers.IPProtocolTCP
+			tcp := &layers.TCP{SrcPort: layers.TCPPort(f.SPort), DstPort: layers.TCPPort(f.DPort), SYN: true, Seq: 1, Window: 64240}
+			errs = append(errs, tcp.SetNetworkLayerForChecksum(ip))
+			ls = append(ls, ip, tcp)
+		} else {
+			udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
+			errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
+			ls = append(ls, ip, udp, gopacket.Payload("kubevirt-ovn"))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -122,6 +131,7 @@ type Seen struct {
 	ARPSHA         string
 	ARPSPA, ARPTPA string
 	IsARP, IsUDP   bool
+	IsTCP, SYN     bool
 }
 
 // Decode extracts a Seen from a packet.
@@ -138,6 +148,9 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if u, ok := p.Layer(layers.LayerTypeUDP).(*layers.UDP); ok {
 		s.IsUDP, s.SPort, s.DPort = true, uint16(u.SrcPort), uint16(u.DstPort)
+	}
+	if tc, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok {
+		s.IsTCP, s.SPort, s.DPort, s.SYN = true, uint16(tc.SrcPort), uint16(tc.DstPort), tc.SYN
 	}
 	if a, ok := p.Layer(layers.LayerTypeARP).(*layers.ARP); ok {
 		s.IsARP, s.ARPOp = true, a.Operation
@@ -157,6 +170,8 @@ func (s Seen) String() string {
 		return fmt.Sprintf("arp op=%d %s > %s%s sha=%s spa=%s tpa=%s", s.ARPOp, s.SrcMAC, s.DstMAC, v, s.ARPSHA, s.ARPSPA, s.ARPTPA)
 	case s.IsUDP:
 		return fmt.Sprintf("udp %s > %s%s %s:%d > %s:%d ttl=%d", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL)
+	case s.IsTCP:
+		return fmt.Sprintf("tcp %s > %s%s %s:%d > %s:%d ttl=%d syn=%t", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL, s.SYN)
 	}
 	return fmt.Sprintf("other %s > %s%s", s.SrcMAC, s.DstMAC, v)
 }
