@@ -87,7 +87,14 @@ func (e *env) seedForeign() {
 	for _, c := range cmds {
 		nbctl(e.t, e.l, c...)
 	}
-	for _, row := range [][]string{{"Logical_Switch", "node1"}, {"Logical_Switch_Port", "default_pod1"}, {"Logical_Router", "GR_node1"}, {"Logical_Router_Port", "rtoe-GR_node1"}} {
+	nat := strings.TrimSpace(nbctl(e.t, e.l, "--bare", "--columns=_uuid", "find", "NAT", `logical_ip="10.244.0.0/16"`))
+	route := strings.TrimSpace(nbctl(e.t, e.l, "--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `nexthop="172.16.0.1"`))
+	require.NotEmpty(e.t, nat)
+	require.NotEmpty(e.t, route)
+	for _, row := range [][]string{
+		{"Logical_Switch", "node1"}, {"Logical_Switch_Port", "default_pod1"}, {"Logical_Router", "GR_node1"},
+		{"Logical_Router_Port", "rtoe-GR_node1"}, {"NAT", nat}, {"Logical_Router_Static_Route", route},
+	} {
 		nbctl(e.t, e.l, append([]string{"set", row[0], row[1]}, ids...)...)
 	}
 	e.foreign = e.dumpForeign()
@@ -100,8 +107,8 @@ func (e *env) dumpForeign() string {
 		{"list", "Logical_Switch_Port", "default_pod1"},
 		{"list", "Logical_Router", "GR_node1"},
 		{"list", "Logical_Router_Port", "rtoe-GR_node1"},
-		{"find", "NAT", "logical_ip=\"10.244.0.0/16\""},
-		{"find", "Logical_Router_Static_Route", "nexthop=\"172.16.0.1\"", "output_port=[]"},
+		{"find", "NAT", "external_ids:k8s.ovn.org/name=node1"},
+		{"find", "Logical_Router_Static_Route", "external_ids:k8s.ovn.org/name=node1"},
 	} {
 		b.WriteString(nbctl(e.t, e.l, q...))
 	}
