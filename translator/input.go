@@ -16,6 +16,9 @@ type Snapshot struct {
 	// then every router with an external network must name its gateway.
 	Chassis      []Chassis
 	ChassisKnown bool
+	// Invalid are objects the source could not decode: their units fail and
+	// keep their rows (they must not look deleted).
+	Invalid map[Unit]error
 }
 
 // Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
@@ -34,6 +37,8 @@ type Router struct {
 	// Created orders routers that claim the same SNAT IP or internal network:
 	// the older one keeps it. Zero (manifests on disk) sorts first, then name.
 	Created time.Time
+	// Generation is the object's metadata.generation, for status.
+	Generation int64
 }
 
 // External is a router's external network and its SNAT IP.

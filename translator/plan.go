@@ -89,8 +89,13 @@ func Build(s *Snapshot, instance string) *Plan {
 		p.Failed[u] = append(p.Failed[u], err)
 	}
 
+	for u, err := range s.Invalid {
+		fail(u, err)
+	}
 	nets := p.planNetworks(s, instance, fail)
 	p.planRouters(s, instance, nets, fail)
+	// An undecodable network fails like an invalid one; routers on it fail
+	// as on an unknown network, since it is not in nets.
 
 	byMessage := func(a, b error) int { return strings.Compare(a.Error(), b.Error()) }
 	for u, errs := range p.Failed {
@@ -349,6 +354,9 @@ func (p *Plan) planRouters(s *Snapshot, instance string, nets map[string]*networ
 	var valid []*router
 	for _, r := range order {
 		u := Unit{Kind: KindRouter, Name: r.Name}
+		if s.Invalid[u] != nil {
+			continue
+		}
 		if n := declared[r.Name]; n > 1 {
 			if p.Failed[u] == nil {
 				fail(u, routerErr(r.Name, "metadata.name", "is declared %d times", n))

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
 // MaxBatchOps bounds the operations of one batched transaction of a full
@@ -22,6 +25,12 @@ type SyncOptions struct {
 	Instance string
 	// DryRun computes the changes and writes nothing.
 	DryRun bool
+	// BumpNBCfg increments NB_Global.nb_cfg in every transaction that writes,
+	// so that NB_Global.hv_cfg reaching SyncResult.NBCfg says the chassis
+	// have realized it (what ovn-nbctl --wait=hv does).
+	BumpNBCfg bool
+	// OnCommit observes every NB transaction: its duration and error.
+	OnCommit func(took time.Duration, err error)
 }
 
 // UnitResult is what a sync did to one unit.
@@ -39,6 +48,9 @@ type SyncResult struct {
 	// Transactions and TxTime count the NB transactions committed.
 	Transactions int
 	TxTime       time.Duration
+	// NBCfg is NB_Global.nb_cfg after the last transaction, with
+	// BumpNBCfg; 0 when nothing was written.
+	NBCfg int
 }
 
 // Failed returns the error of every unit left as it was: invalid input or a
@@ -72,71 +84,92 @@ func (r *SyncResult) Changes() map[string]map[string]int {
 // Units are batched into few transactions; when a batch fails, its units are
 // committed one by one so that one unit's failure leaves the others synced.
 func Sync(ctx context.Context, c client.Client, plan *Plan, opts SyncOptions) (*SyncResult, error) {
-	if opts.Instance == "" {
-		opts.Instance = DefaultInstance
-	}
-	d := NewDiffer(c, opts.Instance)
-	res := &SyncResult{}
-
+	d := NewDiffer(c, instanceOf(opts))
 	present, err := d.PresentUnits()
 	if err != nil {
 		return nil, fmt.Errorf("reading owned NB rows: %w", err)
 	}
-	planned := map[Unit]bool{}
+	units := slices.Clone(present)
 	for _, n := range plan.Networks {
-		planned[Unit{Kind: KindNetwork, Name: n.Name}] = true
+		units = append(units, Unit{Kind: KindNetwork, Name: n.Name})
 	}
 	for _, r := range plan.Routers {
-		planned[Unit{Kind: KindRouter, Name: r.Name}] = true
+		units = append(units, Unit{Kind: KindRouter, Name: r.Name})
 	}
+	for u := range plan.Failed {
+		units = append(units, u)
+	}
+	return syncUnits(ctx, c, d, plan, units, opts)
+}
 
+// SyncUnits is Sync restricted to units: each is synced to plan, or has its
+// rows removed when plan has no such unit, or is left as it is when plan
+// says its input is invalid. A controller reconciles one unit this way.
+func SyncUnits(ctx context.Context, c client.Client, plan *Plan, units []Unit, opts SyncOptions) (*SyncResult, error) {
+	return syncUnits(ctx, c, NewDiffer(c, instanceOf(opts)), plan, units, opts)
+}
+
+func instanceOf(opts SyncOptions) string {
+	if opts.Instance == "" {
+		return DefaultInstance
+	}
+	return opts.Instance
+}
+
+func syncUnits(ctx context.Context, c client.Client, d *Differ, plan *Plan, units []Unit, opts SyncOptions) (*SyncResult, error) {
+	res := &SyncResult{}
+	units = slices.Clone(units)
 	// Networks before routers (a router's ports hang from network
-	// switches), router removals before network removals.
-	var work []*UnitOps
-	addWork := func(u *UnitOps, err error) error {
-		if err != nil {
-			return err
-		}
-		work = append(work, u)
-		return nil
-	}
+	// switches); among those, syncs before removals.
+	networks := map[string]*NetworkPlan{}
 	for i := range plan.Networks {
-		if err := addWork(d.Network(&plan.Networks[i])); err != nil {
-			return nil, err
-		}
+		networks[plan.Networks[i].Name] = &plan.Networks[i]
 	}
+	routers := map[string]*RouterPlan{}
 	for i := range plan.Routers {
-		if err := addWork(d.Router(&plan.Routers[i])); err != nil {
+		routers[plan.Routers[i].Name] = &plan.Routers[i]
+	}
+	rank := func(u Unit) int {
+		switch {
+		case u.Kind == KindNetwork && networks[u.Name] != nil:
+			return 0
+		case u.Kind == KindRouter && routers[u.Name] != nil:
+			return 1
+		case u.Kind == KindRouter:
+			return 2
+		}
+		return 3
+	}
+	slices.SortFunc(units, func(a, b Unit) int {
+		if c := rank(a) - rank(b); c != 0 {
+			return c
+		}
+		return compareUnits(a, b)
+	})
+	units = slices.Compact(units)
+
+	var work []*UnitOps
+	for _, u := range units {
+		if errs := plan.Failed[u]; errs != nil {
+			res.Units = append(res.Units, UnitResult{Unit: u, Err: errors.Join(errs...)})
+			continue
+		}
+		var w *UnitOps
+		var err error
+		switch {
+		case u.Kind == KindNetwork && networks[u.Name] != nil:
+			w, err = d.Network(networks[u.Name])
+		case u.Kind == KindRouter && routers[u.Name] != nil:
+			w, err = d.Router(routers[u.Name])
+		case u.Kind == KindRouter:
+			w, err = d.DeleteRouter(u.Name)
+		default:
+			w, err = d.DeleteNetwork(u.Name)
+		}
+		if err != nil {
 			return nil, err
 		}
-	}
-	for _, kind := range []OwnerKind{KindRouter, KindNetwork} {
-		for _, u := range present {
-			if u.Kind != kind || planned[u] || plan.Failed[u] != nil {
-				continue
-			}
-			var err error
-			if kind == KindRouter {
-				err = addWork(d.DeleteRouter(u.Name))
-			} else {
-				err = addWork(d.DeleteNetwork(u.Name))
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	failed := slices.Collect(func(yield func(Unit) bool) {
-		for u := range plan.Failed {
-			if !yield(u) {
-				return
-			}
-		}
-	})
-	slices.SortFunc(failed, compareUnits)
-	for _, u := range failed {
-		res.Units = append(res.Units, UnitResult{Unit: u, Err: errors.Join(plan.Failed[u]...)})
+		work = append(work, w)
 	}
 
 	results := make([]UnitResult, len(work))
@@ -151,10 +184,10 @@ func Sync(ctx context.Context, c client.Client, plan *Plan, opts SyncOptions) (*
 				end++
 			}
 			batch := work[start:end]
-			if err := res.commitBatch(ctx, c, batch); err != nil {
+			if err := res.commitBatch(ctx, c, batch, opts); err != nil {
 				// Isolate the failure: each unit alone.
 				for i, w := range batch {
-					if err := res.commitBatch(ctx, c, []*UnitOps{w}); err != nil {
+					if err := res.commitBatch(ctx, c, []*UnitOps{w}, opts); err != nil {
 						results[start+i].Err = err
 						results[start+i].Changes = nil
 					}
@@ -171,7 +204,7 @@ func Sync(ctx context.Context, c client.Client, plan *Plan, opts SyncOptions) (*
 	return res, nil
 }
 
-func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, batch []*UnitOps) error {
+func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, batch []*UnitOps, opts SyncOptions) error {
 	var ops []ovsdb.Operation
 	var names []string
 	for _, w := range batch {
@@ -181,12 +214,35 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, batch []*
 	if len(ops) == 0 {
 		return nil
 	}
+	var global *nbmodel.NBGlobal
+	if opts.BumpNBCfg {
+		var globals []*nbmodel.NBGlobal
+		if err := c.List(ctx, &globals); err == nil && len(globals) == 1 {
+			global = globals[0]
+			bump, err := c.Where(global).Mutate(global, model.Mutation{Field: &global.NbCfg, Mutator: ovsdb.MutateOperationAdd, Value: 1})
+			if err != nil {
+				return err
+			}
+			ops = append(ops, bump...)
+		}
+	}
 	d, err := Commit(ctx, c, strings.Join(names, ", "), ops)
 	r.TxTime += d
-	if err == nil {
-		r.Transactions++
+	if opts.OnCommit != nil {
+		opts.OnCommit(d, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	r.Transactions++
+	if global != nil {
+		// The cache has our transaction's update once Transact returns.
+		cur := &nbmodel.NBGlobal{UUID: global.UUID}
+		if err := c.Get(ctx, cur); err == nil {
+			r.NBCfg = cur.NbCfg
+		}
+	}
+	return nil
 }
 
 // Commit is the one place kubevirt-ovn writes to the NB: it runs ops in one

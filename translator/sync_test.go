@@ -522,3 +522,34 @@ func TestAnotherInstanceRowsAreNotOurs(t *testing.T) {
 	assert.Empty(t, res.Changes())
 	assert.Equal(t, before, dumpAll(t, raw))
 }
+
+func TestSyncBumpsNBCfgOnlyWhenItWrites(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	op, err := raw.Create(&nbmodel.NBGlobal{})
+	require.NoError(t, err)
+	_, err = tr.Commit(context.Background(), raw, "NB_Global", op)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(list[nbmodel.NBGlobal](t, ours)) == 1 }, 5*time.Second, 10*time.Millisecond)
+
+	opts := tr.SyncOptions{Instance: instance, BumpNBCfg: true}
+	res, err := tr.Sync(context.Background(), ours, tr.Build(example(), instance), opts)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.NBCfg, "the transaction that wrote bumped nb_cfg")
+	assert.Equal(t, 1, list[nbmodel.NBGlobal](t, raw)[0].NbCfg)
+
+	res, err = tr.Sync(context.Background(), ours, tr.Build(example(), instance), opts)
+	require.NoError(t, err)
+	assert.Zero(t, res.Transactions)
+	assert.Zero(t, res.NBCfg, "nothing written, nothing to wait for")
+	assert.Equal(t, 1, list[nbmodel.NBGlobal](t, raw)[0].NbCfg)
+
+	// One unit alone, as a controller reconciles it.
+	s := example()
+	s.Routers[0].External.IP = "172.16.0.101"
+	plan := tr.Build(s, instance)
+	res, err = tr.SyncUnits(context.Background(), ours, plan, []tr.Unit{{Kind: tr.KindRouter, Name: "router1"}}, opts)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.NBCfg)
+	require.Len(t, res.Units, 1)
+	assert.Equal(t, "VirtualRouter router1", res.Units[0].Unit.String())
+}
