@@ -29,10 +29,16 @@ func main() {
 }
 
 const usage = `usage: kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run]
+       kubevirt-ovn run  --nb ADDR [--sb ADDR] [--kubeconfig PATH | --from-file PATH...]
 
 Commands:
   sync   translate the manifests at PATH (files or directories of YAML/JSON)
          into the OVN Northbound database once, and print what changed
+  run    keep the NB in sync with VirtualRouters, NetworkAttachmentDefinitions
+         and VirtualMachineInstances of a cluster (or manifests on disk):
+         a controller with leader election, status, metrics and health checks
+
+Run 'kubevirt-ovn COMMAND -h' for a command's flags.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -43,9 +49,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "sync":
 		return runSync(args[1:], stdout, stderr)
+	case "run":
+		return runRun(args[1:], stderr)
 	}
 	fmt.Fprintf(stderr, "kubevirt-ovn: unknown command %q\n\n%s", args[0], usage)
 	return 2
+}
+
+// endpointFlags defines --nb and --sb with their TLS material; the SB's
+// default to the NB's after parsing (see defaultSBTLS).
+func endpointFlags(fs *flag.FlagSet, nb, sb *ovn.Endpoint) {
+	fs.StringVar(&nb.Address, "nb", "", "OVN Northbound endpoint: unix:PATH, tcp:IP:PORT or ssl:IP:PORT (comma-separated for a cluster)")
+	fs.StringVar(&nb.Cert, "nb-cert", "", "client certificate for an ssl: NB")
+	fs.StringVar(&nb.Key, "nb-key", "", "client private key for an ssl: NB")
+	fs.StringVar(&nb.CA, "nb-ca", "", "CA certificate for an ssl: NB")
+	fs.StringVar(&sb.Address, "sb", "", "OVN Southbound endpoint, read for gateway chassis; without it every router with an external network must name spec.gateway")
+	fs.StringVar(&sb.Cert, "sb-cert", "", "client certificate for an ssl: SB (default: --nb-cert)")
+	fs.StringVar(&sb.Key, "sb-key", "", "client private key for an ssl: SB (default: --nb-key)")
+	fs.StringVar(&sb.CA, "sb-ca", "", "CA certificate for an ssl: SB (default: --nb-ca)")
+}
+
+// defaultSBTLS gives the SB the NB's TLS material unless it has its own.
+func defaultSBTLS(nb, sb *ovn.Endpoint) {
+	if sb.Cert == "" {
+		sb.Cert, sb.Key, sb.CA = nb.Cert, nb.Key, nb.CA
+	}
 }
 
 type multiFlag []string
@@ -58,14 +86,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var nb, sb ovn.Endpoint
 	var paths multiFlag
-	fs.StringVar(&nb.Address, "nb", "", "OVN Northbound endpoint: unix:PATH, tcp:IP:PORT or ssl:IP:PORT (comma-separated for a cluster)")
-	fs.StringVar(&nb.Cert, "nb-cert", "", "client certificate for an ssl: NB")
-	fs.StringVar(&nb.Key, "nb-key", "", "client private key for an ssl: NB")
-	fs.StringVar(&nb.CA, "nb-ca", "", "CA certificate for an ssl: NB")
-	fs.StringVar(&sb.Address, "sb", "", "OVN Southbound endpoint, read for gateway chassis; without it every router with an external network must name spec.gateway")
-	fs.StringVar(&sb.Cert, "sb-cert", "", "client certificate for an ssl: SB (default: --nb-cert)")
-	fs.StringVar(&sb.Key, "sb-key", "", "client private key for an ssl: SB (default: --nb-key)")
-	fs.StringVar(&sb.CA, "sb-ca", "", "CA certificate for an ssl: SB (default: --nb-ca)")
+	endpointFlags(fs, &nb, &sb)
 	fs.Var(&paths, "from-file", "manifest file or directory (repeatable)")
 	dryRun := fs.Bool("dry-run", false, "print the planned changes and write nothing")
 	instance := fs.String("instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
@@ -78,9 +99,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kubevirt-ovn sync: --nb and --from-file are required")
 		return 2
 	}
-	if sb.Cert == "" {
-		sb.Cert, sb.Key, sb.CA = nb.Cert, nb.Key, nb.CA
-	}
+	defaultSBTLS(&nb, &sb)
 	logger := logr.Discard()
 	if *verbose {
 		logger = stdr.New(log.New(stderr, "", log.LstdFlags))

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
+)
+
+type runFlags struct {
+	nb, sb         ovn.Endpoint
+	kubeconfig     string
+	paths          multiFlag
+	instance       string
+	workers        int
+	resync         time.Duration
+	fileInterval   time.Duration
+	addr           string
+	leaderElect    bool
+	leaseNamespace string
+	leaseName      string
+	identity       string
+	leaseDuration  time.Duration
+	renewDeadline  time.Duration
+	retryPeriod    time.Duration
+	events         bool
+}
+
+func runRun(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	endpointFlags(fs, &f.nb, &f.sb)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to watch (default: in-cluster configuration)")
+	fs.Var(&f.paths, "from-file", "watch manifests on disk instead of a cluster: a file or directory (repeatable)")
+	fs.StringVar(&f.instance, "instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
+	fs.IntVar(&f.workers, "workers", 2, "units reconciled in parallel")
+	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "reconcile every unit this often, whatever the events")
+	fs.DurationVar(&f.fileInterval, "file-poll", time.Second, "with --from-file: how often to look for changed files")
+	fs.StringVar(&f.addr, "http-addr", ":8080", "address of /metrics, /healthz and /readyz (empty: none)")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "with a cluster: only the holder of the Lease writes")
+	fs.StringVar(&f.leaseNamespace, "lease-namespace", "kube-system", "namespace of the leader election Lease")
+	fs.StringVar(&f.leaseName, "lease-name", "kubevirt-ovn", "name of the leader election Lease")
+	fs.StringVar(&f.identity, "identity", "", "this replica's identity in the Lease (default: hostname and pid)")
+	fs.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "how long a Lease is valid without renewal")
+	fs.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "the leader stops writing when it could not renew for this long (less than --lease-duration)")
+	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
+	fs.BoolVar(&f.events, "events", true, "with a cluster: record Kubernetes Events for failures and gateway changes")
+	klog.InitFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if f.nb.Address == "" {
+		fmt.Fprintln(stderr, "kubevirt-ovn run: --nb is required")
+		return 2
+	}
+	defaultSBTLS(&f.nb, &f.sb)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runController(ctx, &f, klog.Background()); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn run: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
+	nb, err := ovn.ConnectNB(ctx, f.nb, f.instance, log.WithName("nb"))
+	if err != nil {
+		return err
+	}
+	defer nb.Close()
+	var sb client.Client
+	if f.sb.Address != "" {
+		if sb, err = ovn.ConnectSB(ctx, f.sb, log.WithName("sb")); err != nil {
+			return err
+		}
+		defer sb.Close()
+	}
+	metrics := controller.NewMetrics(nb, f.instance)
+	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics}
+
+	if len(f.paths) > 0 {
+		files, err := controller.NewFileSource(f.paths, log.WithName("files"))
+		if err != nil {
+			return err
+		}
+		ctrl := controller.New(nb, sb, files, nil, opts)
+		go files.Watch(ctx, f.fileInterval, ctrl.EnqueueAll)
+		if err := serve(ctx, f.addr, metrics, func() error { return connected(nb) }, log); err != nil {
+			return err
+		}
+		return ctrl.Run(ctx)
+	}
+
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var recorder record.EventRecorder
+	if f.events {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
+		defer b.Shutdown()
+		recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubevirt-ovn"})
+	}
+	source := kube.NewSource(dyn, f.resync, recorder, log.WithName("kube"))
+	ctrl := controller.New(nb, sb, source, source, opts)
+	if err := source.Notify(ctrl); err != nil {
+		return err
+	}
+	source.Start(ctx)
+	ready := func() error {
+		if !source.HasSynced() {
+			return errors.New("informer caches not synced")
+		}
+		return connected(nb)
+	}
+	if err := serve(ctx, f.addr, metrics, ready, log); err != nil {
+		return err
+	}
+	if !f.leaderElect {
+		return ctrl.Run(ctx)
+	}
+
+	id := f.identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, f.leaseNamespace, f.leaseName,
+		nil, kc.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
+	if err != nil {
+		return err
+	}
+	lost := make(chan struct{})
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   f.leaseDuration,
+		RenewDeadline:   f.renewDeadline,
+		RetryPeriod:     f.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            f.leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("leading: this replica writes", "identity", id)
+				if err := ctrl.Run(ctx); err != nil {
+					log.Error(err, "controller stopped")
+				}
+			},
+			OnStoppedLeading: func() {
+				log.Info("not leading: this replica stopped writing", "identity", id)
+				close(lost)
+			},
+			OnNewLeader: func(leader string) {
+				if leader != id {
+					log.Info("another replica leads; standing by", "leader", leader)
+				}
+			},
+		},
+	})
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-lost:
+		// A replica that lost the Lease exits so that it starts over as a
+		// candidate with fresh state.
+		return errors.New("lost the leader election Lease")
+	}
+}
+
+func connected(nb client.Client) error {
+	if !nb.Connected() {
+		return errors.New("not connected to the OVN Northbound database")
+	}
+	return nil
+}
+
+// serve starts /metrics, /healthz and /readyz on addr until ctx ends.
+func serve(ctx context.Context, addr string, m *controller.Metrics, ready func() error, log logr.Logger) error {
+	if addr == "" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: m.Handler(ready), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() { _ = srv.Serve(l) }()
+	log.Info("serving /metrics, /healthz and /readyz", "addr", l.Addr().String())
+	return nil
+}
+
+// restConfig is the kubeconfig's, or the in-cluster configuration. JSON,
+// not protobuf: CRD-backed APIs (and Lease CRDs in tests) speak JSON only.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	return cfg, nil
+}

@@ -1,0 +1,379 @@
+// Package controller runs the translator continuously, sample-controller
+// style: events from the input source, from the rows we own in the NB and
+// from the SB chassis enqueue the units (routers and networks) they affect on
+// a rate-limited workqueue; workers reconcile one unit each from the current
+// input. Level-triggered: a reconcile computes the unit's whole desired state,
+// so restarts, missed events and drift heal.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
+)
+
+// Source is the input: Kubernetes informers or manifests on disk.
+type Source interface {
+	// Snapshot is the current input. Objects being deleted are left out:
+	// their rows go.
+	Snapshot() (*translator.Snapshot, error)
+	// HasSynced is true once the first complete input is known; before
+	// that nothing is written (an empty input would delete everything).
+	HasSynced() bool
+}
+
+// Status receives what reconciles did to routers. The Kubernetes source
+// writes it to VirtualRouter status; a nil Status is fine.
+type Status interface {
+	// Prepare runs before a router present in the input is synced (the
+	// Kubernetes source adds its finalizer there).
+	Prepare(ctx context.Context, router string) error
+	// Report records a router's state.
+	Report(ctx context.Context, router string, st RouterStatus) error
+	// Removed runs once the rows of a router no longer in the input are
+	// gone (the Kubernetes source removes its finalizer there).
+	Removed(ctx context.Context, router string) error
+}
+
+// RouterStatus is the outcome of a router's last reconcile.
+type RouterStatus struct {
+	Generation int64
+	// Err is why the router is not Ready: invalid input or a failed
+	// transaction. Nil: its rows are committed to the NB.
+	Err error
+	// Realized: NB_Global.hv_cfg has reached the nb_cfg of our last
+	// commit for this router, i.e. the chassis have it.
+	Realized bool
+	// Gateway is the elected chassis first, then the failover candidates.
+	Gateway []string
+	SNATIP  string
+	// GatewayChanged is set when the primary gateway differs from the one
+	// last reported (an event is worth emitting).
+	GatewayChanged bool
+}
+
+// Options configure a Controller.
+type Options struct {
+	Instance string
+	Workers  int
+	// Resync enqueues every unit this often, to catch what no event said.
+	Resync time.Duration
+	Log    logr.Logger
+	// Metrics may be nil.
+	Metrics *Metrics
+}
+
+// Controller reconciles units from a Source into the NB.
+type Controller struct {
+	nb     client.Client
+	sb     client.Client // nil: gateways come from the routers' specs
+	source Source
+	status Status
+	opts   Options
+	queue  workqueue.TypedRateLimitingInterface[translator.Unit]
+
+	mu sync.Mutex
+	// pending is the nb_cfg each router waits for hv_cfg to reach.
+	pending map[string]int
+	// gateway is the last primary gateway reported per router.
+	gateway map[string]string
+}
+
+// New returns a controller; Run starts it.
+func New(nb, sb client.Client, source Source, status Status, opts Options) *Controller {
+	if opts.Instance == "" {
+		opts.Instance = translator.DefaultInstance
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = 5 * time.Minute
+	}
+	c := &Controller{
+		nb: nb, sb: sb, source: source, status: status, opts: opts,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
+			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
+		pending: map[string]int{},
+		gateway: map[string]string{},
+	}
+	if opts.Metrics != nil {
+		opts.Metrics.watchQueue(c.queue)
+	}
+	return c
+}
+
+// Enqueue schedules a unit for reconciliation.
+func (c *Controller) Enqueue(u translator.Unit) { c.queue.Add(u) }
+
+// EnqueueAll schedules every unit in the input and every unit owning rows.
+func (c *Controller) EnqueueAll() {
+	if snap, err := c.source.Snapshot(); err == nil {
+		for _, r := range snap.Routers {
+			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r.Name})
+		}
+		for _, n := range snap.Networks {
+			c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: n.Name})
+		}
+		for u := range snap.Invalid {
+			c.Enqueue(u)
+		}
+	}
+	if present, err := translator.NewDiffer(c.nb, c.opts.Instance).PresentUnits(); err == nil {
+		for _, u := range present {
+			c.Enqueue(u)
+		}
+	}
+}
+
+// EnqueueRouters schedules every router of the input and of the NB.
+func (c *Controller) EnqueueRouters() {
+	if snap, err := c.source.Snapshot(); err == nil {
+		for _, r := range snap.Routers {
+			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r.Name})
+		}
+	}
+	if present, err := translator.NewDiffer(c.nb, c.opts.Instance).PresentUnits(); err == nil {
+		for _, u := range present {
+			if u.Kind == translator.KindRouter {
+				c.Enqueue(u)
+			}
+		}
+	}
+}
+
+// Run reconciles until ctx ends. It waits for the source to sync, watches
+// the NB rows we own (drift is repaired at once) and NB_Global (routers
+// become Realized), and the SB chassis (gateway candidates).
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	log := c.opts.Log
+	for !c.source.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, m model.Model) { c.onNB(table, m) },
+		UpdateFunc: func(table string, _, m model.Model) { c.onNB(table, m) },
+		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m) },
+	})
+	if c.sb != nil {
+		onChassis := func(table string) {
+			if table == sbmodel.ChassisTable {
+				c.EnqueueRouters()
+			}
+		}
+		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+			AddFunc:    func(table string, _ model.Model) { onChassis(table) },
+			UpdateFunc: func(table string, _, _ model.Model) { onChassis(table) },
+			DeleteFunc: func(table string, _ model.Model) { onChassis(table) },
+		})
+	}
+	c.EnqueueAll()
+	log.Info("controller started", "workers", c.opts.Workers, "instance", c.opts.Instance)
+
+	var wg sync.WaitGroup
+	for i := 0; i < c.opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	ticker := time.NewTicker(c.opts.Resync)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.queue.ShutDown()
+			wg.Wait()
+			log.Info("controller stopped")
+			return nil
+		case <-ticker.C:
+			c.EnqueueAll()
+		}
+	}
+}
+
+// onNB enqueues the owner of a row of ours that changed, and the routers
+// waiting for realization when NB_Global changes.
+func (c *Controller) onNB(table string, m model.Model) {
+	if table == nbmodel.NBGlobalTable {
+		c.mu.Lock()
+		var waiting []string
+		for r := range c.pending {
+			waiting = append(waiting, r)
+		}
+		c.mu.Unlock()
+		for _, r := range waiting {
+			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
+		}
+		return
+	}
+	if row, ok := m.(interface{ GetExternalIDs() map[string]string }); ok {
+		if u, ok := translator.OwnerOf(row.GetExternalIDs(), c.opts.Instance); ok {
+			c.Enqueue(u)
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	u, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(u)
+	start := time.Now()
+	err := c.reconcile(ctx, u)
+	c.opts.Metrics.observeReconcile(u, time.Since(start), err)
+	if err != nil {
+		c.opts.Log.Info("reconcile failed; retrying with backoff", "kind", u.Kind, "name", u.Name, "error", err.Error())
+		c.queue.AddRateLimited(u)
+		return true
+	}
+	c.queue.Forget(u)
+	return true
+}
+
+// reconcile brings one unit to its desired rows and reports a router's
+// status.
+func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
+	log := c.opts.Log.WithValues("kind", u.Kind, "name", u.Name)
+	snap, err := c.source.Snapshot()
+	if err != nil {
+		return fmt.Errorf("reading input: %w", err)
+	}
+	if c.sb != nil {
+		if snap.Chassis, err = ovn.GatewayChassis(ctx, c.sb); err != nil {
+			return err
+		}
+		snap.ChassisKnown = true
+	}
+	plan := translator.Build(snap, c.opts.Instance)
+
+	var rp *translator.RouterPlan
+	var generation int64
+	inInput := false
+	if u.Kind == translator.KindRouter {
+		for i := range plan.Routers {
+			if plan.Routers[i].Name == u.Name {
+				rp = &plan.Routers[i]
+			}
+		}
+		for _, r := range snap.Routers {
+			if r.Name == u.Name {
+				inInput, generation = true, r.Generation
+			}
+		}
+		inInput = inInput || snap.Invalid[u] != nil
+		if inInput && c.status != nil {
+			if err := c.status.Prepare(ctx, u.Name); err != nil {
+				return err
+			}
+		}
+	}
+
+	res, err := translator.SyncUnits(ctx, c.nb, plan, []translator.Unit{u}, translator.SyncOptions{
+		Instance:  c.opts.Instance,
+		BumpNBCfg: true,
+		OnCommit:  c.opts.Metrics.observeCommit,
+	})
+	if err != nil {
+		return err
+	}
+	var unitErr error
+	changes := 0
+	for _, r := range res.Units {
+		if r.Unit == u {
+			unitErr = r.Err
+			changes += len(r.Changes)
+		}
+	}
+	if changes > 0 {
+		log.Info("synced", "changes", changes, "nbCfg", res.NBCfg)
+	}
+	if u.Kind != translator.KindRouter {
+		return unitErr
+	}
+
+	if !inInput {
+		c.forget(u.Name)
+		if unitErr == nil && c.status != nil {
+			return c.status.Removed(ctx, u.Name)
+		}
+		return unitErr
+	}
+	st := RouterStatus{Generation: generation, Err: unitErr}
+	if rp != nil {
+		st.SNATIP = rp.SNATIP
+		if rp.Gateway != nil {
+			st.Gateway = slices.Clone(rp.Gateway.Chassis)
+		}
+	}
+	st.Realized = c.realized(u.Name, res.NBCfg, unitErr == nil)
+	c.mu.Lock()
+	if len(st.Gateway) > 0 {
+		if prev, ok := c.gateway[u.Name]; ok && prev != st.Gateway[0] {
+			st.GatewayChanged = true
+		}
+		c.gateway[u.Name] = st.Gateway[0]
+	}
+	c.mu.Unlock()
+	c.opts.Metrics.setRouterState(u.Name, st)
+	if c.status != nil {
+		if err := c.status.Report(ctx, u.Name, st); err != nil {
+			return errors.Join(unitErr, fmt.Errorf("writing status: %w", err))
+		}
+	}
+	return unitErr
+}
+
+// realized records the nb_cfg a router's commit waits for and says whether
+// the chassis have reached it.
+func (c *Controller) realized(router string, nbCfg int, ok bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if nbCfg > 0 {
+		c.pending[router] = nbCfg
+	}
+	want, waiting := c.pending[router]
+	if !waiting {
+		return ok
+	}
+	var globals []*nbmodel.NBGlobal
+	if err := c.nb.List(context.Background(), &globals); err != nil || len(globals) != 1 {
+		return false
+	}
+	if globals[0].HvCfg >= want {
+		delete(c.pending, router)
+		return ok
+	}
+	return false
+}
+
+func (c *Controller) forget(router string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, router)
+	delete(c.gateway, router)
+	c.opts.Metrics.forgetRouter(router)
+}

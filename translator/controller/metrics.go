@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// Metrics are the controller's Prometheus metrics. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	reconcile    *prometheus.HistogramVec
+	reconcileErr *prometheus.CounterVec
+	txn          prometheus.Histogram
+	txnErr       prometheus.Counter
+
+	mu      sync.Mutex
+	routers map[string]RouterStatus
+}
+
+// NewMetrics registers the metrics; nb is counted for owned rows on scrape.
+func NewMetrics(nb client.Client, instance string) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kubevirt_ovn_reconcile_duration_seconds", Help: "Duration of one unit's reconcile, by kind and result.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"kind", "result"}),
+		reconcileErr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubevirt_ovn_reconcile_errors_total", Help: "Reconciles that failed, by kind.",
+		}, []string{"kind"}),
+		txn: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kubevirt_ovn_nb_transaction_duration_seconds", Help: "Latency of NB transactions.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		txnErr: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kubevirt_ovn_nb_transaction_failures_total", Help: "NB transactions that failed.",
+		}),
+		routers: map[string]RouterStatus{},
+	}
+	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.txn, m.txnErr)
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "kubevirt_ovn_routers_ready", Help: "Routers whose rows are committed.",
+	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Err == nil }) }))
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "kubevirt_ovn_routers_not_ready", Help: "Routers with invalid input or a failed commit.",
+	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Err != nil }) }))
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "kubevirt_ovn_routers_realized", Help: "Routers whose last commit the chassis have.",
+	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Realized }) }))
+	if nb != nil {
+		m.Registry.MustRegister(&ownedRows{nb: nb, instance: instance, desc: prometheus.NewDesc(
+			"kubevirt_ovn_owned_rows", "NB rows owned by this instance, by table.", []string{"table"}, nil)})
+	}
+	return m
+}
+
+func (m *Metrics) countRouters(f func(RouterStatus) bool) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, s := range m.routers {
+		if f(s) {
+			n++
+		}
+	}
+	return float64(n)
+}
+
+func (m *Metrics) watchQueue(q workqueue.TypedRateLimitingInterface[translator.Unit]) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "kubevirt_ovn_queue_depth", Help: "Units waiting to be reconciled.",
+	}, func() float64 { return float64(q.Len()) }))
+}
+
+func (m *Metrics) observeReconcile(u translator.Unit, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+		m.reconcileErr.WithLabelValues(string(u.Kind)).Inc()
+	}
+	m.reconcile.WithLabelValues(string(u.Kind), result).Observe(d.Seconds())
+}
+
+func (m *Metrics) observeCommit(d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	m.txn.Observe(d.Seconds())
+	if err != nil {
+		m.txnErr.Inc()
+	}
+}
+
+func (m *Metrics) setRouterState(name string, st RouterStatus) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.routers[name] = st
+}
+
+func (m *Metrics) forgetRouter(name string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.routers, name)
+}
+
+// ownedRows counts our rows per table from the NB cache on scrape.
+type ownedRows struct {
+	nb       client.Client
+	instance string
+	desc     *prometheus.Desc
+}
+
+func (o *ownedRows) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
+
+func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
+	mine := map[string]string{translator.KeyManagedBy: o.instance}
+	count := func(table string, m model.Model, ids *map[string]string, rows any, n func() int) {
+		cond := model.Condition{Field: ids, Function: ovsdb.ConditionIncludes, Value: mine}
+		if err := o.nb.WhereAll(m, cond).List(context.Background(), rows); err == nil {
+			ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(n()), table)
+		}
+	}
+	var lr []*nbmodel.LogicalRouter
+	lrm := &nbmodel.LogicalRouter{}
+	count(nbmodel.LogicalRouterTable, lrm, &lrm.ExternalIDs, &lr, func() int { return len(lr) })
+	var lrp []*nbmodel.LogicalRouterPort
+	lrpm := &nbmodel.LogicalRouterPort{}
+	count(nbmodel.LogicalRouterPortTable, lrpm, &lrpm.ExternalIDs, &lrp, func() int { return len(lrp) })
+	var ls []*nbmodel.LogicalSwitch
+	lsm := &nbmodel.LogicalSwitch{}
+	count(nbmodel.LogicalSwitchTable, lsm, &lsm.ExternalIDs, &ls, func() int { return len(ls) })
+	var lsp []*nbmodel.LogicalSwitchPort
+	lspm := &nbmodel.LogicalSwitchPort{}
+	count(nbmodel.LogicalSwitchPortTable, lspm, &lspm.ExternalIDs, &lsp, func() int { return len(lsp) })
+	var nat []*nbmodel.NAT
+	natm := &nbmodel.NAT{}
+	count(nbmodel.NATTable, natm, &natm.ExternalIDs, &nat, func() int { return len(nat) })
+	var rt []*nbmodel.LogicalRouterStaticRoute
+	rtm := &nbmodel.LogicalRouterStaticRoute{}
+	count(nbmodel.LogicalRouterStaticRouteTable, rtm, &rtm.ExternalIDs, &rt, func() int { return len(rt) })
+	var gc []*nbmodel.GatewayChassis
+	gcm := &nbmodel.GatewayChassis{}
+	count(nbmodel.GatewayChassisTable, gcm, &gcm.ExternalIDs, &gc, func() int { return len(gc) })
+}
+
+// Handler serves /metrics, /healthz (the process runs) and /readyz (ready()
+// says the caches are synced and the NB connected).
+func (m *Metrics) Handler(ready func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

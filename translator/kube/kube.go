@@ -1,0 +1,357 @@
+// Package kube is the Kubernetes edge of kubevirt-ovn: it reads
+// VirtualRouters, NetworkAttachmentDefinitions and VirtualMachineInstances
+// through client-go informers, tells the controller which units an event
+// affects, and writes VirtualRouter status, finalizers and events.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
+)
+
+// The resources kubevirt-ovn watches.
+var (
+	RouterGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualrouters"}
+	NADGVR    = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
+	VMIGVR    = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+)
+
+// Finalizer keeps a deleted VirtualRouter until its rows are gone, also
+// when the deletion happens while kubevirt-ovn is down.
+const Finalizer = "kubevirt.io/kubevirt-ovn-cleanup"
+
+// Status condition types of a VirtualRouter.
+const (
+	ConditionReady    = "Ready"
+	ConditionRealized = "Realized"
+)
+
+// Source reads the cluster's objects from informers.
+type Source struct {
+	client   dynamic.Interface
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	routers  cache.SharedIndexInformer
+	nads     cache.SharedIndexInformer
+	vmis     cache.SharedIndexInformer
+	recorder record.EventRecorder
+	log      logr.Logger
+}
+
+// NewSource prepares the informers; Start runs them. recorder may be nil.
+func NewSource(client dynamic.Interface, resync time.Duration, recorder record.EventRecorder, log logr.Logger) *Source {
+	f := dynamicinformer.NewDynamicSharedInformerFactory(client, resync)
+	return &Source{
+		client: client, factory: f, recorder: recorder, log: log,
+		routers: f.ForResource(RouterGVR).Informer(),
+		nads:    f.ForResource(NADGVR).Informer(),
+		vmis:    f.ForResource(VMIGVR).Informer(),
+	}
+}
+
+// Start runs the informers until ctx ends.
+func (s *Source) Start(ctx context.Context) { s.factory.Start(ctx.Done()) }
+
+// HasSynced is true once every informer has listed its objects.
+func (s *Source) HasSynced() bool {
+	return s.routers.HasSynced() && s.nads.HasSynced() && s.vmis.HasSynced()
+}
+
+// Notify makes informer events enqueue the units they affect on c: a router
+// its own unit; a NAD its network and the routers attached to it; a VMI the
+// networks of its interfaces (VM ports belong to networks).
+func (s *Source) Notify(c *controller.Controller) error {
+	router := func(obj any) {
+		if u, ok := asUnstructured(obj); ok {
+			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: u.GetName()})
+		}
+	}
+	nad := func(obj any) {
+		u, ok := asUnstructured(obj)
+		if !ok {
+			return
+		}
+		c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: u.GetName()})
+		for _, r := range s.routersOn(u.GetName()) {
+			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
+		}
+	}
+	vmi := func(obj any) {
+		u, ok := asUnstructured(obj)
+		if !ok {
+			return
+		}
+		nets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networks")
+		for _, n := range nets {
+			name, _, _ := unstructured.NestedString(asMap(n), "multus", "networkName")
+			if i := strings.IndexByte(name, '/'); i >= 0 {
+				name = name[i+1:]
+			}
+			if name != "" {
+				c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: name})
+			}
+		}
+	}
+	for _, h := range []struct {
+		inf cache.SharedIndexInformer
+		f   func(any)
+	}{{s.routers, router}, {s.nads, nad}, {s.vmis, vmi}} {
+		f := h.f
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    f,
+			UpdateFunc: func(old, cur any) { f(old); f(cur) },
+			DeleteFunc: f,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func asUnstructured(obj any) (*unstructured.Unstructured, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	return u, ok
+}
+
+// routersOn lists the routers whose spec names network.
+func (s *Source) routersOn(network string) []string {
+	var out []string
+	for _, obj := range s.routers.GetStore().List() {
+		u, ok := asUnstructured(obj)
+		if !ok {
+			continue
+		}
+		internal, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "internal")
+		ext, _, _ := unstructured.NestedString(u.Object, "spec", "external", "network")
+		if slices.Contains(internal, network) || ext == network {
+			out = append(out, u.GetName())
+		}
+	}
+	return out
+}
+
+// Snapshot converts the informers' objects into the translator's input.
+// Routers being deleted are left out (their rows go, then the finalizer);
+// objects that do not convert fail their unit and keep their rows.
+func (s *Source) Snapshot() (*translator.Snapshot, error) {
+	snap := &translator.Snapshot{Invalid: map[translator.Unit]error{}}
+	for _, obj := range s.routers.GetStore().List() {
+		u, ok := asUnstructured(obj)
+		if !ok || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		unit := translator.Unit{Kind: translator.KindRouter, Name: u.GetName()}
+		var vr manifest.VirtualRouter
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vr); err != nil {
+			snap.Invalid[unit] = &translator.InputError{Kind: translator.ObjVirtualRouter, Object: u.GetName(), Msg: err.Error()}
+			continue
+		}
+		r, err := manifest.RouterFrom(&vr)
+		if err != nil {
+			snap.Invalid[unit] = &translator.InputError{Kind: translator.ObjVirtualRouter, Object: u.GetName(), Msg: err.Error()}
+			continue
+		}
+		r.Generation = u.GetGeneration()
+		snap.Routers = append(snap.Routers, r)
+	}
+	for _, obj := range s.nads.GetStore().List() {
+		u, ok := asUnstructured(obj)
+		if !ok || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		var nad manifest.NetworkAttachmentDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nad); err != nil {
+			continue // not readable as a NAD: not one of ours
+		}
+		n, ours, err := manifest.NetworkFrom(&nad)
+		if !ours {
+			continue
+		}
+		if err != nil {
+			snap.Invalid[translator.Unit{Kind: translator.KindNetwork, Name: nad.Name}] = &translator.InputError{
+				Kind: translator.ObjNAD, Object: nad.Namespace + "/" + nad.Name, Msg: err.Error()}
+			continue
+		}
+		snap.Networks = append(snap.Networks, n)
+	}
+	for _, obj := range s.vmis.GetStore().List() {
+		u, ok := asUnstructured(obj)
+		if !ok || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		var vmi manifest.VirtualMachineInstance
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vmi); err != nil {
+			s.log.V(1).Info("skipping a VirtualMachineInstance that does not convert", "vmi", u.GetNamespace()+"/"+u.GetName(), "error", err.Error())
+			continue
+		}
+		ifaces, _ := manifest.VMInterfacesFrom(&vmi)
+		snap.VMs = append(snap.VMs, ifaces...)
+	}
+	return snap, nil
+}
+
+// Prepare adds the finalizer to a router that lacks it.
+func (s *Source) Prepare(ctx context.Context, router string) error {
+	u, err := s.current(router)
+	if err != nil || u == nil || u.GetDeletionTimestamp() != nil || slices.Contains(u.GetFinalizers(), Finalizer) {
+		return err
+	}
+	u = u.DeepCopy()
+	u.SetFinalizers(append(u.GetFinalizers(), Finalizer))
+	_, err = s.client.Resource(RouterGVR).Update(ctx, u, metav1.UpdateOptions{})
+	return ignoreGone(err)
+}
+
+// Removed drops the finalizer of a deleted router whose rows are gone.
+func (s *Source) Removed(ctx context.Context, router string) error {
+	u, err := s.current(router)
+	if err != nil || u == nil || !slices.Contains(u.GetFinalizers(), Finalizer) {
+		return err
+	}
+	u = u.DeepCopy()
+	u.SetFinalizers(slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == Finalizer }))
+	_, err = s.client.Resource(RouterGVR).Update(ctx, u, metav1.UpdateOptions{})
+	if err == nil {
+		s.log.Info("router rows removed; finalizer dropped", "router", router)
+	}
+	return ignoreGone(err)
+}
+
+// Report writes a router's status when it changed, and an event for a
+// failure or a gateway change.
+func (s *Source) Report(ctx context.Context, router string, st controller.RouterStatus) error {
+	u, err := s.current(router)
+	if err != nil || u == nil {
+		return err
+	}
+	old, _, _ := unstructured.NestedMap(u.Object, "status")
+	var conds []metav1.Condition
+	if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
+		tmp := &struct {
+			Conditions []metav1.Condition `json:"conditions"`
+		}{}
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": raw}, tmp)
+		conds = tmp.Conditions
+	}
+	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Committed",
+		Message: "the router's rows are committed to the OVN Northbound database", ObservedGeneration: st.Generation}
+	if st.Err != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, reasonOf(st.Err), st.Err.Error()
+	}
+	realized := metav1.Condition{Type: ConditionRealized, Status: metav1.ConditionTrue, Reason: "ChassisUpToDate",
+		Message: "NB_Global.hv_cfg has reached the nb_cfg of the router's last commit", ObservedGeneration: st.Generation}
+	if !st.Realized {
+		realized.Status, realized.Reason, realized.Message = metav1.ConditionFalse, "Pending",
+			"waiting for the chassis to report the router's last commit (NB_Global.hv_cfg)"
+		if st.Err != nil {
+			realized.Reason, realized.Message = "NotReady", "the router's rows are not committed"
+		}
+	}
+	meta.SetStatusCondition(&conds, ready)
+	meta.SetStatusCondition(&conds, realized)
+	status := map[string]any{"observedGeneration": st.Generation}
+	condsRaw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}{conds})
+	if err != nil {
+		return err
+	}
+	status["conditions"] = condsRaw["conditions"]
+	if st.SNATIP != "" {
+		status["snatIP"] = st.SNATIP
+	}
+	if len(st.Gateway) > 0 {
+		cands := make([]any, 0, len(st.Gateway)-1)
+		for _, g := range st.Gateway[1:] {
+			cands = append(cands, g)
+		}
+		status["gateway"] = map[string]any{"primary": st.Gateway[0], "candidates": cands}
+	}
+	if equality.Semantic.DeepEqual(old, status) {
+		return nil
+	}
+	u = u.DeepCopy()
+	u.Object["status"] = status
+	if _, err := s.client.Resource(RouterGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		return ignoreGone(err)
+	}
+	if s.recorder != nil {
+		oldReady, _ := readyOf(old)
+		switch {
+		case st.Err != nil && oldReady != ready.Message:
+			s.recorder.Event(u, corev1.EventTypeWarning, ready.Reason, st.Err.Error())
+		case st.GatewayChanged:
+			s.recorder.Eventf(u, corev1.EventTypeNormal, "GatewayChanged", "gateway chassis is now %s", st.Gateway[0])
+		}
+	}
+	return nil
+}
+
+func readyOf(status map[string]any) (string, bool) {
+	conds, _, _ := unstructured.NestedSlice(status, "conditions")
+	for _, c := range conds {
+		m := asMap(c)
+		if m["type"] == ConditionReady {
+			msg, _ := m["message"].(string)
+			return msg, true
+		}
+	}
+	return "", false
+}
+
+// reasonOf is a condition reason for an error.
+func reasonOf(err error) string {
+	var in *translator.InputError
+	if errors.As(err, &in) {
+		return "InvalidSpec"
+	}
+	return "CommitFailed"
+}
+
+func (s *Source) current(router string) (*unstructured.Unstructured, error) {
+	obj, ok, err := s.routers.GetStore().GetByKey(router)
+	if err != nil || !ok {
+		return nil, err
+	}
+	u, ok := asUnstructured(obj)
+	if !ok {
+		return nil, fmt.Errorf("VirtualRouter %s: unexpected object %T in the cache", router, obj)
+	}
+	return u, nil
+}
+
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
