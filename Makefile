@@ -1,6 +1,8 @@
 # kubevirt-ovn: the README's two commands are `make demo` and `make test`.
 GO           ?= go
 OVN_PACKAGES := ovn-central ovn-host openvswitch-switch
+# etcd backs the real Kubernetes API server of the controller tests.
+TEST_PACKAGES := etcd-server
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 KEEP         ?=
 
@@ -11,15 +13,15 @@ all: build
 build:
 	$(GO) build -o bin/kubevirt-ovn ./cmd/kubevirt-ovn
 
-# Debian 12's OVN 23.03 and OVS 3.1, installed when missing. Their own
-# services are not used: tests and the demo run private daemons.
+# Debian 12's OVN 23.03, OVS 3.1 and etcd, installed when missing. Their
+# own services are not used: tests and the demo run private daemons.
 deps:
-	@missing=; for b in ovsdb-server ovsdb-tool ovn-northd ovn-nbctl ovn-sbctl ovn-controller ovs-vswitchd; do \
+	@missing=; for b in ovsdb-server ovsdb-tool ovn-northd ovn-nbctl ovn-sbctl ovn-controller ovs-vswitchd etcd; do \
 	  command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing $(OVN_PACKAGES) (missing:$$missing)"; \
+	  echo "installing $(OVN_PACKAGES) $(TEST_PACKAGES) (missing:$$missing)"; \
 	  $(SUDO) apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(OVN_PACKAGES); \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $(OVN_PACKAGES) $(TEST_PACKAGES); \
 	fi
 
 # Regenerate the libovsdb models from the pinned schemas.
