@@ -45,12 +45,13 @@ type env struct {
 	foreign   string
 }
 
-func newEnv(t *testing.T) *env {
+// newOVN starts the deployment with vm-a and vm-b plugged in.
+func newOVN(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
 	l, err := sandbox.Start(filepath.Join(dir, "ovn"))
 	require.NoError(t, err)
-	e := &env{t: t, l: l, manifests: examples(t)}
+	e := &env{t: t, l: l}
 	t.Cleanup(func() {
 		if t.Failed() {
 			keep, _ := os.MkdirTemp("", "kubevirt-ovn-failed-")
@@ -63,10 +64,19 @@ func newEnv(t *testing.T) *env {
 			assert.False(t, sandbox.Alive(pid), "daemon pid %d left behind", pid)
 		}
 	})
-	e.seedForeign()
-	t.Cleanup(e.checkInvariants)
 	require.NoError(t, l.AddVMPort("hv1", "vm-a", vmAPort))
 	require.NoError(t, l.AddVMPort("hv2", "vm-b", vmBPort))
+	return e
+}
+
+// newEnv is newOVN with the examples to edit, ovn-kubernetes-like rows
+// seeded, and the after-scenario checks.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := newOVN(t)
+	e.manifests = examples(t)
+	e.seedForeign()
+	t.Cleanup(e.checkInvariants)
 	return e
 }
 

@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	testserver "k8s.io/apiextensions-apiserver/pkg/cmd/server/testing"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+// kubeAPI is a real Kubernetes API server for CRDs: apiextensions-apiserver
+// in-process on Debian's etcd, with the CRDs of deploy/ and test CRDs for
+// NADs, VMIs and Leases installed.
+type kubeAPI struct {
+	config     *rest.Config
+	kubeconfig string
+	dyn        dynamic.Interface
+}
+
+// startEtcd runs Debian's etcd on free loopback ports as a child of the
+// test and stops it when the test ends.
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Fatalf("etcd is not installed (apt-get install etcd-server; 'make deps' does it): %v", err)
+	}
+	client, err := sandbox.FreePort()
+	require.NoError(t, err)
+	peer, err := sandbox.FreePort()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	var logs bytes.Buffer
+	cmd := exec.Command("etcd", "--name=test", "--data-dir="+filepath.Join(dir, "data"),
+		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=test="+peerURL, "--log-level=warn")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("etcd output:\n%s", logs.String())
+		}
+	})
+	require.NoError(t, sandbox.Poll(30*time.Second, "etcd healthy", func() (bool, error) {
+		resp, err := http.Get(clientURL + "/health")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}))
+	return clientURL
+}
+
+func startKubeAPI(t *testing.T) *kubeAPI {
+	t.Helper()
+	etcd := startEtcd(t)
+	codec := apiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion, apiextensionsv1.SchemeGroupVersion)
+	storage := storagebackend.NewDefaultConfig("/"+strings.ReplaceAll(t.Name(), "/", "_"), codec)
+	storage.Transport.ServerList = []string{etcd}
+
+	// Delegated authn/z would look for an in-cluster config: give them a
+	// kubeconfig that leads nowhere and skip the lookup.
+	dir := t.TempDir()
+	nowhere := filepath.Join(dir, "nowhere.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"x": {Server: "https://127.0.0.1:1"}},
+		Contexts:       map[string]*clientcmdapi.Context{"x": {Cluster: "x"}},
+		CurrentContext: "x",
+	}, nowhere))
+	srv, err := testserver.StartTestServer(t, nil, []string{
+		"--authentication-skip-lookup",
+		"--authentication-kubeconfig=" + nowhere,
+		"--authorization-kubeconfig=" + nowhere,
+		"--kubeconfig=" + nowhere,
+		"--enable-priority-and-fairness=false",
+		"--disable-admission-plugins=NamespaceLifecycle,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy,MutatingAdmissionPolicy",
+	}, storage)
+	require.NoError(t, err)
+	t.Cleanup(srv.TearDownFn)
+
+	cfg := rest.CopyConfig(srv.ClientConfig)
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	k := &kubeAPI{config: cfg, kubeconfig: filepath.Join(dir, "kubeconfig")}
+	require.NoError(t, clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters: map[string]*clientcmdapi.Cluster{"test": {
+			Server: cfg.Host, CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: len(cfg.CAData) == 0 && cfg.CAFile == "",
+			CertificateAuthority: cfg.CAFile, TLSServerName: cfg.ServerName,
+		}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"test": {Token: cfg.BearerToken}},
+		Contexts:       map[string]*clientcmdapi.Context{"test": {Cluster: "test", AuthInfo: "test"}},
+		CurrentContext: "test",
+	}, k.kubeconfig))
+	k.dyn, err = dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+
+	crds := []string{filepath.Join("..", "deploy", "crd-virtualrouter.yaml")}
+	extra, err := filepath.Glob(filepath.Join("testdata", "crds", "*.yaml"))
+	require.NoError(t, err)
+	k.installCRDs(t, append(crds, extra...))
+	return k
+}
+
+// installCRDs creates the CRDs in files and waits until they are
+// Established.
+func (k *kubeAPI) installCRDs(t *testing.T, files []string) {
+	t.Helper()
+	cs, err := apiextensionsclient.NewForConfig(k.config)
+	require.NoError(t, err)
+	ctx := context.Background()
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var crd apiextensionsv1.CustomResourceDefinition
+		require.NoError(t, utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&crd), f)
+		_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err, f)
+		}
+		names = append(names, crd.Name)
+	}
+	for _, name := range names {
+		require.NoError(t, sandbox.Poll(30*time.Second, "CRD "+name+" established", func() (bool, error) {
+			crd, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		}))
+	}
+}
