@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -78,6 +81,27 @@ func TestVirtualRouterCRDValidates(t *testing.T) {
 	}
 	require.NoError(t, create(map[string]any{"mac": "fa:16:3e:00:00:01", "enableSnat": true, "internal": []any{"a"},
 		"external": map[string]any{"ip": "172.16.0.100", "network": "public"}, "peerRouter": map[string]any{"ip": "172.16.0.1", "mac": "00:00:00:00:ee:01"}}))
+	// kubectl get vr: the server's table has our printer columns.
+	hc, err := rest.HTTPClientFor(k.config)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, k.config.Host+"/apis/kubevirt.io/v1/virtualrouters", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var table struct {
+		ColumnDefinitions []struct {
+			Name string `json:"name"`
+		} `json:"columnDefinitions"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&table))
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	assert.Equal(t, []string{"Name", "SNAT IP", "Gateway", "Ready", "Age"}, cols)
+
 	for field, spec := range map[string]map[string]any{
 		"spec.external.ip":      {"external": map[string]any{"ip": "172.16.0.300", "network": "public"}},
 		"spec.mac":              {"mac": "fa:16:3e:00:00"},

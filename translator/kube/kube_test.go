@@ -1,0 +1,148 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
+)
+
+func router(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualRouter",
+		"metadata": map[string]any{"name": name, "generation": int64(3)},
+		"spec": map[string]any{"enableSnat": true, "internal": []any{"net-a"},
+			"external": map[string]any{"ip": "172.16.0.100", "network": "public"}},
+	}}
+}
+
+func startSource(t *testing.T, objs ...runtime.Object) (*Source, *dynamicfake.FakeDynamicClient, *record.FakeRecorder) {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList",
+	}, objs...)
+	rec := record.NewFakeRecorder(10)
+	s := NewSource(client, 0, rec, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.Start(ctx)
+	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	return s, client, rec
+}
+
+func status(t *testing.T, c *dynamicfake.FakeDynamicClient, name string) map[string]any {
+	t.Helper()
+	u, err := c.Resource(RouterGVR).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	st, _, _ := unstructured.NestedMap(u.Object, "status")
+	return st
+}
+
+func TestReportWritesStatusAndEvents(t *testing.T) {
+	s, client, rec := startSource(t, router("r1"))
+	ctx := context.Background()
+
+	bad := &translator.InputError{Kind: translator.ObjVirtualRouter, Object: "r1", Field: "spec.external.ip", Msg: "198.18.0.5 is outside network public (172.16.0.0/24)"}
+	require.NoError(t, s.Report(ctx, "r1", controller.RouterStatus{Generation: 3, Err: bad}))
+	st := status(t, client, "r1")
+	assert.Equal(t, int64(3), st["observedGeneration"])
+	conds := st["conditions"].([]any)
+	ready := conds[0].(map[string]any)
+	assert.Equal(t, "Ready", ready["type"])
+	assert.Equal(t, "False", ready["status"])
+	assert.Equal(t, "InvalidSpec", ready["reason"])
+	assert.Equal(t, bad.Error(), ready["message"])
+	assert.Equal(t, "Warning InvalidSpec "+bad.Error(), <-rec.Events)
+
+	// Ready, Realized, gateway and SNAT IP.
+	require.Eventually(t, func() bool {
+		u, _ := s.current("r1")
+		return u != nil && u.Object["status"] != nil
+	}, 5*time.Second, 10*time.Millisecond)
+	ok := controller.RouterStatus{Generation: 3, Realized: true, Gateway: []string{"gw1", "gw2"}, SNATIP: "172.16.0.100"}
+	require.NoError(t, s.Report(ctx, "r1", ok))
+	st = status(t, client, "r1")
+	assert.Equal(t, "172.16.0.100", st["snatIP"])
+	assert.Equal(t, map[string]any{"primary": "gw1", "candidates": []any{"gw2"}}, st["gateway"])
+	for _, c := range st["conditions"].([]any) {
+		assert.Equal(t, "True", c.(map[string]any)["status"], c)
+	}
+
+	// A gateway change is an event.
+	require.Eventually(t, func() bool {
+		u, _ := s.current("r1")
+		ip, _, _ := unstructured.NestedString(u.Object, "status", "snatIP")
+		return ip == "172.16.0.100"
+	}, 5*time.Second, 10*time.Millisecond)
+	moved := ok
+	moved.Gateway, moved.GatewayChanged = []string{"gw2", "gw1"}, true
+	require.NoError(t, s.Report(ctx, "r1", moved))
+	assert.Equal(t, "Normal GatewayChanged gateway chassis is now gw2", <-rec.Events)
+
+	// The same status again writes nothing and says nothing.
+	require.Eventually(t, func() bool {
+		u, _ := s.current("r1")
+		p, _, _ := unstructured.NestedString(u.Object, "status", "gateway", "primary")
+		return p == "gw2"
+	}, 5*time.Second, 10*time.Millisecond)
+	before := len(client.Actions())
+	require.NoError(t, s.Report(ctx, "r1", controller.RouterStatus{Generation: 3, Realized: true, Gateway: []string{"gw2", "gw1"}, SNATIP: "172.16.0.100"}))
+	assert.Len(t, client.Actions(), before, "an unchanged status is not written")
+	select {
+	case e := <-rec.Events:
+		t.Errorf("unexpected event %q", e)
+	default:
+	}
+}
+
+func TestFinalizerAddedAndRemoved(t *testing.T) {
+	s, client, _ := startSource(t, router("r1"))
+	ctx := context.Background()
+	require.NoError(t, s.Prepare(ctx, "r1"))
+	u, err := client.Resource(RouterGVR).Get(ctx, "r1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{Finalizer}, u.GetFinalizers())
+
+	require.Eventually(t, func() bool {
+		cur, _ := s.current("r1")
+		return cur != nil && len(cur.GetFinalizers()) == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, s.Removed(ctx, "r1"))
+	u, err = client.Resource(RouterGVR).Get(ctx, "r1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, u.GetFinalizers())
+	assert.NoError(t, s.Removed(ctx, "gone"), "a router already gone is fine")
+}
+
+func TestSnapshotSkipsDeletingRoutersAndReportsUndecodable(t *testing.T) {
+	deleting := router("old")
+	now := metav1.Now()
+	deleting.SetDeletionTimestamp(&now)
+	deleting.SetFinalizers([]string{Finalizer})
+	broken := router("broken")
+	broken.Object["spec"].(map[string]any)["enableSnat"] = "yes"
+	s, _, _ := startSource(t, router("r1"), deleting, broken)
+	snap, err := s.Snapshot()
+	require.NoError(t, err)
+	require.Len(t, snap.Routers, 1)
+	assert.Equal(t, "r1", snap.Routers[0].Name)
+	assert.Equal(t, int64(3), snap.Routers[0].Generation)
+	err = snap.Invalid[translator.Unit{Kind: translator.KindRouter, Name: "broken"}]
+	require.Error(t, err)
+	var in *translator.InputError
+	assert.True(t, errors.As(err, &in))
+	assert.Contains(t, err.Error(), "VirtualRouter broken")
+}
