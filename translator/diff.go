@@ -2,6 +2,7 @@ package translator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -552,9 +553,7 @@ func (d *Differ) switchHasPort(ls, port string) bool {
 // parentSwitch finds the owned switch that references port; "" if none.
 // Only moves and deletions of router ports need it.
 func (d *Differ) parentSwitch(port string) (string, error) {
-	m := &nbmodel.LogicalSwitch{}
-	var rows []*nbmodel.LogicalSwitch
-	err := d.c.WhereAll(m, model.Condition{Field: &m.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{KeyManagedBy: d.instance}}).List(context.Background(), &rows)
+	rows, err := ListManaged(d.c, d.instance, func(r *nbmodel.LogicalSwitch) *map[string]string { return &r.ExternalIDs })
 	if err != nil {
 		return "", err
 	}
@@ -671,43 +670,55 @@ func (d *Differ) DeleteNetwork(name string) (*UnitOps, error) {
 	return ud.done()
 }
 
-// PresentUnits lists the units that own rows in the NB: the owners of our
-// routers, switches and switch ports (every other row of ours hangs from
-// one of those).
+// ListManaged lists the rows of one table that instance manages, through
+// the managed-by index; ids returns a row's external_ids.
+func ListManaged[T any, PT interface {
+	*T
+	model.Model
+}](c client.Client, instance string, ids func(PT) *map[string]string) ([]PT, error) {
+	m := PT(new(T))
+	var rows []PT
+	cond := model.Condition{Field: ids(m), Function: ovsdb.ConditionIncludes, Value: map[string]string{KeyManagedBy: instance}}
+	err := c.WhereAll(m, cond).List(context.Background(), &rows)
+	return rows, err
+}
+
+func visitManaged[T any, PT interface {
+	*T
+	model.Model
+}](c client.Client, instance, table string, ids func(PT) *map[string]string, visit func(table string, ids map[string]string)) error {
+	rows, err := ListManaged(c, instance, ids)
+	for _, r := range rows {
+		visit(table, *ids(r))
+	}
+	return err
+}
+
+// EachManaged calls visit with the table and external_ids of every row
+// instance manages, in every table kubevirt-ovn writes that has
+// external_ids.
+func EachManaged(c client.Client, instance string, visit func(table string, ids map[string]string)) error {
+	return errors.Join(
+		visitManaged(c, instance, nbmodel.LogicalRouterTable, func(r *nbmodel.LogicalRouter) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(c, instance, nbmodel.LogicalRouterPortTable, func(r *nbmodel.LogicalRouterPort) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(c, instance, nbmodel.LogicalSwitchTable, func(r *nbmodel.LogicalSwitch) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(c, instance, nbmodel.LogicalSwitchPortTable, func(r *nbmodel.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(c, instance, nbmodel.NATTable, func(r *nbmodel.NAT) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(c, instance, nbmodel.LogicalRouterStaticRouteTable, func(r *nbmodel.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(c, instance, nbmodel.GatewayChassisTable, func(r *nbmodel.GatewayChassis) *map[string]string { return &r.ExternalIDs }, visit),
+	)
+}
+
+// PresentUnits lists the units that own rows in the NB.
 func (d *Differ) PresentUnits() ([]Unit, error) {
 	seen := map[Unit]bool{}
-	ctx := context.Background()
-	mine := map[string]string{KeyManagedBy: d.instance}
-
-	lr := &nbmodel.LogicalRouter{}
-	var routers []*nbmodel.LogicalRouter
-	if err := d.c.WhereAll(lr, model.Condition{Field: &lr.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: mine}).List(ctx, &routers); err != nil {
-		return nil, err
-	}
-	for _, r := range routers {
-		if u, ok := OwnerOf(r.ExternalIDs, d.instance); ok {
+	err := EachManaged(d.c, d.instance, func(_ string, ids map[string]string) {
+		if u, ok := OwnerOf(ids, d.instance); ok {
 			seen[u] = true
 		}
-	}
-	ls := &nbmodel.LogicalSwitch{}
-	var switches []*nbmodel.LogicalSwitch
-	if err := d.c.WhereAll(ls, model.Condition{Field: &ls.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: mine}).List(ctx, &switches); err != nil {
+	})
+	if err != nil {
 		return nil, err
-	}
-	for _, s := range switches {
-		if u, ok := OwnerOf(s.ExternalIDs, d.instance); ok {
-			seen[u] = true
-		}
-	}
-	lsp := &nbmodel.LogicalSwitchPort{}
-	var ports []*nbmodel.LogicalSwitchPort
-	if err := d.c.WhereAll(lsp, model.Condition{Field: &lsp.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: mine}).List(ctx, &ports); err != nil {
-		return nil, err
-	}
-	for _, p := range ports {
-		if u, ok := OwnerOf(p.ExternalIDs, d.instance); ok {
-			seen[u] = true
-		}
 	}
 	units := slices.Collect(maps.Keys(seen))
 	slices.SortFunc(units, compareUnits)

@@ -1,14 +1,11 @@
 package controller
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
-	"github.com/ovn-kubernetes/libovsdb/model"
-	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/util/workqueue"
@@ -136,34 +133,14 @@ type ownedRows struct {
 func (o *ownedRows) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
 
 func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
-	mine := map[string]string{translator.KeyManagedBy: o.instance}
-	count := func(table string, m model.Model, ids *map[string]string, rows any, n func() int) {
-		cond := model.Condition{Field: ids, Function: ovsdb.ConditionIncludes, Value: mine}
-		if err := o.nb.WhereAll(m, cond).List(context.Background(), rows); err == nil {
-			ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(n()), table)
-		}
+	counts := map[string]int{}
+	if err := translator.EachManaged(o.nb, o.instance, func(table string, _ map[string]string) { counts[table]++ }); err != nil {
+		return
 	}
-	var lr []*nbmodel.LogicalRouter
-	lrm := &nbmodel.LogicalRouter{}
-	count(nbmodel.LogicalRouterTable, lrm, &lrm.ExternalIDs, &lr, func() int { return len(lr) })
-	var lrp []*nbmodel.LogicalRouterPort
-	lrpm := &nbmodel.LogicalRouterPort{}
-	count(nbmodel.LogicalRouterPortTable, lrpm, &lrpm.ExternalIDs, &lrp, func() int { return len(lrp) })
-	var ls []*nbmodel.LogicalSwitch
-	lsm := &nbmodel.LogicalSwitch{}
-	count(nbmodel.LogicalSwitchTable, lsm, &lsm.ExternalIDs, &ls, func() int { return len(ls) })
-	var lsp []*nbmodel.LogicalSwitchPort
-	lspm := &nbmodel.LogicalSwitchPort{}
-	count(nbmodel.LogicalSwitchPortTable, lspm, &lspm.ExternalIDs, &lsp, func() int { return len(lsp) })
-	var nat []*nbmodel.NAT
-	natm := &nbmodel.NAT{}
-	count(nbmodel.NATTable, natm, &natm.ExternalIDs, &nat, func() int { return len(nat) })
-	var rt []*nbmodel.LogicalRouterStaticRoute
-	rtm := &nbmodel.LogicalRouterStaticRoute{}
-	count(nbmodel.LogicalRouterStaticRouteTable, rtm, &rtm.ExternalIDs, &rt, func() int { return len(rt) })
-	var gc []*nbmodel.GatewayChassis
-	gcm := &nbmodel.GatewayChassis{}
-	count(nbmodel.GatewayChassisTable, gcm, &gcm.ExternalIDs, &gc, func() int { return len(gc) })
+	for _, table := range []string{nbmodel.LogicalRouterTable, nbmodel.LogicalRouterPortTable, nbmodel.LogicalSwitchTable,
+		nbmodel.LogicalSwitchPortTable, nbmodel.NATTable, nbmodel.LogicalRouterStaticRouteTable, nbmodel.GatewayChassisTable} {
+		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(counts[table]), table)
+	}
 }
 
 // Handler serves /metrics, /healthz (the process runs) and /readyz (ready()
