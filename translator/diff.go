@@ -600,9 +600,12 @@ func (d *Differ) routerState(u Unit) (*routerState, error) {
 	if st.macBindings, err = d.macBindings(u.Name); err != nil {
 		return nil, err
 	}
-	if len(st.routers) > 0 {
-		// Children of our router only: a child row whose router is gone is
-		// garbage the database collects.
+	if len(st.routers) == 0 {
+		// Without its router, a child row is garbage the database collects:
+		// the router is created anew with all its children.
+		st.ports, st.gatewayChassis, st.nats, st.routes = nil, nil, nil, nil
+	} else {
+		// Children of our router only.
 		lr := st.routers[0]
 		st.ports = slices.DeleteFunc(st.ports, func(p *nbmodel.LogicalRouterPort) bool { return !slices.Contains(lr.Ports, p.UUID) })
 		st.nats = slices.DeleteFunc(st.nats, func(n *nbmodel.NAT) bool { return !slices.Contains(lr.Nat, n.UUID) })
