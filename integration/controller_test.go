@@ -344,6 +344,12 @@ func TestControllerConvergesReportsStatusAndRepairsDrift(t *testing.T) {
 	nbctl(t, e.l, "lr-nat-del", "kv-router1", "snat", "10.10.0.0/24")
 	waitNB(t, "the deleted NAT restored", func() bool { return natIPs(t, e.l, "router1") == "172.16.0.101 172.16.0.101" })
 	t.Logf("drift repaired in %s", time.Since(start))
+	mac := func() string {
+		return strings.TrimSpace(nbctl(t, e.l, "--bare", "--columns=mac", "find", "Static_MAC_Binding", "logical_port=kv-rtoe-router1"))
+	}
+	require.Equal(t, "00:00:00:00:ee:01", mac())
+	nbctl(t, e.l, "static-mac-binding-del", "kv-rtoe-router1", "172.16.0.1")
+	waitNB(t, "the deleted static MAC binding restored", func() bool { return mac() == "00:00:00:00:ee:01" })
 
 	// Deleting the router removes its rows, then the finalizer lets it go.
 	require.NoError(t, k.dyn.Resource(routerGVR).Delete(context.Background(), "router1", metav1.DeleteOptions{}))

@@ -1,5 +1,7 @@
 package translator
 
+import "strings"
+
 // Row names. They are what `ovn-nbctl show` prints, so they are readable and
 // stable, and all start with NamePrefix. Kubernetes names never contain '_',
 // so '_' separates the names a row name is built from and a role word
@@ -26,6 +28,12 @@ func SwitchRouterPortName(network, router string) string {
 // GatewayPortName is the router's gateway port on its external network; it
 // carries the SNAT IP and the gateway chassis.
 func GatewayPortName(router string) string { return NamePrefix + "rtoe-" + router }
+
+// RouterOfGatewayPort is the router whose gateway port is named port, for
+// rows that name the port but have no external_ids (Static_MAC_Binding).
+func RouterOfGatewayPort(port string) (string, bool) {
+	return strings.CutPrefix(port, NamePrefix+"rtoe-")
+}
 
 // ExternalSwitchPortName is the external switch's port facing the router's
 // gateway port.

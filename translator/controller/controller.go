@@ -229,6 +229,12 @@ func (c *Controller) onNB(table string, m model.Model) {
 		}
 		return
 	}
+	if b, ok := m.(*nbmodel.StaticMACBinding); ok {
+		if r, ok := translator.RouterOfGatewayPort(b.LogicalPort); ok {
+			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
+		}
+		return
+	}
 	if row, ok := m.(interface{ GetExternalIDs() map[string]string }); ok {
 		if u, ok := translator.OwnerOf(row.GetExternalIDs(), c.opts.Instance); ok {
 			c.Enqueue(u)
