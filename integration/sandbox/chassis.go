@@ -196,9 +196,6 @@ func (l *Local) attach(sim, ip string) (string, error) {
 	return strings.Trim(strings.TrimSpace(mac), `"`), nil
 }
 
-// Chassis lists the chassis names, gateways first.
-func (l *Local) Chassis() []string { return append([]string(nil), l.chassis...) }
-
 // Exec runs an OVS/OVN command on chassis sim: ovs-vsctl, ovs-appctl and
 // ovs-ofctl talk to that chassis's daemons.
 func (l *Local) Exec(sim string, args ...string) (string, error) {

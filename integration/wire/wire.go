@@ -120,6 +120,11 @@ func ReadPcapFile(path string) ([]Seen, error) {
 	return ReadPcap(f)
 }
 
+// Parse decodes an Ethernet frame, e.g. one built with Frame.Bytes.
+func Parse(frame []byte) Seen {
+	return Decode(gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default))
+}
+
 // Seen is a packet decoded to what the checks look at.
 type Seen struct {
 	SrcMAC, DstMAC string

@@ -108,11 +108,11 @@ func run(bin, examples string, keep bool) error {
 
 	out := wire.Frame{SrcMAC: "50:54:00:00:00:05", DstMAC: "fa:16:3e:00:00:01",
 		SrcIP: "10.10.0.5", DstIP: "198.51.100.7", TTL: 64, SPort: 40000, DPort: 53}
-	step("vm-a on hv1 sends: " + describe(out))
 	frame, err := out.Bytes()
 	if err != nil {
 		return err
 	}
+	step("vm-a on hv1 sends: " + wire.Parse(frame).String())
 	if err := d.Inject("hv1", "vm-a", frame); err != nil {
 		return err
 	}
@@ -137,10 +137,6 @@ func run(bin, examples string, keep bool) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func describe(f wire.Frame) string {
-	return fmt.Sprintf("udp %s > %s %s:%d > %s:%d ttl=%d", f.SrcMAC, f.DstMAC, f.SrcIP, f.SPort, f.DstIP, f.DPort, f.TTL)
 }
 
 func printEnv(d sandbox.Deployment, dir, bin, examples string) {
