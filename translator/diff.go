@@ -380,9 +380,11 @@ func (d *Differ) Router(rp *RouterPlan) (*UnitOps, error) {
 	}
 
 	// NAT, keyed by type and logical IP.
-	curNAT := map[string]*nbmodel.NAT{}
-	for _, n := range st.nats {
-		curNAT[n.Type+" "+n.LogicalIP] = n
+	natKey := func(n *nbmodel.NAT) string { return n.Type + " " + n.LogicalIP }
+	curNAT, dupNAT := keyed(st.nats, natKey, func(n *nbmodel.NAT) string { return n.UUID })
+	for _, dup := range dupNAT {
+		unrefLR(nats, dup.UUID)
+		ud.change(Delete, nbmodel.NATTable, natKey(dup), "duplicate "+dup.UUID)
 	}
 	for _, want := range rp.NATs {
 		key := want.Type + " " + want.LogicalIP
@@ -410,9 +412,11 @@ func (d *Differ) Router(rp *RouterPlan) (*UnitOps, error) {
 	}
 
 	// Static routes, keyed by prefix.
-	curRoute := map[string]*nbmodel.LogicalRouterStaticRoute{}
-	for _, r := range st.routes {
-		curRoute[r.IPPrefix] = r
+	curRoute, dupRoute := keyed(st.routes, func(r *nbmodel.LogicalRouterStaticRoute) string { return r.IPPrefix },
+		func(r *nbmodel.LogicalRouterStaticRoute) string { return r.UUID })
+	for _, dup := range dupRoute {
+		unrefLR(routes, dup.UUID)
+		ud.change(Delete, nbmodel.LogicalRouterStaticRouteTable, dup.IPPrefix, "duplicate "+dup.UUID)
 	}
 	for _, want := range rp.Routes {
 		have, ok := curRoute[want.IPPrefix]
@@ -505,6 +509,26 @@ func (d *Differ) Router(rp *RouterPlan) (*UnitOps, error) {
 		ud.change(Delete, nbmodel.StaticMACBindingTable, b.LogicalPort+" "+b.IP, "")
 	}
 	return ud.done()
+}
+
+// keyed indexes rows by their identity within a unit. Two rows of one
+// identity are a duplicate (a second writer, a transaction retried after a
+// lost reply, a hand-made copy): the row with the lowest UUID is kept, so
+// that every writer keeps the same one, and the others are returned for
+// deletion.
+func keyed[T any](rows []T, key, uuid func(T) string) (map[string]T, []T) {
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b T) int { return strings.Compare(uuid(a), uuid(b)) })
+	out := make(map[string]T, len(rows))
+	var dups []T
+	for _, r := range rows {
+		if _, ok := out[key(r)]; ok {
+			dups = append(dups, r)
+			continue
+		}
+		out[key(r)] = r
+	}
+	return out, dups
 }
 
 func (ud *unitDiff) insertGatewayChassis(g *nbmodel.GatewayChassis) string {

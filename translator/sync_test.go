@@ -553,3 +553,62 @@ func TestSyncBumpsNBCfgOnlyWhenItWrites(t *testing.T) {
 	require.Len(t, res.Units, 1)
 	assert.Equal(t, "VirtualRouter router1", res.Units[0].Unit.String())
 }
+
+// TestDuplicateOwnedRowsAreDeleted: a second copy of a NAT or a route that
+// carries our owner keys (a second writer, a transaction retried after its
+// reply was lost, a hand-made copy) is found and deleted by the next sync,
+// the same copy whichever writer does it, and the sync after writes nothing.
+func TestDuplicateOwnedRowsAreDeleted(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	requireNoFailures(t, sync(t, ours, s))
+	lr := lrByName(t, raw)["kv-router1"]
+	require.NotNil(t, lr)
+
+	var copies []ovsdb.Operation
+	var natCopies, routeCopies []string
+	for _, n := range list[nbmodel.NAT](t, raw) {
+		c := n.DeepCopy()
+		c.UUID = "natcopy" + string(rune('a'+len(natCopies)))
+		natCopies = append(natCopies, c.UUID)
+		op, err := raw.Create(c)
+		require.NoError(t, err)
+		copies = append(copies, op...)
+	}
+	for _, r := range list[nbmodel.LogicalRouterStaticRoute](t, raw) {
+		c := r.DeepCopy()
+		c.UUID = "routecopy"
+		routeCopies = append(routeCopies, c.UUID)
+		op, err := raw.Create(c)
+		require.NoError(t, err)
+		copies = append(copies, op...)
+	}
+	m := &nbmodel.LogicalRouter{UUID: lr.UUID}
+	op, err := raw.Where(m).Mutate(m,
+		model.Mutation{Field: &m.Nat, Mutator: ovsdb.MutateOperationInsert, Value: natCopies},
+		model.Mutation{Field: &m.StaticRoutes, Mutator: ovsdb.MutateOperationInsert, Value: routeCopies})
+	require.NoError(t, err)
+	_, err = tr.Commit(context.Background(), raw, "seed duplicates", append(copies, op...))
+	require.NoError(t, err)
+	require.Len(t, list[nbmodel.NAT](t, raw), 4, "precondition: every NAT twice")
+	require.Len(t, list[nbmodel.LogicalRouterStaticRoute](t, raw), 2, "precondition: the route twice")
+	require.Eventually(t, func() bool { return len(list[nbmodel.NAT](t, ours)) == 4 }, 5*time.Second, 10*time.Millisecond)
+
+	res := sync(t, ours, s)
+	requireNoFailures(t, res)
+	assert.Equal(t, map[string]map[string]int{
+		nbmodel.NATTable:                      {tr.Delete: 2},
+		nbmodel.LogicalRouterStaticRouteTable: {tr.Delete: 1},
+	}, res.Changes())
+	for _, u := range res.Units {
+		for _, c := range u.Changes {
+			assert.Contains(t, c.Detail, "duplicate", c.String())
+		}
+	}
+	assert.Len(t, list[nbmodel.NAT](t, raw), 2, "one NAT per internal network")
+	assert.Len(t, list[nbmodel.LogicalRouterStaticRoute](t, raw), 1, "one default route")
+	lr = lrByName(t, raw)["kv-router1"]
+	assert.Len(t, lr.Nat, 2)
+	assert.Len(t, lr.StaticRoutes, 1)
+	requireIdle(t, ours, s)
+}
