@@ -19,6 +19,22 @@ type Snapshot struct {
 	// Invalid are objects the source could not decode: their units fail and
 	// keep their rows (they must not look deleted).
 	Invalid map[Unit]error
+	// Held is what the NB already gives to whom. The first claimant of an
+	// SNAT IP, an internal network or a VM's address keeps it, whatever
+	// creation times and names say, also across restarts and in file mode.
+	Held Claims
+}
+
+// Claims say who holds what, as read from the rows in the NB.
+type Claims struct {
+	// SNATIPs maps an SNAT IP to the router whose gateway port has it.
+	SNATIPs map[string]string
+	// Internal maps a network to the router attached to it as an internal
+	// network.
+	Internal map[string]string
+	// VMAddresses maps "network MAC" and "network IP" to the VM port that
+	// has that address on that network.
+	VMAddresses map[string]string
 }
 
 // Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
@@ -34,8 +50,9 @@ type Router struct {
 	// Gateway is the node name of the chosen gateway; optional when the SB
 	// is known.
 	Gateway string
-	// Created orders routers that claim the same SNAT IP or internal network:
-	// the older one keeps it. Zero (manifests on disk) sorts first, then name.
+	// Created orders routers that claim the same SNAT IP or internal network
+	// when the NB does not say who already holds it (Snapshot.Held): the
+	// older one gets it. Zero (manifests on disk) sorts first, then name.
 	Created time.Time
 	// Generation is the object's metadata.generation, for status.
 	Generation int64

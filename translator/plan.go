@@ -173,18 +173,17 @@ func (p *Plan) planNetworks(s *Snapshot, instance string, fail func(Unit, error)
 			}
 			np.Ports = append(np.Ports, ln)
 		}
-		for _, v := range vmsByNet[name] {
-			portName := VMPortName(name, v.Namespace, v.VMI, v.Interface)
-			addr, err := validateVM(v, n)
-			if err != nil {
-				p.Errors = append(p.Errors, err)
-				np.KeepPorts = append(np.KeepPorts, portName)
+		for _, vp := range p.planVMPorts(vmsByNet[name], n, s.Held.VMAddresses) {
+			if vp.err != nil {
+				p.Errors = append(p.Errors, vp.err)
+				np.KeepPorts = append(np.KeepPorts, vp.port)
 				continue
 			}
+			addr := vp.mac + " " + vp.ip
 			ids := OwnerIDs(instance, u)
-			ids[KeyVMI] = v.Namespace + "/" + v.VMI
+			ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
 			np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
-				Name:         portName,
+				Name:         vp.port,
 				Addresses:    []string{addr},
 				PortSecurity: []string{addr},
 				ExternalIDs:  ids,
@@ -287,24 +286,87 @@ func validateNetwork(in *Network) (*network, []error) {
 	return n, errs
 }
 
-// validateVM checks a VM interface against its network and returns the
-// "MAC IP" of its port.
-func validateVM(v *VMInterface, n *network) (string, error) {
-	mac, err := parseMAC(v.MAC)
+// vmPort is a VM interface's port on a network: its name and address, or
+// why it cannot have one.
+type vmPort struct {
+	*VMInterface
+	port    string
+	mac, ip string
+	err     error
+}
+
+// planVMPorts validates the VM interfaces of network n. A MAC or an IP
+// belongs to one port of a network: the port the NB shows holding it
+// (held, by "network MAC" and "network IP") keeps it, else the first by
+// port name; the other interfaces get an error and their ports stay as
+// they are.
+func (p *Plan) planVMPorts(vms []*VMInterface, n *network, held map[string]string) []vmPort {
+	out := make([]vmPort, 0, len(vms))
+	for _, v := range vms {
+		vp := vmPort{VMInterface: v, port: VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)}
+		vp.mac, vp.ip, vp.err = validateVM(v, n)
+		out = append(out, vp)
+	}
+	slices.SortFunc(out, func(a, b vmPort) int { return strings.Compare(a.port, b.port) })
+
+	// An address's key is "network MAC" or "network IP", as in held.
+	type address struct{ key, field, kind, value string }
+	addresses := func(vp *vmPort) []address {
+		f := "status.interfaces[" + vp.Interface + "]"
+		return []address{
+			{n.Name + " " + vp.mac, f + ".mac", "MAC", vp.mac},
+			{n.Name + " " + vp.ip, f + ".ipAddress", "IP", vp.ip},
+		}
+	}
+	owner := map[string]*vmPort{}
+	for i := range out {
+		if vp := &out[i]; vp.err == nil {
+			for _, a := range addresses(vp) {
+				if held[a.key] == vp.port {
+					owner[a.key] = vp
+				}
+			}
+		}
+	}
+	for i := range out {
+		vp := &out[i]
+		if vp.err != nil {
+			continue
+		}
+		for _, a := range addresses(vp) {
+			if o, ok := owner[a.key]; ok && o != vp {
+				vp.err = vmErr(vp.VMInterface, a.field, "%s is already the %s of %s %s/%s interface %s on network %s",
+					a.value, a.kind, ObjVMI, o.Namespace, o.VMI, o.Interface, n.Name)
+				break
+			}
+		}
+		if vp.err == nil {
+			for _, a := range addresses(vp) {
+				owner[a.key] = vp
+			}
+		}
+	}
+	return out
+}
+
+// validateVM checks a VM interface against its network and returns the MAC
+// and IP of its port.
+func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
+	mac, err = parseMAC(v.MAC)
 	if err != nil {
-		return "", vmErr(v, "status.interfaces["+v.Interface+"].mac", "%v", err)
+		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].mac", "%v", err)
 	}
-	ip, err := parseIPv4(v.IP)
+	addr, err := parseIPv4(v.IP)
 	if err != nil {
-		return "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%v", err)
+		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%v", err)
 	}
-	if !hostIn(n.prefix, ip) {
-		return "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is outside network %s (%s)", ip, n.Name, n.prefix)
+	if !hostIn(n.prefix, addr) {
+		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is outside network %s (%s)", addr, n.Name, n.prefix)
 	}
-	if n.gateway.IsValid() && ip == n.gateway {
-		return "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is the gateway IP of network %s", ip, n.Name)
+	if n.gateway.IsValid() && addr == n.gateway {
+		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is the gateway IP of network %s", addr, n.Name)
 	}
-	return mac + " " + ip.String(), nil
+	return mac, addr.String(), nil
 }
 
 // router is a router that passed its own checks.
@@ -351,6 +413,24 @@ func (p *Plan) planRouters(s *Snapshot, instance string, nets map[string]*networ
 	for _, r := range order {
 		declared[r.Name]++
 	}
+	// A claim the NB shows held stays with its holder while the holder's
+	// input still makes it: the first claimant keeps it.
+	for _, r := range order {
+		if declared[r.Name] != 1 || s.Invalid[Unit{Kind: KindRouter, Name: r.Name}] != nil {
+			continue
+		}
+		if r.External != nil && r.External.IP != "" {
+			if key := normalizeIP(r.External.IP); s.Held.SNATIPs[key] == r.Name {
+				snatOwner[key] = r.Name
+			}
+		}
+		for _, in := range r.Internal {
+			if s.Held.Internal[in] == r.Name {
+				internalOwner[in] = r.Name
+			}
+		}
+	}
+
 	var valid []*router
 	for _, r := range order {
 		u := Unit{Kind: KindRouter, Name: r.Name}
@@ -366,7 +446,7 @@ func (p *Plan) planRouters(s *Snapshot, instance string, nets map[string]*networ
 		vr, errs := validateRouter(r, s, nets)
 		if r.External != nil && r.External.IP != "" {
 			key := normalizeIP(r.External.IP)
-			if owner, ok := snatOwner[key]; ok {
+			if owner, ok := snatOwner[key]; ok && owner != r.Name {
 				errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
 			} else {
 				snatOwner[key] = r.Name

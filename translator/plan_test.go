@@ -1186,6 +1186,7 @@ func TestSNATIPClaims(t *testing.T) {
 	tests := []struct {
 		name             string
 		a, b             time.Time // Created of routers "a" and "b"
+		held             string    // the router the NB shows holding the claims
 		winner, loser    string
 		alsoSameInternal bool
 	}{
@@ -1195,6 +1196,12 @@ func TestSNATIPClaims(t *testing.T) {
 		{name: "no creation time (manifests): name order", winner: "a", loser: "b"},
 		{name: "zero creation time sorts before a set one", a: later, winner: "b", loser: "a"},
 		{name: "internal network claims follow the same order", a: later, b: t0, winner: "b", loser: "a", alsoSameInternal: true},
+		// The first claimant keeps what the NB shows it holds, whatever
+		// names and creation times say (file mode, restarts).
+		{name: "held: no creation time, the holder's name sorts last", held: "b", winner: "b", loser: "a"},
+		{name: "held: the holder is newer", a: t0, b: later, held: "b", winner: "b", loser: "a"},
+		{name: "held: internal network stays with its holder", held: "b", winner: "b", loser: "a", alsoSameInternal: true},
+		{name: "held by a router no longer in the input: normal order", held: "gone", winner: "a", loser: "b"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1208,6 +1215,9 @@ func TestSNATIPClaims(t *testing.T) {
 			if tc.alsoSameInternal {
 				s.Routers[0].Internal = []string{"net-a"}
 				s.Routers[1].Internal = []string{"net-a"}
+			}
+			if tc.held != "" {
+				s.Held = Claims{SNATIPs: map[string]string{"172.16.0.100": tc.held}, Internal: map[string]string{"net-a": tc.held}}
 			}
 			for _, order := range [][]int{{0, 1}, {1, 0}} {
 				in := *s
@@ -1270,6 +1280,57 @@ func TestVMInterfaceValidation(t *testing.T) {
 			assert.NotNil(t, findRouter(p, "good"))
 		})
 	}
+}
+
+// TestVMAddressClaims: a MAC or an IP belongs to one port of a network. The
+// port the NB shows holding it keeps it; otherwise the first port by name.
+// The other interface gets a named error and its port stays as it is.
+func TestVMAddressClaims(t *testing.T) {
+	a := VMInterface{Namespace: "default", VMI: "vm-a", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:01", IP: "10.10.0.11"}
+	b := VMInterface{Namespace: "default", VMI: "vm-b", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:02", IP: "10.10.0.12"}
+	portA, portB := "kv-net-a_default_vm-a_eth1", "kv-net-a_default_vm-b_eth1"
+	tests := []struct {
+		name          string
+		mutate        func(b *VMInterface)
+		held          map[string]string
+		winner, loser string
+		msg           string
+	}{
+		{name: "same IP: first by port name keeps it", mutate: func(b *VMInterface) { b.IP = "10.10.0.11" },
+			winner: portA, loser: portB,
+			msg: "VirtualMachineInstance default/vm-b: status.interfaces[eth1].ipAddress 10.10.0.11 is already the IP of VirtualMachineInstance default/vm-a interface eth1 on network net-a"},
+		{name: "same MAC: first by port name keeps it", mutate: func(b *VMInterface) { b.MAC = "50:54:00:00:00:01" },
+			winner: portA, loser: portB,
+			msg: "VirtualMachineInstance default/vm-b: status.interfaces[eth1].mac 50:54:00:00:00:01 is already the MAC of VirtualMachineInstance default/vm-a interface eth1 on network net-a"},
+		{name: "same IP held in the NB by the port that sorts last", mutate: func(b *VMInterface) { b.IP = "10.10.0.11" },
+			held:   map[string]string{"net-a 10.10.0.11": portB, "net-a 50:54:00:00:00:02": portB},
+			winner: portB, loser: portA,
+			msg: "VirtualMachineInstance default/vm-a: status.interfaces[eth1].ipAddress 10.10.0.11 is already the IP of VirtualMachineInstance default/vm-b interface eth1 on network net-a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bb := b
+			tc.mutate(&bb)
+			for _, order := range [][]VMInterface{{a, bb}, {bb, a}} {
+				s := validationSnapshot()
+				s.VMs = order
+				s.Held.VMAddresses = tc.held
+				p := Build(s, testInstance)
+				assert.Equal(t, []string{tc.msg}, errTexts(p.Errors))
+				assert.Empty(t, p.Failed, "a VM address conflict fails no unit")
+				np := findNetwork(p, "net-a")
+				require.NotNil(t, np)
+				assert.Equal(t, []string{tc.loser}, np.KeepPorts)
+				assert.Equal(t, []string{tc.winner}, portNames(np.Ports))
+			}
+		})
+	}
+	// The same address on two networks is no conflict.
+	s := validationSnapshot()
+	other := a
+	other.Network, other.IP = "net-b", "10.20.0.11"
+	s.VMs = []VMInterface{a, other}
+	assert.Empty(t, Build(s, testInstance).Errors)
 }
 
 // TestBuildDuplicateRouterName checks a router name declared twice (two

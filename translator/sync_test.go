@@ -612,3 +612,40 @@ func TestDuplicateOwnedRowsAreDeleted(t *testing.T) {
 	assert.Len(t, lr.StaticRoutes, 1)
 	requireIdle(t, ours, s)
 }
+
+// TestFirstClaimantKeepsSNATIPAcrossRestarts: in file mode there are no
+// creation times, so without the NB's word a newer router whose name sorts
+// first would take the SNAT IP and the internal network of the router that
+// has them, and the NB would hold two gateway ports with one IP. What the NB
+// holds decides.
+func TestFirstClaimantKeepsSNATIPAcrossRestarts(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	requireNoFailures(t, sync(t, ours, s))
+	before := dumpAll(t, raw)
+
+	// A new router "a-router" (sorts before router1) claims router1's SNAT
+	// IP and internal network.
+	s.Routers = append(s.Routers, tr.Router{
+		Name: "a-router", MAC: "fa:16:3e:00:00:02", EnableSNAT: true,
+		Internal: []string{"net-a"},
+		External: &tr.External{IP: "172.16.0.100", Network: "public"},
+		Gateway:  "gw1",
+	})
+	held, err := tr.HeldClaims(ours, instance)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"172.16.0.100": "router1"}, held.SNATIPs)
+	assert.Equal(t, map[string]string{"net-a": "router1", "net-b": "router1"}, held.Internal)
+	assert.Equal(t, "kv-net-a_default_vm-a_eth1", held.VMAddresses["net-a 10.10.0.5"])
+	s.Held = held
+
+	ctx := context.Background()
+	plan := tr.Build(s, instance)
+	res, err := tr.Sync(ctx, ours, plan, tr.SyncOptions{Instance: instance})
+	require.NoError(t, err)
+	failed := res.Failed()
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0].Error(), "VirtualRouter a-router: spec.external.ip 172.16.0.100 is already the SNAT IP of VirtualRouter router1")
+	assert.Contains(t, failed[0].Error(), "VirtualRouter a-router: spec.internal[0] network net-a is already an internal network of VirtualRouter router1")
+	assert.Equal(t, before, dumpAll(t, raw), "router1's rows are untouched and a-router has none")
+}

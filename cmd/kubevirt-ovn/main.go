@@ -137,6 +137,10 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	}
 	defer nbc.Close()
 
+	if set.Snapshot.Held, err = translator.HeldClaims(nbc, *instance); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
+		return 1
+	}
 	plan := translator.Build(&set.Snapshot, *instance)
 	res, err := translator.Sync(ctx, nbc, plan, translator.SyncOptions{Instance: *instance, DryRun: *dryRun})
 	if err != nil {

@@ -274,6 +274,9 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		}
 		snap.ChassisKnown = true
 	}
+	if snap.Held, err = translator.HeldClaims(c.nb, c.opts.Instance); err != nil {
+		return err
+	}
 	plan := translator.Build(snap, c.opts.Instance)
 
 	var rp *translator.RouterPlan
