@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
@@ -203,6 +205,12 @@ const KeyVMI = "kubevirt-ovn/vmi"
 func validateNetwork(in *Network) (*network, []error) {
 	n := &network{Network: in}
 	var errs []error
+	if msg := badName(in.Name, validation.IsDNS1123Subdomain); msg != "" {
+		errs = append(errs, networkErr(in, "metadata.name", "%s", msg))
+	}
+	if msg := badName(in.Namespace, validation.IsDNS1123Label); msg != "" {
+		errs = append(errs, networkErr(in, "metadata.namespace", "%s", msg))
+	}
 	switch t := NetworkType(strings.ToUpper(string(in.Type))); t {
 	case NetworkFlat, NetworkVLAN, NetworkVXLAN, NetworkGeneve, NetworkGRE, NetworkSTT:
 		cp := *in
@@ -352,6 +360,15 @@ func (p *Plan) planVMPorts(vms []*VMInterface, n *network, held map[string]strin
 // validateVM checks a VM interface against its network and returns the MAC
 // and IP of its port.
 func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
+	if msg := badName(v.Namespace, validation.IsDNS1123Label); msg != "" {
+		return "", "", vmErr(v, "metadata.namespace", "%s", msg)
+	}
+	if msg := badName(v.VMI, validation.IsDNS1123Subdomain); msg != "" {
+		return "", "", vmErr(v, "metadata.name", "%s", msg)
+	}
+	if msg := badName(v.Interface, isInterfaceName); msg != "" {
+		return "", "", vmErr(v, "spec.networks[].name", "%s", msg)
+	}
 	mac, err = parseMAC(v.MAC)
 	if err != nil {
 		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].mac", "%v", err)
@@ -486,6 +503,9 @@ func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, 
 	}
 	if r.Name == "" {
 		return nil, []error{routerErr("(unnamed)", "metadata.name", "is empty")}
+	}
+	if msg := badName(r.Name, validation.IsDNS1123Subdomain); msg != "" {
+		return nil, []error{routerErr(r.Name, "metadata.name", "%s", msg)}
 	}
 	if r.MAC != "" {
 		mac, err := parseMAC(r.MAC)
@@ -751,6 +771,34 @@ func derivedRouterMAC(name string) string {
 	h.Write([]byte(name))
 	s := h.Sum64()
 	return fmt.Sprintf("02:%02x:%02x:%02x:%02x:%02x", byte(s>>32), byte(s>>24), byte(s>>16), byte(s>>8), byte(s))
+}
+
+// badName says why name cannot be a Kubernetes object name as check
+// defines it, "" when it can. Row names are built from these names with '_'
+// between them (names.go), so a name that Kubernetes would refuse (an '_', a
+// space, a '/', over 253 characters) could make two objects' rows one.
+func badName(name string, check func(string) []string) string {
+	if msgs := check(name); len(msgs) > 0 {
+		return fmt.Sprintf("%q is not a valid name: %s", name, strings.Join(msgs, "; "))
+	}
+	return ""
+}
+
+// isInterfaceName checks a VMI network (interface) name. It is the last
+// part of a VM port's name, so an '_' in it is unambiguous, but spaces,
+// slashes and other characters have no place in an OVN port name.
+func isInterfaceName(name string) []string {
+	switch {
+	case name == "":
+		return []string{"must not be empty"}
+	case len(name) > validation.DNS1123LabelMaxLength:
+		return []string{validation.MaxLenError(validation.DNS1123LabelMaxLength)}
+	case strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}) >= 0:
+		return []string{"must consist of letters, digits, '-', '_' and '.'"}
+	}
+	return nil
 }
 
 func parseIPv4(s string) (netip.Addr, error) {

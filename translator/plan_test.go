@@ -1352,3 +1352,56 @@ func TestBuildDuplicateRouterName(t *testing.T) {
 	slices.Reverse(r.Routers)
 	assert.Equal(t, p.Routers, Build(r, testInstance).Routers, "which declaration is planned depends on the input order")
 }
+
+// TestNameValidation: row names are built from object names joined by '_'
+// (kv-<network>_<namespace>_<vmi>_<interface>), so names Kubernetes would
+// refuse ('_', spaces, '/', upper case, over 253 characters) could make the
+// rows of two objects one, or a row OVN cannot hold. They are named errors
+// of their object, and nothing else fails.
+func TestNameValidation(t *testing.T) {
+	long := strings.Repeat("a", 255)
+	tests := []struct {
+		name   string
+		mutate func(s *Snapshot)
+		want   string
+	}{
+		{name: "router name with '_'", mutate: func(s *Snapshot) { s.Routers[1].Name = "x_y" },
+			want: `VirtualRouter x_y: metadata.name "x_y" is not a valid name: a lowercase RFC 1123 subdomain`},
+		{name: "router name of 255 characters", mutate: func(s *Snapshot) { s.Routers[1].Name = long },
+			want: "VirtualRouter " + long + `: metadata.name "` + long + `" is not a valid name: must be no more than 253 characters`},
+		{name: "router name with a space", mutate: func(s *Snapshot) { s.Routers[1].Name = "edge 1" },
+			want: `VirtualRouter edge 1: metadata.name "edge 1" is not a valid name`},
+		{name: "network name with '_'", mutate: func(s *Snapshot) { s.Networks[3].Name = "net_b" },
+			want: `NetworkAttachmentDefinition default/net_b: metadata.name "net_b" is not a valid name`},
+		{name: "network namespace with '/'", mutate: func(s *Snapshot) { s.Networks[3].Namespace = "a/b" },
+			want: `NetworkAttachmentDefinition a/b/net-b: metadata.namespace "a/b" is not a valid name`},
+		{name: "VMI name with '_'", mutate: func(s *Snapshot) { s.VMs[0].VMI = "vm_x" },
+			want: `VirtualMachineInstance default/vm_x: metadata.name "vm_x" is not a valid name`},
+		{name: "VMI namespace with upper case", mutate: func(s *Snapshot) { s.VMs[0].Namespace = "Prod"; s.VMs[0].NetworkNamespace = "default" },
+			want: `VirtualMachineInstance Prod/vm-1: metadata.namespace "Prod" is not a valid name`},
+		{name: "interface name with a space", mutate: func(s *Snapshot) { s.VMs[0].Interface = "eth 1" },
+			want: `VirtualMachineInstance default/vm-1: spec.networks[].name "eth 1" is not a valid name: must consist of letters, digits`},
+		{name: "interface name with a slash", mutate: func(s *Snapshot) { s.VMs[0].Interface = "eth/1" },
+			want: `VirtualMachineInstance default/vm-1: spec.networks[].name "eth/1" is not a valid name`},
+	}
+	base := func() *Snapshot {
+		s := validationSnapshot()
+		s.VMs = []VMInterface{{Namespace: "default", VMI: "vm-1", Interface: "eth1", Network: "net-ok", NetworkNamespace: "default", MAC: "50:54:00:00:00:01", IP: "10.30.0.11"}}
+		return s
+	}
+	require.Empty(t, Build(base(), testInstance).Errors, "baseline is valid")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.mutate(s)
+			p := Build(s, testInstance)
+			require.NotEmpty(t, p.Errors)
+			assert.True(t, strings.HasPrefix(p.Errors[0].Error(), tc.want), "%q does not start with %q", p.Errors[0], tc.want)
+			assert.NotNil(t, findRouter(p, "good"), "the other router is still planned")
+		})
+	}
+	// An '_' in an interface name is unambiguous: it is the last part.
+	s := base()
+	s.VMs[0].Interface = "eth_1"
+	assert.Empty(t, Build(s, testInstance).Errors)
+}
