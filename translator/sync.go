@@ -252,11 +252,65 @@ func Commit(ctx context.Context, c client.Client, what string, ops []ovsdb.Opera
 	start := time.Now()
 	results, err := c.Transact(ctx, ops...)
 	if err == nil {
-		_, err = ovsdb.CheckOperationResults(results, ops)
+		err = operationErrors(results, ops)
 	}
 	took := time.Since(start)
 	if err != nil {
 		return took, fmt.Errorf("%s: NB transaction failed: %w", what, err)
 	}
 	return took, nil
+}
+
+// operationErrors checks a transaction's results. Each failed operation is
+// named by its table and row, and a clash with a row of the same name that
+// is not ours says so, rather than "1 ovsdb operations failed".
+func operationErrors(results []ovsdb.OperationResult, ops []ovsdb.Operation) error {
+	_, err := ovsdb.CheckOperationResults(results, ops)
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	for i, r := range results {
+		if r.Error == "" {
+			continue
+		}
+		if i >= len(ops) {
+			errs = append(errs, fmt.Errorf("commit: %s: %s", r.Error, r.Details))
+			continue
+		}
+		op := ops[i]
+		row := op.Table
+		if name := opRowName(&op); name != "" {
+			row += " " + name
+		}
+		clash := (op.Op == ovsdb.OperationInsert && r.Error == "constraint violation") ||
+			(op.Op == ovsdb.OperationWait && op.Until == string(ovsdb.WaitConditionNotEqual))
+		if clash {
+			errs = append(errs, fmt.Errorf("%s already exists in the NB and is not this kubevirt-ovn instance's row (no owner keys of ours): rename or remove that row", row))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %s failed: %s: %s", row, op.Op, r.Error, r.Details))
+	}
+	if len(errs) == 0 {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// opRowName is the name of the row an operation inserts or selects.
+func opRowName(op *ovsdb.Operation) string {
+	if name, ok := op.Row["name"].(string); ok {
+		return name
+	}
+	for _, r := range op.Rows {
+		if name, ok := r["name"].(string); ok {
+			return name
+		}
+	}
+	for _, c := range op.Where {
+		if name, ok := c.Value.(string); ok && c.Column == "name" {
+			return name
+		}
+	}
+	return ""
 }

@@ -473,6 +473,7 @@ func TestFailedTransactionIsolatedToItsUnit(t *testing.T) {
 	failed := res.Failed()
 	require.Len(t, failed, 1)
 	assert.Contains(t, failed[0].Error(), "VirtualRouter router2")
+	assert.Contains(t, failed[0].Error(), "Logical_Router kv-router2 already exists in the NB and is not this kubevirt-ovn instance's row")
 	assert.Contains(t, lrByName(t, raw), "kv-router1", "router1 committed despite router2's failure")
 	assert.Contains(t, lsByName(t, raw), "kv-net-c", "network net-c committed")
 	routers := list[nbmodel.LogicalRouter](t, raw)
