@@ -41,6 +41,8 @@ type NetworkPlan struct {
 	// KeepPorts names VM ports whose input is invalid: an existing row of
 	// that name is left as it is rather than deleted.
 	KeepPorts []string
+	// VMErrors say why, one per port in KeepPorts.
+	VMErrors []error `json:"-"`
 }
 
 // RouterPlan is the desired rows of one router.
@@ -179,6 +181,7 @@ func (p *Plan) planNetworks(s *Snapshot, instance string, fail func(Unit, error)
 			if vp.err != nil {
 				p.Errors = append(p.Errors, vp.err)
 				np.KeepPorts = append(np.KeepPorts, vp.port)
+				np.VMErrors = append(np.VMErrors, vp.err)
 				continue
 			}
 			addr := vp.mac + " " + vp.ip

@@ -321,6 +321,15 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		log.Info("synced", "changes", changes, "nbCfg", res.NBCfg)
 	}
 	if u.Kind != translator.KindRouter {
+		// A VM interface with bad input leaves only its port as it is; say
+		// why, since no unit fails for it.
+		for i := range plan.Networks {
+			if np := &plan.Networks[i]; np.Name == u.Name {
+				for _, e := range np.VMErrors {
+					log.Info("VM interface left as it is", "error", e.Error())
+				}
+			}
+		}
 		return unitErr
 	}
 
