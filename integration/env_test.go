@@ -82,8 +82,20 @@ func newEnv(t *testing.T) *env {
 
 // seedForeign writes rows the way ovn-kubernetes would, with its own
 // external_ids, and remembers how they read.
-func (e *env) seedForeign() {
-	e.t.Helper()
+func (e *env) seedForeign() { e.foreign = seedForeignRows(e.t, e.l) }
+
+func (e *env) dumpForeign() string { return dumpForeignRows(e.t, e.l) }
+
+// nbCtler runs ovn-nbctl against some NB: a Deployment or a Central.
+type nbCtler interface {
+	NBCtl(...string) (string, error)
+}
+
+// seedForeignRows writes rows the way ovn-kubernetes would, with its own
+// external_ids, and returns how they read (dumpForeignRows), to be compared
+// at the end of a test: they must be byte-identical.
+func seedForeignRows(t *testing.T, c nbCtler) string {
+	t.Helper()
 	ids := []string{"external_ids:k8s.ovn.org/owner-type=Node", "external_ids:k8s.ovn.org/name=node1"}
 	cmds := [][]string{
 		{"ls-add", "node1"},
@@ -94,23 +106,24 @@ func (e *env) seedForeign() {
 		{"lr-nat-add", "GR_node1", "snat", "172.16.0.2", "10.244.0.0/16"},
 		{"lr-route-add", "GR_node1", "0.0.0.0/0", "172.16.0.1"},
 	}
-	for _, c := range cmds {
-		nbctl(e.t, e.l, c...)
+	for _, cmd := range cmds {
+		nbctl(t, c, cmd...)
 	}
-	nat := strings.TrimSpace(nbctl(e.t, e.l, "--bare", "--columns=_uuid", "find", "NAT", `logical_ip="10.244.0.0/16"`))
-	route := strings.TrimSpace(nbctl(e.t, e.l, "--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `nexthop="172.16.0.1"`))
-	require.NotEmpty(e.t, nat)
-	require.NotEmpty(e.t, route)
+	nat := strings.TrimSpace(nbctl(t, c, "--bare", "--columns=_uuid", "find", "NAT", `logical_ip="10.244.0.0/16"`))
+	route := strings.TrimSpace(nbctl(t, c, "--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `nexthop="172.16.0.1"`))
+	require.NotEmpty(t, nat)
+	require.NotEmpty(t, route)
 	for _, row := range [][]string{
 		{"Logical_Switch", "node1"}, {"Logical_Switch_Port", "default_pod1"}, {"Logical_Router", "GR_node1"},
 		{"Logical_Router_Port", "rtoe-GR_node1"}, {"NAT", nat}, {"Logical_Router_Static_Route", route},
 	} {
-		nbctl(e.t, e.l, append([]string{"set", row[0], row[1]}, ids...)...)
+		nbctl(t, c, append([]string{"set", row[0], row[1]}, ids...)...)
 	}
-	e.foreign = e.dumpForeign()
+	return dumpForeignRows(t, c)
 }
 
-func (e *env) dumpForeign() string {
+func dumpForeignRows(t *testing.T, c nbCtler) string {
+	t.Helper()
 	var b strings.Builder
 	for _, q := range [][]string{
 		{"list", "Logical_Switch", "node1"},
@@ -120,7 +133,7 @@ func (e *env) dumpForeign() string {
 		{"find", "NAT", "external_ids:k8s.ovn.org/name=node1"},
 		{"find", "Logical_Router_Static_Route", "external_ids:k8s.ovn.org/name=node1"},
 	} {
-		b.WriteString(nbctl(e.t, e.l, q...))
+		b.WriteString(nbctl(t, c, q...))
 	}
 	return b.String()
 }

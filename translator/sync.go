@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -275,7 +276,12 @@ func operationErrors(results []ovsdb.OperationResult, ops []ovsdb.Operation) err
 			continue
 		}
 		if i >= len(ops) {
-			errs = append(errs, fmt.Errorf("commit: %s: %s", r.Error, r.Details))
+			// The commit itself failed: a name index refuses a row.
+			if m := indexClash.FindStringSubmatch(r.Details); m != nil {
+				errs = append(errs, fmt.Errorf("%s %s %s", m[1], m[2], notOurs))
+			} else {
+				errs = append(errs, fmt.Errorf("commit: %s: %s", r.Error, r.Details))
+			}
 			continue
 		}
 		op := ops[i]
@@ -286,7 +292,7 @@ func operationErrors(results []ovsdb.OperationResult, ops []ovsdb.Operation) err
 		clash := (op.Op == ovsdb.OperationInsert && r.Error == "constraint violation") ||
 			(op.Op == ovsdb.OperationWait && op.Until == string(ovsdb.WaitConditionNotEqual))
 		if clash {
-			errs = append(errs, fmt.Errorf("%s already exists in the NB and is not this kubevirt-ovn instance's row (no owner keys of ours): rename or remove that row", row))
+			errs = append(errs, fmt.Errorf("%s %s", row, notOurs))
 			continue
 		}
 		errs = append(errs, fmt.Errorf("%s: %s failed: %s: %s", row, op.Op, r.Error, r.Details))
@@ -296,6 +302,13 @@ func operationErrors(results []ovsdb.OperationResult, ops []ovsdb.Operation) err
 	}
 	return errors.Join(errs...)
 }
+
+const notOurs = "already exists in the NB and is not this kubevirt-ovn instance's row (no owner keys of ours): rename or remove that row"
+
+// indexClash reads ovsdb-server's constraint violation of a unique index,
+// e.g. `Transaction causes multiple rows in "Logical_Switch_Port" table to
+// have identical values (kv-stor-net-a_router1) for index on column "name".`
+var indexClash = regexp.MustCompile(`rows in "([^"]+)" table to have identical values \((.*?)\) for index on column "name"`)
 
 // opRowName is the name of the row an operation inserts or selects.
 func opRowName(op *ovsdb.Operation) string {

@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// writeHealthyRouters writes n routers r01..rNN into dir, each with its own
+// internal network net-NN (10.1.N.0/24), an SNAT IP 172.16.1.N on network
+// public, and one VM vm-NN at 10.1.N.5.
+func writeHealthyRouters(t *testing.T, dir string, n int) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: public
+  namespace: default
+  annotations:
+    network-config: '{"type": "FLAT", "physicalNetworkName": "physnet1", "cidr": "172.16.0.0/16", "gatewayIp": "172.16.0.1"}'
+`)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: net-%02[1]d
+  namespace: default
+  annotations:
+    network-config: '{"type": "GENEVE", "cidr": "10.1.%[1]d.0/24", "gatewayIp": "10.1.%[1]d.1"}'
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata:
+  name: r%02[1]d
+spec:
+  enableSnat: true
+  internal: [net-%02[1]d]
+  external: {ip: 172.16.1.%[1]d, network: public}
+  peerRouter: {ip: 172.16.0.1, mac: "00:00:00:00:ee:01"}
+  gateway: gw1
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm-%02[1]d
+  namespace: default
+spec:
+  networks: [{name: eth1, multus: {networkName: net-%02[1]d}}]
+status:
+  interfaces: [{name: eth1, mac: "50:54:00:00:01:%02[1]x", ipAddress: 10.1.%[1]d.5}]
+`, i)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "healthy.yaml"), []byte(b.String()), 0o644))
+}
+
+// ownedRows lists, sorted, every row of ours in the tables we write (all
+// columns, _uuid included), except lines naming one of skip.
+func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
+	t.Helper()
+	var rows []string
+	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Switch", "Logical_Switch_Port",
+		"NAT", "Logical_Router_Static_Route", "Gateway_Chassis", "Static_MAC_Binding"} {
+		for _, line := range strings.Split(nbctl(t, c, "--format=csv", "--no-headings", "list", table), "\n") {
+			if !strings.Contains(line, "kubevirt-ovn/owner") && !(table == "Static_MAC_Binding" && strings.Contains(line, "kv-rtoe-")) {
+				continue
+			}
+			if !slices.ContainsFunc(skip, func(s string) bool { return strings.Contains(line, s) }) {
+				rows = append(rows, table+" "+line)
+			}
+		}
+	}
+	slices.Sort(rows)
+	return strings.Join(rows, "\n")
+}
+
+// TestBadInputRejectedWhileManagingHealthyRouters feeds the bad inputs of
+// issue 7 (and the old ones) into a running controller that manages 50
+// healthy routers: each is rejected with an error naming its object, field
+// and reason, and the rows of every other router and network, and the
+// ovn-kubernetes-like rows, stay byte-identical.
+func TestBadInputRejectedWhileManagingHealthyRouters(t *testing.T) {
+	c := startCentral(t)
+	foreign := seedForeignRows(t, c)
+	dir := t.TempDir()
+	writeHealthyRouters(t, dir, 50)
+	p := startController(t, "bad-input", "--nb", c.NBTCP, "--from-file", dir, "--file-poll", "100ms")
+	count := func(table string) int {
+		return len(strings.Fields(nbctl(t, c, "--bare", "--columns=_uuid", "find", table, "external_ids:kubevirt-ovn/managed-by=kubevirt-ovn")))
+	}
+	waitNB(t, "50 healthy routers with their NAT and VM ports", func() bool {
+		return count("Logical_Router") == 50 && count("NAT") == 50 && count("Logical_Switch_Port") == 50*3+1
+	})
+	// northd sets the up column of router-type ports: let it finish.
+	nbctl(t, c, "--wait=sb", "sync")
+	healthy := ownedRows(t, c)
+
+	const newRouter = `---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: %s}
+spec: %s
+`
+	const newNetwork = `---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: %s
+  namespace: default
+  annotations:
+    network-config: '{"type": "GENEVE", "cidr": "%s", "gatewayIp": "%s"}'
+`
+	const newVMI = `---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: %s, namespace: default}
+spec:
+  networks: [{name: eth1, multus: {networkName: %s}}]
+status:
+  interfaces: [{name: eth1, mac: "%s", ipAddress: %s}]
+`
+	long := strings.Repeat("r", 255)
+	tests := []struct {
+		name  string
+		setup func() // foreign rows the case needs
+		input string
+		// want are parts of the one error that must be reported.
+		want []string
+		// extra are names of valid objects of the case whose rows may
+		// appear meanwhile.
+		extra []string
+	}{
+		{name: "SNAT IP of another router, claimed by a name that sorts first",
+			input: fmt.Sprintf(newRouter, "a-thief", `{external: {ip: 172.16.1.1, network: public}, gateway: gw1}`),
+			want:  []string{"VirtualRouter a-thief: spec.external.ip 172.16.1.1 is already the SNAT IP of VirtualRouter r01"}},
+		{name: "internal network of another router",
+			input: fmt.Sprintf(newRouter, "a-thief", `{internal: [net-02]}`),
+			want:  []string{"VirtualRouter a-thief: spec.internal[0] network net-02 is already an internal network of VirtualRouter r02"}},
+		{name: "router name with an underscore",
+			input: fmt.Sprintf(newRouter, "r_x", `{internal: [net-x]}`),
+			want:  []string{"VirtualRouter r_x: metadata.name", "is not a valid name: a lowercase RFC 1123 subdomain"}},
+		{name: "router name of 255 characters",
+			input: fmt.Sprintf(newRouter, long, `{}`),
+			want:  []string{"VirtualRouter " + long + ": metadata.name", "must be no more than 253 characters"}},
+		{name: "network name with an underscore",
+			input: fmt.Sprintf(newNetwork, "net_x", "10.2.0.0/24", "10.2.0.1"),
+			want:  []string{"NetworkAttachmentDefinition default/net_x: metadata.name", "is not a valid name"}},
+		{name: "VM IP used twice on a network, by a VMI whose port sorts first",
+			input: fmt.Sprintf(newVMI, "vm-00", "net-03", "50:54:00:00:02:01", "10.1.3.5"),
+			want:  []string{"VirtualMachineInstance default/vm-00: status.interfaces[eth1].ipAddress 10.1.3.5 is already the IP of VirtualMachineInstance default/vm-03 interface eth1 on network net-03"}},
+		{name: "VM MAC used twice on a network",
+			input: fmt.Sprintf(newVMI, "vm-00", "net-04", "50:54:00:00:01:04", "10.1.4.9"),
+			want:  []string{"VirtualMachineInstance default/vm-00: status.interfaces[eth1].mac 50:54:00:00:01:04 is already the MAC of VirtualMachineInstance default/vm-04 interface eth1 on network net-04"}},
+		{name: "router declared twice",
+			input: fmt.Sprintf(newRouter, "r05", `{internal: [net-05]}`),
+			want:  []string{"VirtualRouter r05: metadata.name is declared 2 times"}},
+		{name: "unknown network",
+			input: fmt.Sprintf(newRouter, "r-lost", `{internal: [nope]}`),
+			want:  []string{"VirtualRouter r-lost: spec.internal[0] network nope is unknown"}},
+		{name: "switch name held by another tool",
+			setup: func() {
+				nbctl(t, c, "ls-add", "kv-clash", "--", "set", "Logical_Switch", "kv-clash", "external_ids:owner=someone-else")
+			},
+			input: fmt.Sprintf(newNetwork, "clash", "10.3.0.0/24", "10.3.0.1"),
+			want:  []string{"Logical_Switch kv-clash already exists in the NB and is not this kubevirt-ovn instance's row"}},
+		{name: "switch port name held by another tool",
+			setup: func() {
+				nbctl(t, c, "ls-add", "other-switch", "--", "lsp-add", "other-switch", "kv-stor-net-51_r51")
+			},
+			input: fmt.Sprintf(newNetwork, "net-51", "10.1.51.0/24", "10.1.51.1") + fmt.Sprintf(newRouter, "r51", `{internal: [net-51]}`),
+			want:  []string{"Logical_Switch_Port kv-stor-net-51_r51 already exists in the NB and is not this kubevirt-ovn instance's row"},
+			extra: []string{"net-51"}},
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup()
+			}
+			require.NoError(t, os.WriteFile(bad, []byte(tc.input), 0o644))
+			waitNB(t, "the controller reports: "+strings.Join(tc.want, " … "), func() bool {
+				out := p.out.String()
+				for _, line := range strings.Split(out, "\n") {
+					if !slices.ContainsFunc(tc.want, func(w string) bool { return !strings.Contains(line, w) }) {
+						return true
+					}
+				}
+				return false
+			})
+			assert.Equal(t, healthy, ownedRows(t, c, tc.extra...), "the healthy routers' and networks' rows are byte-identical")
+			assert.Equal(t, foreign, dumpForeignRows(t, c), "ovn-kubernetes-like rows are identical")
+
+			require.NoError(t, os.Remove(bad))
+			waitNB(t, "only the healthy rows once the bad input is gone", func() bool { return ownedRows(t, c) == healthy })
+		})
+	}
+	assert.Equal(t, foreign, dumpForeignRows(t, c))
+}
