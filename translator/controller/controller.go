@@ -363,7 +363,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		// Stopped while planning: write nothing.
 		return err
 	}
-	res, err := translator.SyncUnits(ctx, c.nb, plan, []translator.Unit{u}, translator.SyncOptions{
+	res, err := translator.SyncUnits(ctx, fenced{c.nb}, plan, []translator.Unit{u}, translator.SyncOptions{
 		Instance:  c.opts.Instance,
 		BumpNBCfg: true,
 		OnCommit:  c.opts.Metrics.observeCommit,
@@ -500,4 +500,18 @@ func (c *Controller) unpark(network string) {
 	for r := range routers {
 		c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
 	}
+}
+
+// fenced is the NB client of a reconcile: it sends no transaction once the
+// context has ended. libovsdb's Transact sends even with an ended context;
+// and when a transaction in flight is abandoned because the context ended
+// (it may still commit), SyncUnits retries its unit alone, which must not
+// reach the NB either.
+type fenced struct{ client.Client }
+
+func (f fenced) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not sent, the controller is stopping: %w", err)
+	}
+	return f.Client.Transact(ctx, ops...)
 }

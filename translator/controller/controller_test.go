@@ -59,7 +59,7 @@ func ctrlNB(t *testing.T) client.Client {
 type staticSource struct{ snap *tr.Snapshot }
 
 func (s staticSource) Snapshot() (*tr.Snapshot, error) { return s.snap, nil }
-func (s staticSource) HasSynced() bool                  { return true }
+func (s staticSource) HasSynced() bool                 { return true }
 
 // example is deploy/examples: router1 on net-a and net-b, external network
 // public.
@@ -161,4 +161,22 @@ func TestStoppedControllerWritesNothing(t *testing.T) {
 	var switches []*nbmodel.LogicalSwitch
 	require.NoError(t, nb.List(context.Background(), &switches))
 	assert.Empty(t, switches)
+}
+
+// Once the context has ended, no transaction leaves: not even SyncUnits'
+// retry of a batch abandoned in flight.
+func TestFencedClientSendsNothingOnceStopped(t *testing.T) {
+	nb := ctrlNB(t)
+	ls := &nbmodel.LogicalSwitch{UUID: "new", Name: "x"}
+	ops, err := nb.Create(ls)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = fenced{nb}.Transact(ctx, ops...)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = nb.Transact(context.Background(), ops...)
+	require.NoError(t, err, "the operations were fine")
+	var switches []*nbmodel.LogicalSwitch
+	require.NoError(t, nb.List(context.Background(), &switches))
+	assert.Len(t, switches, 1, "only the unfenced transaction wrote")
 }
