@@ -148,19 +148,24 @@ func (c *Controller) EnqueueAll() {
 	if present, err := translator.NewDiffer(c.nb, c.opts.Instance).PresentUnits(); err == nil {
 		units = append(units, present...)
 	}
+	networksFirst := func(u translator.Unit) bool { return u.Kind != translator.KindNetwork }
 	slices.SortStableFunc(units, func(a, b translator.Unit) int {
-		return boolRank(a.Kind != translator.KindNetwork) - boolRank(b.Kind != translator.KindNetwork)
+		return cmpBool(networksFirst(a), networksFirst(b))
 	})
 	for _, u := range units {
 		c.Enqueue(u)
 	}
 }
 
-func boolRank(b bool) int {
-	if b {
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
 		return 1
 	}
-	return 0
+	return -1
 }
 
 // EnqueueRouters schedules every router of the input and of the NB.
@@ -185,9 +190,9 @@ func (c *Controller) EnqueueRouters() {
 //
 // When ctx ends, Run returns once the reconciles in progress have returned,
 // without draining the queue: the units still queued are not reconciled,
-// and a reconcile in progress starts no transaction (translator.SyncUnits
-// gets ctx), so nothing is written after Run returns and at most one
-// transaction per worker, already sent, commits after ctx ends.
+// and a reconcile in progress sends no transaction (see fenced), so at most
+// one transaction per worker, already sent, commits after ctx ends, and
+// nothing after Run returns.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	if ctx.Err() != nil {
