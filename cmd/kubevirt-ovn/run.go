@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -167,9 +168,32 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	lost := make(chan struct{})
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+	return lead(ctx, lock, f, ctrl, log)
+}
+
+// stopGrace bounds how long a replica that stops leading waits for the
+// controller's reconciles in progress to return before it exits anyway.
+const stopGrace = 10 * time.Second
+
+// lead runs ctrl while this replica holds the Lease. It returns nil when ctx
+// ends, and an error when the Lease is lost: the caller exits, and the
+// replica starts over as a candidate with fresh state. Either way the
+// controller has stopped writing when lead returns.
+func lead(ctx context.Context, lock resourcelock.Interface, f *runFlags, ctrl *controller.Controller, log logr.Logger) error {
+	id := lock.Identity()
+	electCtx, stopElecting := context.WithCancel(ctx)
+	defer stopElecting()
+	watch := &leaseWatch{Interface: lock}
+	watch.lost = func(holder string) {
+		log.Info("lost the Lease to another replica: stopping NB writes", "identity", id, "holder", holder)
+		// Ends the leader's context, so the controller writes nothing more,
+		// and the election: this replica no longer holds the Lease, so it
+		// releases nothing.
+		stopElecting()
+	}
+	stopped := make(chan struct{})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            watch,
 		LeaseDuration:   f.leaseDuration,
 		RenewDeadline:   f.renewDeadline,
 		RetryPeriod:     f.retryPeriod,
@@ -177,15 +201,14 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 		Name:            f.leaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
+				defer close(stopped)
+				watch.leading.Store(true)
 				log.Info("leading: this replica writes", "identity", id)
 				if err := ctrl.Run(ctx); err != nil {
 					log.Error(err, "controller stopped")
 				}
 			},
-			OnStoppedLeading: func() {
-				log.Info("not leading: this replica stopped writing", "identity", id)
-				close(lost)
-			},
+			OnStoppedLeading: func() {},
 			OnNewLeader: func(leader string) {
 				if leader != id {
 					log.Info("another replica leads; standing by", "leader", leader)
@@ -193,14 +216,50 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 			},
 		},
 	})
-	select {
-	case <-ctx.Done():
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(electCtx)
+	if watch.leading.Load() {
+		select {
+		case <-stopped:
+			log.Info("not leading: this replica stopped writing", "identity", id)
+		case <-time.After(stopGrace):
+			log.Info("not leading: reconciles still in progress after the grace period; exiting anyway", "identity", id, "grace", stopGrace)
+		}
+	}
+	switch {
+	case watch.lostTo.Load() != nil:
+		return fmt.Errorf("lost the leader election Lease %s/%s to %s", f.leaseNamespace, f.leaseName, *watch.lostTo.Load())
+	case ctx.Err() != nil:
 		return nil
-	case <-lost:
+	case watch.leading.Load():
 		// A replica that lost the Lease exits so that it starts over as a
 		// candidate with fresh state.
-		return errors.New("lost the leader election Lease")
+		return fmt.Errorf("lost the leader election Lease %s/%s: not renewed within --renew-deadline %s", f.leaseNamespace, f.leaseName, f.renewDeadline)
 	}
+	return errors.New("leader election ended before this replica led")
+}
+
+// leaseWatch is the Lease lock with a tripwire: a read of the Lease that
+// shows another holder while this replica leads calls lost at once (client-go
+// alone keeps leading until --renew-deadline passes without a renewal, and
+// the controller would write all that time).
+type leaseWatch struct {
+	resourcelock.Interface
+	leading atomic.Bool
+	lostTo  atomic.Pointer[string]
+	lost    func(holder string)
+}
+
+func (l *leaseWatch) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	if err == nil && l.leading.Load() && rec.HolderIdentity != "" && rec.HolderIdentity != l.Identity() {
+		if l.lostTo.CompareAndSwap(nil, &rec.HolderIdentity) {
+			l.lost(rec.HolderIdentity)
+		}
+	}
+	return rec, raw, err
 }
 
 func connected(nb client.Client) error {

@@ -4,6 +4,11 @@
 // a rate-limited workqueue; workers reconcile one unit each from the current
 // input. Level-triggered: a reconcile computes the unit's whole desired state,
 // so restarts, missed events and drift heal.
+//
+// Networks come before routers: a router whose networks' switches are not in
+// the NB yet is parked, not failed, and enqueued again once they are. When
+// the context ends (SIGTERM, or the leader election Lease lost) no new
+// reconcile starts: only transactions already in flight complete.
 package controller
 
 import (
@@ -18,6 +23,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
@@ -91,6 +97,8 @@ type Controller struct {
 	pending map[string]int
 	// gateway is the last primary gateway reported per router.
 	gateway map[string]string
+	// parked are the routers waiting for a network's switch, by network.
+	parked map[string]map[string]bool
 }
 
 // New returns a controller; Run starts it.
@@ -111,6 +119,7 @@ func New(nb, sb client.Client, source Source, status Status, opts Options) *Cont
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
 		pending: map[string]int{},
 		gateway: map[string]string{},
+		parked:  map[string]map[string]bool{},
 	}
 	if opts.Metrics != nil {
 		opts.Metrics.watchQueue(c.queue)
@@ -121,24 +130,42 @@ func New(nb, sb client.Client, source Source, status Status, opts Options) *Cont
 // Enqueue schedules a unit for reconciliation.
 func (c *Controller) Enqueue(u translator.Unit) { c.queue.Add(u) }
 
-// EnqueueAll schedules every unit in the input and every unit owning rows.
+// EnqueueAll schedules every unit in the input and every unit owning rows,
+// networks first: routers hang from their switches.
 func (c *Controller) EnqueueAll() {
+	var units []translator.Unit
 	if snap, err := c.source.Snapshot(); err == nil {
-		for _, r := range snap.Routers {
-			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r.Name})
-		}
 		for _, n := range snap.Networks {
-			c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: n.Name})
+			units = append(units, translator.Unit{Kind: translator.KindNetwork, Name: n.Name})
+		}
+		for _, r := range snap.Routers {
+			units = append(units, translator.Unit{Kind: translator.KindRouter, Name: r.Name})
 		}
 		for u := range snap.Invalid {
-			c.Enqueue(u)
+			units = append(units, u)
 		}
 	}
 	if present, err := translator.NewDiffer(c.nb, c.opts.Instance).PresentUnits(); err == nil {
-		for _, u := range present {
-			c.Enqueue(u)
-		}
+		units = append(units, present...)
 	}
+	networksFirst := func(u translator.Unit) bool { return u.Kind != translator.KindNetwork }
+	slices.SortStableFunc(units, func(a, b translator.Unit) int {
+		return cmpBool(networksFirst(a), networksFirst(b))
+	})
+	for _, u := range units {
+		c.Enqueue(u)
+	}
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // EnqueueRouters schedules every router of the input and of the NB.
@@ -160,8 +187,17 @@ func (c *Controller) EnqueueRouters() {
 // Run reconciles until ctx ends. It waits for the source to sync, watches
 // the NB rows we own (drift is repaired at once) and NB_Global (routers
 // become Realized), and the SB chassis (gateway candidates).
+//
+// When ctx ends, Run returns once the reconciles in progress have returned,
+// without draining the queue: the units still queued are not reconciled,
+// and a reconcile in progress sends no transaction (see fenced), so at most
+// one transaction per worker, already sent, commits after ctx ends, and
+// nothing after Run returns.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
+	if ctx.Err() != nil {
+		return nil
+	}
 	log := c.opts.Log
 	for !c.source.HasSynced() {
 		select {
@@ -204,9 +240,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			// Workers see ctx ended before their next reconcile; the
+			// queue's remaining units are dropped, not drained.
 			c.queue.ShutDown()
 			wg.Wait()
-			log.Info("controller stopped")
+			log.Info("controller stopped", "dropped", c.queue.Len())
 			return nil
 		case <-ticker.C:
 			c.EnqueueAll()
@@ -217,17 +255,28 @@ func (c *Controller) Run(ctx context.Context) error {
 // onNB enqueues the owner of a row of ours that changed, and the routers
 // waiting for realization when NB_Global changes.
 func (c *Controller) onNB(table string, m model.Model) {
-	if table == nbmodel.NBGlobalTable {
+	if g, ok := m.(*nbmodel.NBGlobal); ok {
+		// Only the routers whose commit the chassis have now: every commit
+		// bumps nb_cfg, and reconciling every waiting router on each bump
+		// costs a reconcile per router per commit while many converge.
 		c.mu.Lock()
 		var waiting []string
-		for r := range c.pending {
-			waiting = append(waiting, r)
+		for r, want := range c.pending {
+			if g.HvCfg >= want {
+				waiting = append(waiting, r)
+			}
 		}
 		c.mu.Unlock()
 		for _, r := range waiting {
 			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
 		}
 		return
+	}
+	if ls, ok := m.(*nbmodel.LogicalSwitch); ok {
+		if u, ok := translator.OwnerOf(ls.ExternalIDs, c.opts.Instance); ok && u.Kind == translator.KindNetwork {
+			// The cache holds the switch now: its parked routers can go.
+			c.unpark(u.Name)
+		}
 	}
 	if b, ok := m.(*nbmodel.StaticMACBinding); ok {
 		if r, ok := translator.RouterOfGatewayPort(b.LogicalPort); ok {
@@ -248,8 +297,17 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(u)
+	// After ShutDown, Get keeps handing out what is queued: a stopped
+	// controller must not reconcile it.
+	if ctx.Err() != nil {
+		return false
+	}
 	start := time.Now()
 	err := c.reconcile(ctx, u)
+	if ctx.Err() != nil {
+		// Stopped mid-reconcile: not a failure, and not retried.
+		return false
+	}
 	c.opts.Metrics.observeReconcile(u, time.Since(start), err)
 	if err != nil {
 		c.opts.Log.Info("reconcile failed; retrying with backoff", "kind", u.Kind, "name", u.Name, "error", err.Error())
@@ -288,6 +346,11 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 				rp = &plan.Routers[i]
 			}
 		}
+		if rp != nil && c.parkUntilSwitches(rp) {
+			log.V(2).Info("waiting for the switches of its networks")
+			c.opts.Metrics.observeParked()
+			return nil
+		}
 		for _, r := range snap.Routers {
 			if r.Name == u.Name {
 				inInput, generation = true, r.Generation
@@ -301,7 +364,11 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		}
 	}
 
-	res, err := translator.SyncUnits(ctx, c.nb, plan, []translator.Unit{u}, translator.SyncOptions{
+	if err := ctx.Err(); err != nil {
+		// Stopped while planning: write nothing.
+		return err
+	}
+	res, err := translator.SyncUnits(ctx, fenced{c.nb}, plan, []translator.Unit{u}, translator.SyncOptions{
 		Instance:  c.opts.Instance,
 		BumpNBCfg: true,
 		OnCommit:  c.opts.Metrics.observeCommit,
@@ -329,6 +396,9 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 					log.Info("VM interface left as it is", "error", e.Error())
 				}
 			}
+		}
+		if unitErr == nil && u.Kind == translator.KindNetwork {
+			c.unpark(u.Name)
 		}
 		return unitErr
 	}
@@ -394,4 +464,68 @@ func (c *Controller) forget(router string) {
 	delete(c.pending, router)
 	delete(c.gateway, router)
 	c.opts.Metrics.forgetRouter(router)
+}
+
+// parkUntilSwitches parks rp's router when a switch of its networks is not
+// in the NB cache yet, and says whether it did. A parked router is not
+// failed and not retried with backoff: unpark enqueues it once the switch is
+// there (its network's reconcile succeeded, or the monitor brought the row).
+// The check and the parking hold c.mu, as unpark does after the switch is in
+// the cache, so that a router cannot be parked after its wake-up call.
+func (c *Controller) parkUntilSwitches(rp *translator.RouterPlan) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parked := false
+	for _, sp := range rp.SwitchPorts {
+		if c.hasSwitch(sp.Network) {
+			continue
+		}
+		if c.parked[sp.Network] == nil {
+			c.parked[sp.Network] = map[string]bool{}
+			// Level-triggered: whatever became of the network's last
+			// reconcile, it is reconciled again.
+			c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: sp.Network})
+		}
+		c.parked[sp.Network][rp.Name] = true
+		parked = true
+	}
+	return parked
+}
+
+// hasSwitch says whether the NB cache holds the switch of network.
+func (c *Controller) hasSwitch(network string) bool {
+	u := translator.Unit{Kind: translator.KindNetwork, Name: network}
+	ls := &nbmodel.LogicalSwitch{}
+	var rows []*nbmodel.LogicalSwitch
+	owner := model.Condition{Field: &ls.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyOwner: network}}
+	if err := c.nb.WhereAll(ls, owner).List(context.Background(), &rows); err != nil {
+		// Let the sync find out.
+		return true
+	}
+	return slices.ContainsFunc(rows, func(r *nbmodel.LogicalSwitch) bool { return translator.OwnedBy(r.ExternalIDs, c.opts.Instance, u) })
+}
+
+// unpark enqueues the routers parked on network.
+func (c *Controller) unpark(network string) {
+	c.mu.Lock()
+	routers := c.parked[network]
+	delete(c.parked, network)
+	c.mu.Unlock()
+	for r := range routers {
+		c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
+	}
+}
+
+// fenced is the NB client of a reconcile: it sends no transaction once the
+// context has ended. libovsdb's Transact sends even with an ended context;
+// and when a transaction in flight is abandoned because the context ended
+// (it may still commit), SyncUnits retries its unit alone, which must not
+// reach the NB either.
+type fenced struct{ client.Client }
+
+func (f fenced) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not sent, the controller is stopping: %w", err)
+	}
+	return f.Client.Transact(ctx, ops...)
 }

@@ -21,6 +21,7 @@ type Metrics struct {
 
 	reconcile    *prometheus.HistogramVec
 	reconcileErr *prometheus.CounterVec
+	parked       prometheus.Counter
 	txn          prometheus.Histogram
 	txnErr       prometheus.Counter
 
@@ -39,6 +40,9 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		reconcileErr: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubevirt_ovn_reconcile_errors_total", Help: "Reconciles that failed, by kind.",
 		}, []string{"kind"}),
+		parked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kubevirt_ovn_routers_parked_total", Help: "Router reconciles put off until the switches of their networks exist.",
+		}),
 		txn: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "kubevirt_ovn_nb_transaction_duration_seconds", Help: "Latency of NB transactions.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
@@ -48,7 +52,7 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		}),
 		routers: map[string]RouterStatus{},
 	}
-	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.txn, m.txnErr)
+	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.parked, m.txn, m.txnErr)
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubevirt_ovn_routers_ready", Help: "Routers whose rows are committed.",
 	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Err == nil }) }))
@@ -93,6 +97,13 @@ func (m *Metrics) observeReconcile(u translator.Unit, d time.Duration, err error
 		m.reconcileErr.WithLabelValues(string(u.Kind)).Inc()
 	}
 	m.reconcile.WithLabelValues(string(u.Kind), result).Observe(d.Seconds())
+}
+
+func (m *Metrics) observeParked() {
+	if m == nil {
+		return
+	}
+	m.parked.Inc()
 }
 
 func (m *Metrics) observeCommit(d time.Duration, err error) {

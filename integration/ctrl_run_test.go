@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+// ctrlRouters is the size of the busy inputs: big enough that the initial
+// reconcile takes a while, as in the reports of issue 7 (500 routers).
+const ctrlRouters = 500
+
+// ctrlWorkers is the controller's --workers in these tests: at most one
+// transaction per worker may be in flight when it is told to stop.
+const ctrlWorkers = 2
+
+// SIGTERM during the initial reconcile of 500 routers: the controller stops
+// writing at once (at most the transactions in flight commit) and exits,
+// instead of draining its queue.
+func TestCtrlSIGTERMStopsWritingAtOnce(t *testing.T) {
+	c := startCentral(t)
+	ctrlForeign(t, c)
+	dir := ctrlInput(t, ctrlRouters)
+	p := startController(t, "sigterm", "--nb", c.NBTCP, "--from-file", dir, "--workers", "2")
+
+	require.NoError(t, sandbox.Poll(120*time.Second, "the controller committing", func() (bool, error) {
+		return ctrlNBCfg(t, c) >= 20, nil
+	}))
+	before := ctrlNBCfg(t, c)
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		require.FailNow(t, "still running 60s after SIGTERM", "nb_cfg went from %d to %d", before, ctrlNBCfg(t, c))
+	}
+	took := time.Since(start)
+	after := ctrlNBCfg(t, c)
+	t.Logf("exited %s after SIGTERM, %d NB commits after it (nb_cfg %d -> %d)", took, after-before, before, after)
+	assert.LessOrEqual(t, after-before, ctrlWorkers+1, "NB commits after SIGTERM: only those in flight may land")
+	assert.Equal(t, 0, ctrlExitCode(p), "SIGTERM is a clean stop")
+	assert.Contains(t, p.out.String(), "controller stopped")
+	assert.NotContains(t, ctrlDryRun(t, c, dir), "no changes", "the test stopped it before it converged")
+}
+
+// `run` of 500 routers on an empty NB: networks go first and a router is not
+// tried before its networks' switches exist, so no reconcile fails (today
+// every router's first try fails and waits for the rate limiter).
+func TestCtrlRunConvergesWithoutFailures(t *testing.T) {
+	c := startCentral(t)
+	ctrlForeign(t, c)
+	dir := ctrlInput(t, ctrlRouters)
+	start := time.Now()
+	// No periodic resync in the way of the count.
+	p := startController(t, "converge", "--nb", c.NBTCP, "--from-file", dir, "--workers", "2", "--resync", "1h")
+
+	require.NoError(t, sandbox.Poll(240*time.Second, "every router Ready", func() (bool, error) {
+		return p.metric("kubevirt_ovn_routers_ready") == ctrlRouters, nil
+	}))
+	took := time.Since(start)
+	require.NoError(t, sandbox.Poll(120*time.Second, "an empty queue", func() (bool, error) {
+		return p.metric("kubevirt_ovn_queue_depth") == 0, nil
+	}))
+	idle := time.Since(start)
+	var dry string
+	require.NoError(t, sandbox.Poll(60*time.Second, "a dry-run sync finding nothing to do", func() (bool, error) {
+		dry = ctrlDryRun(t, c, dir)
+		return strings.HasSuffix(dry, "\nno changes\n"), nil
+	}), "last dry run:\n%s", dry)
+
+	reconciles := p.metric("kubevirt_ovn_reconcile_duration_seconds_count")
+	failed := p.metric("kubevirt_ovn_reconcile_errors_total")
+	parked := p.metric("kubevirt_ovn_routers_parked_total")
+	txns := p.metric("kubevirt_ovn_nb_transaction_duration_seconds_count")
+	t.Logf("%d routers Ready after %s, queue empty after %s: %.0f reconciles (%.0f parked routers), %.0f NB transactions, %.0f failed reconciles",
+		ctrlRouters, took, idle, reconciles, parked, txns, failed)
+	assert.Zero(t, failed, "failed reconciles; the log says why:\n%s", ctrlFailures(p.out.String()))
+}
+
+// ctrlFailures are the first lines of a controller log that report failed
+// reconciles.
+func ctrlFailures(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "reconcile failed") && len(out) < 5 {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
