@@ -185,8 +185,23 @@ func syncUnits(ctx context.Context, c client.Client, d *Differ, plan *Plan, unit
 				end++
 			}
 			batch := work[start:end]
-			if err := res.commitBatch(ctx, c, batch, opts); err != nil {
-				// Isolate the failure: each unit alone.
+			err := ctx.Err()
+			if err == nil {
+				err = res.commitBatch(ctx, c, batch, opts)
+			}
+			switch {
+			case err == nil:
+			case ctx.Err() != nil || !c.Connected() || len(batch) == 1:
+				// Stopped, or the NB is gone: the batch may or may not have
+				// committed, and sending it again unit by unit could write
+				// twice. The next sync reads what the NB holds.
+				for i := range batch {
+					results[start+i].Err = err
+					results[start+i].Changes = nil
+				}
+			default:
+				// The NB refused the batch: isolate the failure, each unit
+				// alone.
 				for i, w := range batch {
 					if err := res.commitBatch(ctx, c, []*UnitOps{w}, opts); err != nil {
 						results[start+i].Err = err

@@ -650,3 +650,22 @@ func TestFirstClaimantKeepsSNATIPAcrossRestarts(t *testing.T) {
 	assert.Contains(t, failed[0].Error(), "VirtualRouter a-router: spec.internal[0] network net-a is already an internal network of VirtualRouter router1")
 	assert.Equal(t, before, dumpAll(t, raw), "router1's rows are untouched and a-router has none")
 }
+
+// TestSyncStoppedWritesNothing: a sync whose context has ended (SIGINT, a
+// lost Lease) sends no transaction, not even unit by unit, and says why for
+// every unit.
+func TestSyncStoppedWritesNothing(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := tr.Sync(ctx, ours, tr.Build(example(), instance), tr.SyncOptions{Instance: instance})
+	require.NoError(t, err)
+	assert.Zero(t, res.Transactions)
+	require.NotEmpty(t, res.Units)
+	for _, u := range res.Units {
+		assert.ErrorIs(t, u.Err, context.Canceled, u.Unit.String())
+		assert.Empty(t, u.Changes)
+	}
+	assert.Empty(t, list[nbmodel.LogicalSwitch](t, raw))
+	assert.Empty(t, list[nbmodel.LogicalRouter](t, raw))
+}
