@@ -23,7 +23,10 @@ var ErrIncomplete = errors.New("being written")
 // one target) is read once. Names starting with '.' inside a directory are
 // skipped: a ConfigMap volume holds every file twice, as `name.yaml ->
 // ..data/name.yaml` and in the `..2006_01_02_15_04_05.*` directory `..data`
-// links to, and editors leave swap files.
+// links to, and editors leave swap files. A link to nothing fails the
+// listing when its name is a manifest's (its routers would look deleted),
+// unless it points into ..data: a ConfigMap volume in the middle of an
+// update, whose consistent view does not hold that file.
 func Files(paths []string) ([]string, error) {
 	w := &walker{}
 	for _, p := range paths {
