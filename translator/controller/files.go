@@ -137,7 +137,11 @@ func (f *FileSource) poll() bool {
 	set, err := manifest.LoadPaths(f.paths)
 	if errors.Is(err, manifest.ErrIncomplete) {
 		f.waits++
-		f.log.V(1).Info("manifests are being written; keeping the last good input until they are complete", "error", err.Error(), "polls", f.waits)
+		log := f.log
+		if f.waits > 1 {
+			log = log.V(1) // said once at the default level
+		}
+		log.Info("manifests are being written; keeping the last good input until they are complete", "error", err.Error(), "polls", f.waits)
 		return false
 	}
 	if after, ferr := fingerprint(f.paths); ferr != nil || after != digest {
