@@ -43,6 +43,10 @@ func filesCentral(t *testing.T) *sandbox.Central {
 	c := startCentral(t)
 	e := &env{t: t, l: filesNB{c: c}}
 	e.seedForeign()
+	// What northd writes back into the seeded rows (a port's up) is part
+	// of how they read.
+	nbctl(t, c, "--timeout=30", "--wait=sb", "sync")
+	e.foreign = e.dumpForeign()
 	t.Cleanup(func() {
 		assert.Equal(t, e.foreign, e.dumpForeign(), "ovn-kubernetes-like rows must be identical")
 	})
@@ -330,7 +334,7 @@ func TestFilesRunWaitsForFileBeingWritten(t *testing.T) {
 	waitNB(t, "two polls saw the half-written file (or rows were deleted)", func() bool {
 		return strings.Count(p.out.String(), waiting) >= 2 || len(deletes.list()) > 0 || filesOwned(t, c) != before
 	})
-	t.Logf("two polls saw the half-written file after %s", time.Since(start))
+	t.Logf("waited %s for two polls to see the half-written file", time.Since(start))
 	assert.Empty(t, deletes.list(), "rows of ours deleted while the file was half-written")
 	assert.Equal(t, before, filesOwned(t, c))
 
