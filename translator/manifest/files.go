@@ -146,6 +146,10 @@ func readComplete(path string) ([]byte, error) {
 	}
 }
 
+// afterRead, when set (by tests), runs between a file's read and its
+// second stat.
+var afterRead func(path string)
+
 func readOnce(path string) (data []byte, changed bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -162,6 +166,9 @@ func readOnce(path string) (data []byte, changed bool, err error) {
 	data, err = io.ReadAll(f)
 	if err != nil {
 		return nil, false, fmt.Errorf("manifest: %w", err)
+	}
+	if afterRead != nil {
+		afterRead(path)
 	}
 	after, err := f.Stat()
 	if err != nil {

@@ -161,6 +161,41 @@ func TestLoadPaths_FileBeingWritten(t *testing.T) {
 	assert.NotNil(t, s.Snapshot.Routers[0].External, "the whole file")
 }
 
+// A file that changed while it was read is read again; one that keeps
+// changing is not read.
+func TestLoadPaths_FileChangedWhileRead(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "router.yaml", namedRouter("r1"))
+	t.Cleanup(func() { afterRead = nil })
+	reads := 0
+	afterRead = func(string) {
+		reads++
+		if reads == 1 {
+			// A writer appends a second router during the first read.
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("---\n" + namedRouter("r2"))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}
+	}
+	s, err := LoadPaths([]string{dir})
+	require.NoError(t, err)
+	assert.Equal(t, 2, reads)
+	assert.Equal(t, []string{"r1", "r2"}, routerNames(s), "the second, complete read")
+
+	afterRead = func(string) {
+		reads++
+		// A different size each time: a same-size rewrite within one tick
+		// of the file system clock is invisible to stat.
+		require.NoError(t, os.WriteFile(p, []byte(namedRouter(strings.Repeat("r", reads))), 0o644))
+	}
+	_, err = LoadPaths([]string{dir})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrIncomplete)
+	assert.Equal(t, "manifest "+p+" is being written: it changed while it was read, 3 times", err.Error())
+}
+
 // A file that is not a regular file (a pipe, as `--from-file <(cmd)` gives)
 // is read as it comes.
 func TestLoadPaths_Pipe(t *testing.T) {
