@@ -55,8 +55,8 @@ type FileSource struct {
 	// Used by poll only. empty says whether snap is empty; digest is the
 	// fingerprint of the input last read (applied or refused), pending a
 	// new fingerprint waiting for the next poll to be stable; waits counts
-	// the polls that found pending still being written; lastErr is the last
-	// error logged, not repeated on every poll.
+	// the polls that found files being written since the input was last
+	// read; lastErr is the last error logged, not repeated on every poll.
 	empty   bool
 	digest  string
 	pending string
@@ -131,7 +131,7 @@ func (f *FileSource) poll() bool {
 	}
 	if digest != f.pending {
 		// Changed since the last poll: maybe still being written.
-		f.pending, f.waits = digest, 0
+		f.pending = digest
 		return false
 	}
 	set, err := manifest.LoadPaths(f.paths)
