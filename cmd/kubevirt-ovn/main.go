@@ -1,7 +1,7 @@
 // Command kubevirt-ovn translates KubeVirt virtual routers into OVN
 // Northbound rows.
 //
-//	kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run]
+//	kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run] [--allow-empty]
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/stdr"
+	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
@@ -28,7 +29,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run]
+const usage = `usage: kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run] [--allow-empty]
        kubevirt-ovn run  --nb ADDR [--sb ADDR] [--kubeconfig PATH | --from-file PATH...]
 
 Commands:
@@ -89,6 +90,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	endpointFlags(fs, &nb, &sb)
 	fs.Var(&paths, "from-file", "manifest file or directory (repeatable)")
 	dryRun := fs.Bool("dry-run", false, "print the planned changes and write nothing")
+	allowEmpty := fs.Bool("allow-empty", false, "let manifests that declare no router and no network delete every row this instance owns")
 	instance := fs.String("instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	verbose := fs.Bool("v", false, "log OVSDB client activity to stderr")
@@ -137,6 +139,10 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	}
 	defer nbc.Close()
 
+	if err := refuseEmpty(set, nbc, *instance, *allowEmpty, paths); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
+		return 1
+	}
 	if set.Snapshot.Held, err = translator.HeldClaims(nbc, *instance); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
@@ -166,6 +172,23 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// refuseEmpty fails when the manifests declare nothing while units own rows
+// in the NB, unless allowed: a directory that vanished, a symlink not
+// followed or a mistyped path would otherwise delete every row we own.
+func refuseEmpty(set *manifest.Set, nb client.Client, instance string, allowed bool, paths []string) error {
+	if allowed || !set.Empty() {
+		return nil
+	}
+	owned, err := translator.NewDiffer(nb, instance).PresentUnits()
+	if err != nil {
+		return fmt.Errorf("reading owned NB rows: %w", err)
+	}
+	if len(owned) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the manifests in %s declare no router and no network, but %d routers and networks own rows in the NB: refusing to delete them all without --allow-empty", strings.Join(paths, ", "), len(owned))
 }
 
 func printResult(w io.Writer, res *translator.SyncResult, dryRun bool) {

@@ -42,6 +42,7 @@ type runFlags struct {
 	workers        int
 	resync         time.Duration
 	fileInterval   time.Duration
+	allowEmpty     bool
 	addr           string
 	leaderElect    bool
 	leaseNamespace string
@@ -64,6 +65,7 @@ func runRun(args []string, stderr io.Writer) int {
 	fs.IntVar(&f.workers, "workers", 2, "units reconciled in parallel")
 	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "reconcile every unit this often, whatever the events")
 	fs.DurationVar(&f.fileInterval, "file-poll", time.Second, "with --from-file: how often to look for changed files")
+	fs.BoolVar(&f.allowEmpty, "allow-empty", false, "with --from-file: let manifests that declare no router and no network delete every row this instance owns (without it such an input is refused at start and ignored on change)")
 	fs.StringVar(&f.addr, "http-addr", ":8080", "address of /metrics, /healthz and /readyz (empty: none)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "with a cluster: only the holder of the Lease writes")
 	fs.StringVar(&f.leaseNamespace, "lease-namespace", "kube-system", "namespace of the leader election Lease")
@@ -108,7 +110,8 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics}
 
 	if len(f.paths) > 0 {
-		files, err := controller.NewFileSource(f.paths, log.WithName("files"))
+		files, err := controller.NewFileSource(f.paths, log.WithName("files"),
+			controller.FileOptions{AllowEmpty: f.allowEmpty, Owned: controller.OwnedUnits(nb, f.instance)})
 		if err != nil {
 			return err
 		}

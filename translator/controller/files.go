@@ -3,39 +3,90 @@ package controller
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
 )
 
-// FileSource is manifests on disk, re-read when they change. A change that
-// does not parse is reported and ignored: the last good input stays, so a
-// half-written file deletes nothing.
+// FileOptions configure a FileSource.
+type FileOptions struct {
+	// AllowEmpty lets an input without routers and networks be applied
+	// while units own rows in the NB: every row we own is then deleted.
+	// Without it such an input is refused (at start) or ignored (on change).
+	AllowEmpty bool
+	// Owned counts the units owning rows in the NB; nil counts none.
+	Owned func() (int, error)
+}
+
+// OwnedUnits counts the units (routers and networks) that own rows of
+// instance in the NB client's cache.
+func OwnedUnits(nb client.Client, instance string) func() (int, error) {
+	return func() (int, error) {
+		units, err := translator.NewDiffer(nb, instance).PresentUnits()
+		return len(units), err
+	}
+}
+
+// FileSource is manifests on disk, re-read when they change. A change is
+// read once it is complete: its fingerprint (names, sizes, times) stayed the
+// same for one more poll, no file is open for writing by another process and
+// none changed while it was read. A change that does not parse, or that
+// reads as empty while we own rows (unless AllowEmpty), is reported and
+// ignored: the last good input stays, so a half-written file or a vanished
+// directory deletes nothing.
 type FileSource struct {
 	paths []string
 	log   logr.Logger
+	opts  FileOptions
 
-	mu     sync.Mutex
-	snap   *translator.Snapshot
-	digest string
+	mu   sync.Mutex
+	snap *translator.Snapshot
+
+	// Used by poll only. empty says whether snap is empty; digest is the
+	// fingerprint of the input last read (applied or refused), pending a
+	// new fingerprint waiting for the next poll to be stable; waits counts
+	// the polls that found files being written since the input was last
+	// read; lastErr is the last error logged, not repeated on every poll.
+	empty   bool
+	digest  string
+	pending string
+	waits   int
+	lastErr string
 }
 
-// NewFileSource reads paths once; it fails when they do not parse.
-func NewFileSource(paths []string, log logr.Logger) (*FileSource, error) {
-	f := &FileSource{paths: paths, log: log}
-	if _, err := f.reload(); err != nil {
+// NewFileSource reads paths once; it fails when they do not parse, are
+// being written, or read as empty while units own rows in the NB (without
+// opts.AllowEmpty).
+func NewFileSource(paths []string, log logr.Logger, opts FileOptions) (*FileSource, error) {
+	f := &FileSource{paths: paths, log: log, opts: opts}
+	digest, err := fingerprint(paths)
+	if err != nil {
 		return nil, err
 	}
+	set, err := manifest.LoadPaths(paths)
+	if err != nil {
+		return nil, err
+	}
+	if set.Empty() && !opts.AllowEmpty {
+		owned, err := f.owned()
+		if err != nil {
+			return nil, err
+		}
+		if owned > 0 {
+			return nil, fmt.Errorf("the manifests in %s declare no router and no network, but %d routers and networks own rows in the NB: refusing to delete them all without --allow-empty", strings.Join(paths, ", "), owned)
+		}
+	}
+	f.apply(set, digest)
 	return f, nil
 }
 
@@ -51,7 +102,7 @@ func (f *FileSource) Snapshot() (*translator.Snapshot, error) {
 func (f *FileSource) HasSynced() bool { return true }
 
 // Watch polls the files every interval and calls changed after a reload
-// that parsed, until ctx ends.
+// that was applied, until ctx ends.
 func (f *FileSource) Watch(ctx context.Context, interval time.Duration, changed func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -60,65 +111,113 @@ func (f *FileSource) Watch(ctx context.Context, interval time.Duration, changed 
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			ok, err := f.reload()
-			if err != nil {
-				f.log.Info("manifests changed but do not parse; keeping the last good input", "error", err.Error())
-				continue
-			}
-			if ok {
-				f.log.Info("manifests changed; reconciling")
+			if f.poll() {
 				changed()
 			}
 		}
 	}
 }
 
-// reload re-reads the manifests when their names, sizes or modification
-// times changed; it reports whether it loaded anything new.
-func (f *FileSource) reload() (bool, error) {
+// poll looks at the files once and reports whether it applied a new input.
+func (f *FileSource) poll() bool {
 	digest, err := fingerprint(f.paths)
 	if err != nil {
-		return false, err
+		f.report("manifests cannot be listed; keeping the last good input", err)
+		return false
 	}
-	f.mu.Lock()
-	same := digest == f.digest
-	f.mu.Unlock()
-	if same {
-		return false, nil
+	if digest == f.digest {
+		f.pending, f.waits = "", 0
+		return false
+	}
+	if digest != f.pending {
+		// Changed since the last poll: maybe still being written.
+		f.pending = digest
+		return false
 	}
 	set, err := manifest.LoadPaths(f.paths)
-	if err != nil {
-		return false, err
+	if errors.Is(err, manifest.ErrIncomplete) {
+		f.waits++
+		log := f.log
+		if f.waits > 1 {
+			log = log.V(1) // said once at the default level
+		}
+		log.Info("manifests are being written; keeping the last good input until they are complete", "error", err.Error(), "polls", f.waits)
+		return false
 	}
+	if after, ferr := fingerprint(f.paths); ferr != nil || after != digest {
+		f.pending = after
+		f.log.V(1).Info("manifests changed while they were read; reading them again")
+		return false
+	}
+	f.pending, f.waits = "", 0
+	if err != nil {
+		f.digest = digest
+		f.log.Info("manifests changed but do not parse; keeping the last good input", "error", err.Error())
+		return false
+	}
+	if set.Empty() && !f.opts.AllowEmpty {
+		owned, err := f.owned()
+		if err != nil || owned > 0 || !f.empty {
+			f.digest = digest
+			log := f.log.WithValues("paths", f.paths, "ownedUnits", owned)
+			if err != nil {
+				log = log.WithValues("error", err.Error())
+			}
+			log.Info("manifests changed and declare no router and no network; keeping the last good input (run with --allow-empty to let an empty input delete the rows we own)")
+			return false
+		}
+	}
+	f.apply(set, digest)
+	f.lastErr = ""
+	f.log.Info("manifests changed; reconciling")
+	return true
+}
+
+func (f *FileSource) apply(set *manifest.Set, digest string) {
 	for _, n := range set.Notes {
 		f.log.V(1).Info("note", "note", n)
 	}
 	f.mu.Lock()
-	f.snap, f.digest = &set.Snapshot, digest
+	f.snap = &set.Snapshot
 	f.mu.Unlock()
-	return true, nil
+	f.empty, f.digest = set.Empty(), digest
 }
 
+func (f *FileSource) owned() (int, error) {
+	if f.opts.Owned == nil {
+		return 0, nil
+	}
+	n, err := f.opts.Owned()
+	if err != nil {
+		return 0, fmt.Errorf("counting the units that own rows in the NB: %w", err)
+	}
+	return n, nil
+}
+
+// report logs an error once, not on every poll that meets it again.
+func (f *FileSource) report(msg string, err error) {
+	if err.Error() == f.lastErr {
+		return
+	}
+	f.lastErr = err.Error()
+	f.log.Info(msg, "error", err.Error())
+}
+
+// fingerprint identifies the content of the manifest files without reading
+// them: their paths, the files they resolve to, sizes and modification
+// times.
 func fingerprint(paths []string) (string, error) {
-	var lines []string
-	for _, p := range paths {
-		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			st, err := os.Stat(path)
-			if err != nil {
-				return err
-			}
-			lines = append(lines, fmt.Sprintf("%s %d %d", path, st.Size(), st.ModTime().UnixNano()))
-			return nil
-		})
+	files, err := manifest.Files(paths)
+	if err != nil {
+		return "", err
+	}
+	lines := make([]string, 0, len(files))
+	for _, path := range files {
+		st, err := os.Stat(path)
 		if err != nil {
 			return "", err
 		}
+		lines = append(lines, fmt.Sprintf("%s %s %d %d", path, manifest.FileID(st), st.Size(), st.ModTime().UnixNano()))
 	}
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))

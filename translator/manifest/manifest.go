@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,42 +157,20 @@ type Set struct {
 	Notes []string
 }
 
-// LoadPaths reads every manifest in paths (files, or directories whose
-// *.yaml, *.yml and *.json files are read, recursively, in name order). Any
-// file that cannot be read or decoded fails the whole load: a router missing
-// from the input would otherwise have its rows deleted.
+// LoadPaths reads every manifest in paths (see Files for which files a
+// path names). Any file that cannot be read or decoded, or that is being
+// written (ErrIncomplete), fails the whole load: a router missing from the
+// input would otherwise have its rows deleted.
 func LoadPaths(paths []string) (*Set, error) {
-	var files []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("manifest path: %w", err)
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			switch strings.ToLower(filepath.Ext(path)) {
-			case ".yaml", ".yml", ".json":
-				if !d.IsDir() {
-					files = append(files, path)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("manifest directory %s: %w", p, err)
-		}
+	files, err := Files(paths)
+	if err != nil {
+		return nil, err
 	}
 	set := &Set{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := readComplete(f)
 		if err != nil {
-			return nil, fmt.Errorf("manifest: %w", err)
+			return nil, err
 		}
 		if err := set.Add(f, data); err != nil {
 			return nil, err
