@@ -16,29 +16,6 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 )
 
-// ctrlCentral lets env's foreign-row helpers (seedForeign, dumpForeign), which
-// only run ovn-nbctl, work on a bare NB/SB/northd: the controller tests need
-// no chassis.
-type ctrlCentral struct {
-	sandbox.Deployment // nil: only NBCtl is called
-	c                  *sandbox.Central
-}
-
-func (c ctrlCentral) NBCtl(args ...string) (string, error) { return c.c.NBCtl(args...) }
-
-// ctrlForeign seeds ovn-kubernetes-like rows into c's NB and checks, when
-// the test ends, that they are byte-identical.
-func ctrlForeign(t *testing.T, c *sandbox.Central) {
-	t.Helper()
-	e := &env{t: t, l: ctrlCentral{c: c}}
-	e.seedForeign()
-	t.Cleanup(func() {
-		if !t.Failed() {
-			require.Equal(t, e.foreign, e.dumpForeign(), "ovn-kubernetes-like rows must be identical")
-		}
-	})
-}
-
 // ctrlRouter is router i of ctrlInput: its internal network, SNAT IP and
 // internal cidr.
 func ctrlRouter(i int) (name, network, snatIP, cidr string) {

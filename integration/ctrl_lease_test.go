@@ -26,7 +26,7 @@ const ctrlLeaseRouters = 300
 // client-go alone would keep it leading, and writing, that long.
 func TestCtrlLeaseLostStopsWritingAndExits(t *testing.T) {
 	c := startCentral(t)
-	ctrlForeign(t, c)
+	keepForeign(t, c)
 	k := startKubeAPI(t)
 	ctrlCreate(t, k, ctrlLeaseRouters)
 	p := startController(t, "ctrl-leader", "--nb", c.NBTCP, "--kubeconfig", k.kubeconfig, "--workers", "2",

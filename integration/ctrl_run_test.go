@@ -25,7 +25,7 @@ const ctrlWorkers = 2
 // instead of draining its queue.
 func TestCtrlSIGTERMStopsWritingAtOnce(t *testing.T) {
 	c := startCentral(t)
-	ctrlForeign(t, c)
+	keepForeign(t, c)
 	dir := ctrlInput(t, ctrlRouters)
 	p := startController(t, "sigterm", "--nb", c.NBTCP, "--from-file", dir, "--workers", "2")
 
@@ -54,7 +54,7 @@ func TestCtrlSIGTERMStopsWritingAtOnce(t *testing.T) {
 // every router's first try fails and waits for the rate limiter).
 func TestCtrlRunConvergesWithoutFailures(t *testing.T) {
 	c := startCentral(t)
-	ctrlForeign(t, c)
+	keepForeign(t, c)
 	dir := ctrlInput(t, ctrlRouters)
 	start := time.Now()
 	// No periodic resync in the way of the count.

@@ -69,7 +69,7 @@ func ctrlNATs(t *testing.T, c *sandbox.Central, router string) []string {
 // once, racing. Once they settle, every owned row is there exactly once.
 func TestCtrlTwoWritersNoDuplicatesNoneMissing(t *testing.T) {
 	c := startCentral(t)
-	ctrlForeign(t, c)
+	keepForeign(t, c)
 	const n = 20
 	dir := ctrlInput(t, n)
 	startController(t, "ctrl-w1", "--nb", c.NBTCP, "--from-file", dir, "--resync", "1h")

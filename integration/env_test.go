@@ -119,7 +119,22 @@ func seedForeignRows(t *testing.T, c nbCtler) string {
 	} {
 		nbctl(t, c, append([]string{"set", row[0], row[1]}, ids...)...)
 	}
+	// northd writes into them too (a port's up column): let it finish, so
+	// that what is remembered is what stays.
+	nbctl(t, c, "--wait=sb", "sync")
 	return dumpForeignRows(t, c)
+}
+
+// keepForeign seeds ovn-kubernetes-like rows into c's NB and checks, when
+// the test ends, that they read byte-identical.
+func keepForeign(t *testing.T, c nbCtler) {
+	t.Helper()
+	foreign := seedForeignRows(t, c)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			assert.Equal(t, foreign, dumpForeignRows(t, c), "ovn-kubernetes-like rows must be identical")
+		}
+	})
 }
 
 func dumpForeignRows(t *testing.T, c nbCtler) string {
