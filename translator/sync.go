@@ -247,14 +247,24 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, batch []*
 
 // Commit is the one place kubevirt-ovn writes to the NB: it runs ops in one
 // transaction, checks every operation's result, and returns how long the
-// transaction took. Its error names what was being written.
+// transaction took. Its error names what was being written. When the NB
+// connection is down it fails at once instead of letting libovsdb hold the
+// operations until a reconnection and then send them, computed from the old
+// cache; that error, and a transaction cut by a lost connection, match
+// errors.Is(err, ErrNotConnected).
 func Commit(ctx context.Context, c client.Client, what string, ops []ovsdb.Operation) (time.Duration, error) {
+	if !Connected(c) {
+		return 0, fmt.Errorf("%s: NB transaction not sent: %w", what, ErrNotConnected)
+	}
 	start := time.Now()
 	results, err := c.Transact(ctx, ops...)
+	took := time.Since(start)
+	if err != nil && ctx.Err() == nil && connectionLost(err) {
+		return took, fmt.Errorf("%s: NB transaction cut by a lost connection (%v), it may or may not have been committed: %w", what, err, ErrNotConnected)
+	}
 	if err == nil {
 		_, err = ovsdb.CheckOperationResults(results, ops)
 	}
-	took := time.Since(start)
 	if err != nil {
 		return took, fmt.Errorf("%s: NB transaction failed: %w", what, err)
 	}

@@ -32,14 +32,34 @@ type Endpoint struct {
 	Cert    string
 	Key     string
 	CA      string
+	// Timeout is how long one endpoint may take to accept a connection
+	// and list its databases before it is passed over for the next;
+	// DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+// addresses are the endpoints of Address, in order.
+func (e Endpoint) addresses() []string {
+	var out []string
+	for _, a := range strings.Split(e.Address, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (e Endpoint) timeout() time.Duration {
+	if e.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return e.Timeout
 }
 
 func (e Endpoint) options() ([]client.Option, error) {
 	var opts []client.Option
-	for _, a := range strings.Split(e.Address, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			opts = append(opts, client.WithEndpoint(a))
-		}
+	for _, a := range e.addresses() {
+		opts = append(opts, client.WithEndpoint(a))
 	}
 	if len(opts) == 0 {
 		return nil, errors.New("no OVSDB endpoint given")
@@ -138,7 +158,7 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 	if err != nil {
 		return nil, err
 	}
-	c, err := connect(ctx, "NB", dbModel, ep, log)
+	c, err := connect(ctx, "NB", dbModel.Name(), dbModel, ep, log)
 	if err != nil {
 		return nil, err
 	}
@@ -166,31 +186,13 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 	return c, nil
 }
 
-// connect makes a client of dbModel for ep (reconnecting on its own) and
-// connects it.
-func connect(ctx context.Context, db string, dbModel model.ClientDBModel, ep Endpoint, log logr.Logger) (client.Client, error) {
-	opts, err := ep.options()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, client.WithLogger(&log), client.WithReconnect(30*time.Second, nil))
-	c, err := client.NewOVSDBClient(dbModel, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, err)
-	}
-	return c, nil
-}
-
 // ConnectSB connects to the SB and monitors its Chassis table.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
 	dbModel, err := sbmodel.FullDatabaseModel()
 	if err != nil {
 		return nil, err
 	}
-	c, err := connect(ctx, "SB", dbModel, ep, log)
+	c, err := connect(ctx, "SB", dbModel.Name(), dbModel, ep, log)
 	if err != nil {
 		return nil, err
 	}
