@@ -118,11 +118,12 @@ func (c *conn) connectOnce(ctx context.Context, dbModel model.ClientDBModel) err
 	if len(answered) == 0 {
 		return c.joinFailures(failed)
 	}
-	opts := []client.Option{client.WithLogger(&c.log),
-		// Each reconnection attempt has one endpoint's timeout: the
-		// supervisor keeps endpoints that do not answer off the list.
-		// The echo probe runs after twice that long without traffic.
-		client.WithInactivityCheck(2*c.timeout, c.timeout, reconnectBackoff())}
+	// Each reconnection attempt has one endpoint's timeout: the supervisor
+	// keeps endpoints that do not answer off the list. Not
+	// WithInactivityCheck: libovsdb v0.8.1 then panics (send on a closed
+	// channel) when a disconnection races a transaction's reply; the
+	// supervisor sends the echo probes instead.
+	opts := []client.Option{client.WithLogger(&c.log), client.WithReconnect(c.timeout, reconnectBackoff())}
 	for _, a := range answered {
 		opts = append(opts, client.WithEndpoint(a))
 	}
@@ -198,13 +199,15 @@ func (c *conn) joinFailures(failed map[string]string) error {
 	return errors.New(strings.Join(parts, "; "))
 }
 
-// supervise logs losing and regaining the connection and, while it is
-// down, keeps libovsdb's endpoint list to the endpoints that answer, so
+// supervise logs losing and regaining the connection; while it is up,
+// checks every endpoint timeout that the server still answers; while it
+// is down, keeps libovsdb's endpoint list to the endpoints that answer, so
 // that its reconnection attempts are not spent on a silent one.
 func (c *conn) supervise() {
 	t := time.NewTicker(supervisePeriod)
 	defer t.Stop()
 	up := true
+	lastEcho := time.Now()
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -214,8 +217,13 @@ func (c *conn) supervise() {
 		if c.Connected() {
 			if !up {
 				c.log.Info("reconnected", "database", c.db, "endpoint", c.CurrentEndpoint())
+				lastEcho = time.Now()
 			}
 			up = true
+			if time.Since(lastEcho) >= c.timeout {
+				c.echo()
+				lastEcho = time.Now()
+			}
 			continue
 		}
 		if up {
@@ -238,6 +246,20 @@ func (c *conn) supervise() {
 			c.current = answered
 		}
 	}
+}
+
+// echo checks that the server still answers, within twice the endpoint
+// timeout (it answers in order, after a transaction in progress), and
+// drops the connection when it does not: libovsdb then reconnects.
+func (c *conn) echo() {
+	ctx, cancel := context.WithTimeout(c.ctx, 2*c.timeout)
+	defer cancel()
+	err := c.Echo(ctx)
+	if err == nil || c.ctx.Err() != nil || !c.Connected() {
+		return
+	}
+	c.log.Info("server does not answer; reconnecting", "database", c.db, "endpoint", c.CurrentEndpoint(), "error", err.Error())
+	c.Disconnect()
 }
 
 // probe connects to addr and asks for its databases, within timeout.
