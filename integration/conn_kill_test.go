@@ -77,6 +77,8 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 	killed := time.Now()
 	t.Logf("NB (pid %d) killed with %d of %d routers written", pid, written, connRunRouters)
 	waitNB(t, "the controller noticing the lost NB", func() bool { return strings.Contains(ctrl.out.String(), "NB connection lost") })
+	code, body := ctrl.get("/readyz")
+	assert.Equal(t, 503, code, "not ready while the NB is down: %s", body)
 
 	edit(t, manifests+"/routers.yaml", "ip: "+connSNAT(7)+",", "ip: 172.16.200.7,")
 	waitNB(t, "the controller reading the edit", func() bool { return strings.Contains(ctrl.out.String(), "manifests changed; reconciling") })
@@ -112,6 +114,6 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 		assert.Fail(t, "the controller exited")
 	default:
 	}
-	code, _ := ctrl.get("/readyz")
+	code, _ = ctrl.get("/readyz")
 	assert.Equal(t, 200, code, "ready again once the NB is back")
 }

@@ -68,3 +68,49 @@ func TestConnSyncSurvivesRaftLeaderKilled(t *testing.T) {
 	assert.Equal(t, 0, r.code)
 	assert.Equal(t, "no changes\n", r.stdout, "a rerun writes nothing")
 }
+
+// `run --from-file` on a 3-member Raft NB whose leader is SIGKILLed while
+// it reconciles, with an edit made right after: it follows the new leader,
+// applies the edit and converges to what a sync on a fresh NB writes.
+func TestConnRunSurvivesRaftLeaderKilled(t *testing.T) {
+	c := connStartCluster(t)
+	connForeign(t, c)
+	manifests := connManifests(t, connRunRouters)
+	ctrl := startController(t, "conn-raft", "--nb", c.NB, "--from-file", manifests, "--file-poll", "100ms", "--resync", "10m")
+	waitNB(t, "the controller's first routers in the NB", func() bool { return connCount(c, "Logical_Router") > 0 })
+	leader, err := c.Leader()
+	require.NoError(t, err)
+	pid, err := c.Kill(leader)
+	require.NoError(t, err)
+	killed := time.Now()
+	t.Logf("leader %s (pid %d) killed", c.Members[leader], pid)
+	edit(t, manifests+"/routers.yaml", "ip: "+connSNAT(7)+",", "ip: 172.16.200.7,")
+
+	// ovn-nbctl itself fails until a new leader is elected.
+	waitNB(t, "rt-007's NAT follows the edit", func() bool {
+		out, err := c.NBCtl("--bare", "--columns=external_ip", "find", "NAT", "external_ids:kubevirt-ovn/owner=rt-007")
+		return err == nil && strings.TrimSpace(out) == "172.16.200.7"
+	})
+	t.Logf("edit applied %s after the leader was killed", time.Since(killed).Round(time.Millisecond))
+	want := connFresh(t, manifests)
+	require.NoError(t, sandbox.Poll(120*time.Second, "the NB converged to a fresh sync's rows", func() (bool, error) {
+		got := connOwned(t, c)
+		for _, tb := range connTables {
+			if len(got[tb.table]) != len(want[tb.table]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}))
+	t.Logf("converged %s after the leader was killed", time.Since(killed).Round(time.Millisecond))
+	require.NoError(t, c.Restart(leader))
+	nbctl(t, c, "--timeout=30", "--wait=sb", "sync")
+	connCompare(t, connOwned(t, c), want)
+	out := ctrl.out.String()
+	assert.NotContains(t, out, "panic")
+	select {
+	case <-ctrl.done:
+		assert.Fail(t, "the controller exited")
+	default:
+	}
+}
