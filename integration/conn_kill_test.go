@@ -106,9 +106,10 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 	nbctl(t, c, "--timeout=30", "--wait=sb", "sync")
 	connCompare(t, connOwned(t, c), want)
 
-	out := ctrl.out.String()
-	assert.Contains(t, out, "NB connection back; reconciling every unit")
-	assert.NotContains(t, out, "panic")
+	waitNB(t, "the controller logging the reconnection", func() bool {
+		return strings.Contains(ctrl.out.String(), "NB connection back; reconciling every unit")
+	})
+	assert.NotContains(t, ctrl.out.String(), "panic")
 	select {
 	case <-ctrl.done:
 		assert.Fail(t, "the controller exited")

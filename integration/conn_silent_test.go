@@ -78,7 +78,8 @@ func TestConnSilentEndpointListedFirst(t *testing.T) {
 	restarted := time.Now()
 	waitNB(t, "the edit made while the NB was down applied", func() bool { return natIPs(t, c, "router1") == "172.16.0.102 172.16.0.102" })
 	t.Logf("edit applied %s after the NB restarted", time.Since(restarted).Round(time.Millisecond))
-	assert.Contains(t, ctrl.out.String(), "NB connection back; reconciling every unit")
-	assert.Contains(t, ctrl.out.String(), "endpoint=\""+c.NBTCP+"\"")
+	waitNB(t, "the controller logging the reconnection to "+c.NBTCP, func() bool {
+		return strings.Contains(ctrl.out.String(), `"NB connection back; reconciling every unit" logger="controller" endpoint="`+c.NBTCP+`"`)
+	})
 	assert.NotContains(t, ctrl.out.String(), "panic")
 }
