@@ -65,7 +65,9 @@ type conn struct {
 // stays true after the server went away).
 func (c *conn) Connected() bool { return translator.Connected(c.Client) }
 
-// Close stops reconnecting and closes the connection.
+// Close stops the supervisor and closes the connection. (A reconnection
+// libovsdb has under way when the connection is down goes on: libovsdb
+// offers no way to stop it.)
 func (c *conn) Close() {
 	c.stop()
 	c.Client.Close()

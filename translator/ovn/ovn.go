@@ -56,24 +56,6 @@ func (e Endpoint) timeout() time.Duration {
 	return e.Timeout
 }
 
-func (e Endpoint) options() ([]client.Option, error) {
-	var opts []client.Option
-	for _, a := range e.addresses() {
-		opts = append(opts, client.WithEndpoint(a))
-	}
-	if len(opts) == 0 {
-		return nil, errors.New("no OVSDB endpoint given")
-	}
-	if strings.Contains(e.Address, "ssl:") {
-		cfg, err := e.tlsConfig()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, client.WithTLSConfig(cfg))
-	}
-	return opts, nil
-}
-
 func (e Endpoint) tlsConfig() (*tls.Config, error) {
 	if e.Cert == "" || e.Key == "" || e.CA == "" {
 		return nil, fmt.Errorf("endpoint %s: ssl: needs a certificate, a key and a CA certificate", e.Address)
