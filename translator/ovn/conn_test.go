@@ -59,6 +59,10 @@ type connProxy struct {
 	mu     sync.Mutex
 	l      net.Listener
 	conns  []net.Conn
+	// server holds the server sides; frozen keeps client sides open
+	// when they close.
+	server []net.Conn
+	frozen bool
 }
 
 func connNewProxy(t *testing.T, target string) *connProxy {
@@ -87,9 +91,17 @@ func (p *connProxy) serve(l net.Listener) {
 			}
 			p.mu.Lock()
 			p.conns = append(p.conns, c, s)
+			p.server = append(p.server, s)
 			p.mu.Unlock()
 			go func() { _, _ = io.Copy(s, c); s.Close() }()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
+			go func() {
+				_, _ = io.Copy(c, s)
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if !p.frozen {
+					c.Close()
+				}
+			}()
 		}
 	}()
 }
@@ -107,7 +119,26 @@ func (p *connProxy) down() {
 	p.conns = nil
 }
 
+// freeze makes the server go silent: connections stay open, nothing is
+// answered, new connections are refused.
+func (p *connProxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = true
+	if p.l != nil {
+		p.l.Close()
+		p.l = nil
+	}
+	for _, s := range p.server {
+		s.Close()
+	}
+	p.server = nil
+}
+
 func (p *connProxy) up() {
+	p.mu.Lock()
+	p.frozen = false
+	p.mu.Unlock()
 	l, err := net.Listen("tcp", p.addr)
 	require.NoError(p.t, err)
 	p.serve(l)
@@ -285,4 +316,22 @@ func (f *fakeTransact) Connected() bool         { return true }
 func (f *fakeTransact) CurrentEndpoint() string { return "tcp:127.0.0.1:1" }
 func (f *fakeTransact) Transact(context.Context, ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	return nil, f.err
+}
+
+// A server that goes silent after the connection is up is detected by the
+// echo probes and the client reconnects once it answers again.
+func TestConnSilentServerDetectedAndLeft(t *testing.T) {
+	p := connNewProxy(t, connServeNB(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nb, err := ConnectNB(ctx, Endpoint{Address: "tcp:" + p.addr, Timeout: 300 * time.Millisecond}, "test", logr.Discard())
+	require.NoError(t, err)
+	defer nb.Close()
+
+	p.freeze()
+	start := time.Now()
+	require.Eventually(t, func() bool { return !nb.Connected() }, 10*time.Second, 10*time.Millisecond, "silence detected")
+	t.Logf("silent server left after %s (endpoint timeout 300ms)", time.Since(start).Round(time.Millisecond))
+	p.up()
+	require.Eventually(t, nb.Connected, 15*time.Second, 10*time.Millisecond, "reconnected")
 }
