@@ -32,6 +32,16 @@ func Connected(c client.Client) bool {
 	return c.Connected() && c.CurrentEndpoint() != ""
 }
 
+// Disconnections counts the times c lost its connection since it was
+// made, when c can tell (the clients of package ovn can); a change says a
+// reconnection happened, also one shorter than a poll of Connected.
+func Disconnections(c client.Client) int {
+	if d, ok := c.(interface{ Disconnections() int }); ok {
+		return d.Disconnections()
+	}
+	return 0
+}
+
 // connectionLost says whether err, returned by Transact, is the connection
 // failing rather than the server answering.
 func connectionLost(err error) bool {

@@ -203,6 +203,7 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 	merged := &translator.SyncResult{}
 	index := map[translator.Unit]int{}
 	reconnected, settled := false, false
+	disconnections := translator.Disconnections(nb)
 	for pass := 1; ; pass++ {
 		res, err := translator.Sync(ctx, nb, plan, opts)
 		if err != nil {
@@ -232,6 +233,14 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 		}
 		merged.Transactions += res.Transactions
 		merged.TxTime += res.TxTime
+		if d := translator.Disconnections(nb); d != disconnections {
+			// Lost and regained during the pass, maybe with nothing
+			// failing: one more pass from the re-synced cache.
+			disconnections, reconnected, settled = d, true, false
+		}
+		if ctx.Err() != nil {
+			return merged, nil
+		}
 		if lost == 0 {
 			if !reconnected || settled {
 				return merged, nil

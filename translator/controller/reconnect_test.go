@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb/serverdb"
@@ -116,9 +117,9 @@ func TestConnReconnectEnqueuesEveryUnit(t *testing.T) {
 	require.NoError(t, err)
 	defer nb.Close()
 	src := &connSource{snap: translator.Snapshot{Routers: []translator.Router{{Name: "r1"}, {Name: "r2"}}}}
-	c := New(nb, nil, src, nil, Options{Instance: "test", Log: logr.Discard()})
+	c := New(nb, nil, src, nil, Options{Instance: "test", Log: testr.New(t)})
 	defer c.queue.ShutDown()
-	go c.watchReconnect(ctx)
+	go c.watchReconnect(ctx, c.nbState())
 
 	nbSrv.cut()
 	require.Eventually(t, func() bool { return !nb.Connected() }, 10*time.Second, 10*time.Millisecond, "disconnection seen")

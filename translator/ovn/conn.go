@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
@@ -59,11 +60,33 @@ type conn struct {
 	current []string
 	// silent are the endpoints the last probe found not answering.
 	silent map[string]string
+	// metrics is the client's private registry of libovsdb's metrics,
+	// read for its count of disconnections.
+	metrics *prometheus.Registry
 }
 
 // Connected is true while the connection is up (libovsdb's own Connected
 // stays true after the server went away).
 func (c *conn) Connected() bool { return translator.Connected(c.Client) }
+
+// Disconnections counts the times the connection was lost since it was
+// made; a change says a reconnection happened, also one too quick for a
+// poll of Connected to see.
+func (c *conn) Disconnections() int {
+	families, err := c.metrics.Gather()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, f := range families {
+		if f.GetName() == "libovsdb_disconnects_total" {
+			for _, m := range f.GetMetric() {
+				n += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return n
+}
 
 // Close stops the supervisor and closes the connection. (A reconnection
 // libovsdb has under way when the connection is down goes on: libovsdb
@@ -125,7 +148,8 @@ func (c *conn) connectOnce(ctx context.Context, dbModel model.ClientDBModel) err
 	// WithInactivityCheck: libovsdb v0.8.1 then panics (send on a closed
 	// channel) when a disconnection races a transaction's reply; the
 	// supervisor sends the echo probes instead.
-	opts := []client.Option{client.WithLogger(&c.log), client.WithReconnect(c.timeout, reconnectBackoff())}
+	reg := prometheus.NewRegistry()
+	opts := []client.Option{client.WithLogger(&c.log), client.WithReconnect(c.timeout, reconnectBackoff()), client.WithMetricsRegistry(reg)}
 	for _, a := range answered {
 		opts = append(opts, client.WithEndpoint(a))
 	}
@@ -148,7 +172,7 @@ func (c *conn) connectOnce(ctx context.Context, dbModel model.ClientDBModel) err
 		}
 		return err
 	}
-	c.Client = cl
+	c.Client, c.metrics = cl, reg
 	c.current = answered
 	return nil
 }

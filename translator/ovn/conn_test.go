@@ -282,6 +282,7 @@ func TestConnCommitFailsFastWhileDisconnectedAndClientReconnects(t *testing.T) {
 
 	p.up()
 	require.Eventually(t, nb.Connected, 15*time.Second, 10*time.Millisecond, "reconnected")
+	assert.Equal(t, 1, translator.Disconnections(nb))
 	var rows []*nbmodel.LogicalSwitch
 	require.NoError(t, nb.List(ctx, &rows))
 	assert.Len(t, rows, 1, "the cache is re-synced from the server")
