@@ -118,3 +118,32 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 	code, _ = ctrl.get("/readyz")
 	assert.Equal(t, 200, code, "ready again once the NB is back")
 }
+
+// The NB killed mid-sync and not back before --timeout: the sync exits 1
+// naming the units it could not write and why; once the NB is back, a
+// rerun converges to what a sync on a fresh NB writes.
+func TestConnSyncNBNotBackBeforeTimeoutThenRerunConverges(t *testing.T) {
+	c := startCentral(t)
+	connForeign(t, c)
+	manifests := connManifests(t, connRouters)
+	want := connFresh(t, manifests)
+
+	p := connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests, "--timeout", "15s")
+	require.NoError(t, sandbox.Poll(60*time.Second, "the sync's first routers in the NB", func() (bool, error) {
+		return connCount(c, "Logical_Router") > 0 || p.exited(), nil
+	}))
+	_, err := c.KillNB()
+	require.NoError(t, err)
+	require.False(t, p.exited(), "the sync ended before the NB was killed")
+	r := p.wait(t, 60*time.Second)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "note: the NB did not come back before --timeout")
+	assert.Contains(t, r.stderr, "failure(s); the rows of these objects were left as they were:")
+	assert.Regexp(t, `VirtualRouter rt-\d+: NB transaction (not sent|cut by a lost connection).*not connected to the NB`, r.stderr)
+
+	require.NoError(t, c.RestartNB())
+	r = connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests).wait(t, 120*time.Second)
+	assert.Equal(t, 0, r.code)
+	nbctl(t, c, "--timeout=30", "--wait=sb", "sync")
+	connCompare(t, connOwned(t, c), want)
+}
