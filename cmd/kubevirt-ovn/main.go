@@ -205,7 +205,7 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 	reconnected, settled := false, false
 	disconnections := translator.Disconnections(nb)
 	for pass := 1; ; pass++ {
-		res, err := translator.Sync(ctx, nb, plan, opts)
+		res, err := syncWithin(ctx, nb, plan, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -259,6 +259,26 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 		}
 		fmt.Fprintf(stderr, "note: reconnected to the NB at %s; syncing again from what it holds\n", nb.CurrentEndpoint())
 		reconnected, settled = true, false
+	}
+}
+
+// syncWithin is translator.Sync bounded by ctx: the diff reads libovsdb's
+// cache, which blocks while the connection is down, without a deadline.
+func syncWithin(ctx context.Context, nb client.Client, plan *translator.Plan, opts translator.SyncOptions) (*translator.SyncResult, error) {
+	type outcome struct {
+		res *translator.SyncResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := translator.Sync(ctx, nb, plan, opts)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the NB connection did not come back before --timeout: %w", ctx.Err())
 	}
 }
 
