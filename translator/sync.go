@@ -191,7 +191,7 @@ func syncUnits(ctx context.Context, c client.Client, d *Differ, plan *Plan, unit
 			}
 			switch {
 			case err == nil:
-			case ctx.Err() != nil || !c.Connected() || len(batch) == 1:
+			case ctx.Err() != nil || errors.Is(err, ErrNotConnected) || len(batch) == 1:
 				// Stopped, or the NB is gone: the batch may or may not have
 				// committed, and sending it again unit by unit could write
 				// twice. The next sync reads what the NB holds.
@@ -263,14 +263,24 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, batch []*
 
 // Commit is the one place kubevirt-ovn writes to the NB: it runs ops in one
 // transaction, checks every operation's result, and returns how long the
-// transaction took. Its error names what was being written.
+// transaction took. Its error names what was being written. When the NB
+// connection is down it fails at once instead of letting libovsdb hold the
+// operations until a reconnection and then send them, computed from the old
+// cache; that error, and a transaction cut by a lost connection, match
+// errors.Is(err, ErrNotConnected).
 func Commit(ctx context.Context, c client.Client, what string, ops []ovsdb.Operation) (time.Duration, error) {
+	if !Connected(c) {
+		return 0, fmt.Errorf("%s: NB transaction not sent: %w", what, ErrNotConnected)
+	}
 	start := time.Now()
 	results, err := c.Transact(ctx, ops...)
+	took := time.Since(start)
+	if err != nil && ctx.Err() == nil && connectionLost(err) {
+		return took, fmt.Errorf("%s: NB transaction cut by a lost connection (%v), it may or may not have been committed: %w", what, err, ErrNotConnected)
+	}
 	if err == nil {
 		err = operationErrors(results, ops)
 	}
-	took := time.Since(start)
 	if err != nil {
 		return took, fmt.Errorf("%s: NB transaction failed: %w", what, err)
 	}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/stdr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
@@ -68,6 +68,32 @@ func endpointFlags(fs *flag.FlagSet, nb, sb *ovn.Endpoint) {
 	fs.StringVar(&sb.Cert, "sb-cert", "", "client certificate for an ssl: SB (default: --nb-cert)")
 	fs.StringVar(&sb.Key, "sb-key", "", "client private key for an ssl: SB (default: --nb-key)")
 	fs.StringVar(&sb.CA, "sb-ca", "", "CA certificate for an ssl: SB (default: --nb-ca)")
+	fs.Var(endpointTimeout{&nb.Timeout, &sb.Timeout}, "endpoint-timeout",
+		fmt.Sprintf("how long one NB or SB endpoint may take to accept a connection and answer before the next one of the list is tried (default %s)", ovn.DefaultTimeout))
+}
+
+// endpointTimeout sets the per-endpoint timeout of the NB and the SB.
+type endpointTimeout []*time.Duration
+
+func (e endpointTimeout) String() string {
+	if len(e) == 0 || *e[0] == 0 {
+		return ""
+	}
+	return e[0].String()
+}
+
+func (e endpointTimeout) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return errors.New("must be positive")
+	}
+	for _, p := range e {
+		*p = d
+	}
+	return nil
 }
 
 // defaultSBTLS gives the SB the NB's TLS material unless it has its own.
@@ -102,9 +128,11 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defaultSBTLS(&nb, &sb)
-	logger := logr.Discard()
+	// Connection events (an endpoint that does not answer, a lost and
+	// regained NB) are always logged; -v adds libovsdb's own.
+	logger := stdr.New(log.New(stderr, "", log.LstdFlags))
 	if *verbose {
-		logger = stdr.New(log.New(stderr, "", log.LstdFlags))
+		stdr.SetVerbosity(5)
 	}
 
 	set, err := manifest.LoadPaths(paths)
@@ -148,7 +176,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
-	res, err := translator.Sync(ctx, nbc, plan, translator.SyncOptions{Instance: *instance, DryRun: *dryRun})
+	res, err := syncSurvivingReconnects(ctx, nbc, plan, translator.SyncOptions{Instance: *instance, DryRun: *dryRun}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
@@ -189,6 +217,95 @@ func refuseEmpty(set *manifest.Set, nb client.Client, instance string, allowed b
 		return nil
 	}
 	return fmt.Errorf("the manifests in %s declare no router and no network, but %d routers and networks own rows in the NB: refusing to delete them all without --allow-empty", strings.Join(paths, ", "), len(owned))
+}
+
+// syncSurvivingReconnects syncs plan and, when units failed because the
+// NB connection was lost, waits for the reconnection (until ctx ends) and
+// syncs again from the re-synced cache; after a reconnection it syncs once
+// more, so that whatever a transaction cut by the loss committed is seen and
+// reconciled. The result merges every pass: each unit's changes of all
+// passes and its last error.
+func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *translator.Plan, opts translator.SyncOptions, stderr io.Writer) (*translator.SyncResult, error) {
+	merged := &translator.SyncResult{}
+	index := map[translator.Unit]int{}
+	reconnected, settled := false, false
+	disconnections := translator.Disconnections(nb)
+	for pass := 1; ; pass++ {
+		res, err := syncWithin(ctx, nb, plan, opts)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[translator.Unit]bool{}
+		lost := 0
+		for _, u := range res.Units {
+			seen[u.Unit] = true
+			if errors.Is(u.Err, translator.ErrNotConnected) {
+				lost++
+			}
+			i, ok := index[u.Unit]
+			if !ok {
+				index[u.Unit] = len(merged.Units)
+				merged.Units = append(merged.Units, u)
+				continue
+			}
+			merged.Units[i].Changes = append(merged.Units[i].Changes, u.Changes...)
+			merged.Units[i].Err = u.Err
+		}
+		// Each pass covers every unit: one it does not list is synced.
+		for i := range merged.Units {
+			if !seen[merged.Units[i].Unit] {
+				merged.Units[i].Err = nil
+			}
+		}
+		merged.Transactions += res.Transactions
+		merged.TxTime += res.TxTime
+		if d := translator.Disconnections(nb); d != disconnections {
+			// Lost and regained during the pass, maybe with nothing
+			// failing: one more pass from the re-synced cache.
+			disconnections, reconnected, settled = d, true, false
+		}
+		if ctx.Err() != nil {
+			return merged, nil
+		}
+		if lost == 0 {
+			if !reconnected || settled {
+				return merged, nil
+			}
+			settled = true
+			continue
+		}
+		fmt.Fprintf(stderr, "note: lost the NB connection during pass %d with %d unit(s) not synced; waiting for it to come back\n", pass, lost)
+		for !translator.Connected(nb) {
+			select {
+			case <-ctx.Done():
+				fmt.Fprintf(stderr, "note: the NB did not come back before --timeout\n")
+				return merged, nil
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		fmt.Fprintf(stderr, "note: reconnected to the NB at %s; syncing again from what it holds\n", nb.CurrentEndpoint())
+		reconnected, settled = true, false
+	}
+}
+
+// syncWithin is translator.Sync bounded by ctx: the diff reads libovsdb's
+// cache, which blocks while the connection is down, without a deadline.
+func syncWithin(ctx context.Context, nb client.Client, plan *translator.Plan, opts translator.SyncOptions) (*translator.SyncResult, error) {
+	type outcome struct {
+		res *translator.SyncResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := translator.Sync(ctx, nb, plan, opts)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the NB connection did not come back before --timeout: %w", ctx.Err())
+	}
 }
 
 func printResult(w io.Writer, res *translator.SyncResult, dryRun bool) {

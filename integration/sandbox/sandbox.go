@@ -44,6 +44,8 @@ type daemon struct {
 	dir     string
 	appctl  string // ovs-appctl or ovn-appctl
 	pidfile string
+	// args are the full command line after prog, to restart it.
+	args []string
 }
 
 // Check reports what of OVN is missing on this machine.
@@ -143,7 +145,7 @@ func (ds *daemons) start(dir, prog, appctl string, args ...string) error {
 	if _, err := run(dir, prog, full...); err != nil {
 		return err
 	}
-	ds.list = append(ds.list, daemon{name: prog, dir: dir, appctl: appctl, pidfile: pidfile})
+	ds.list = append(ds.list, daemon{name: prog, dir: dir, appctl: appctl, pidfile: pidfile, args: full})
 	return nil
 }
 

@@ -223,6 +223,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			DeleteFunc: func(table string, _ model.Model) { onChassis(table) },
 		})
 	}
+	go c.watchReconnect(ctx, c.nbState())
 	c.EnqueueAll()
 	log.Info("controller started", "workers", c.opts.Workers, "instance", c.opts.Instance)
 

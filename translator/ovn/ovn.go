@@ -32,26 +32,28 @@ type Endpoint struct {
 	Cert    string
 	Key     string
 	CA      string
+	// Timeout is how long one endpoint may take to accept a connection
+	// and list its databases before it is passed over for the next;
+	// DefaultTimeout when zero.
+	Timeout time.Duration
 }
 
-func (e Endpoint) options() ([]client.Option, error) {
-	var opts []client.Option
+// addresses are the endpoints of Address, in order.
+func (e Endpoint) addresses() []string {
+	var out []string
 	for _, a := range strings.Split(e.Address, ",") {
 		if a = strings.TrimSpace(a); a != "" {
-			opts = append(opts, client.WithEndpoint(a))
+			out = append(out, a)
 		}
 	}
-	if len(opts) == 0 {
-		return nil, errors.New("no OVSDB endpoint given")
+	return out
+}
+
+func (e Endpoint) timeout() time.Duration {
+	if e.Timeout <= 0 {
+		return DefaultTimeout
 	}
-	if strings.Contains(e.Address, "ssl:") {
-		cfg, err := e.tlsConfig()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, client.WithTLSConfig(cfg))
-	}
-	return opts, nil
+	return e.Timeout
 }
 
 func (e Endpoint) tlsConfig() (*tls.Config, error) {
@@ -138,7 +140,7 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 	if err != nil {
 		return nil, err
 	}
-	c, err := connect(ctx, "NB", dbModel, ep, log)
+	c, err := connect(ctx, "NB", dbModel.Name(), dbModel, ep, log)
 	if err != nil {
 		return nil, err
 	}
@@ -166,31 +168,13 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 	return c, nil
 }
 
-// connect makes a client of dbModel for ep (reconnecting on its own) and
-// connects it.
-func connect(ctx context.Context, db string, dbModel model.ClientDBModel, ep Endpoint, log logr.Logger) (client.Client, error) {
-	opts, err := ep.options()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, client.WithLogger(&log), client.WithReconnect(30*time.Second, nil))
-	c, err := client.NewOVSDBClient(dbModel, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, err)
-	}
-	return c, nil
-}
-
 // ConnectSB connects to the SB and monitors its Chassis table.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
 	dbModel, err := sbmodel.FullDatabaseModel()
 	if err != nil {
 		return nil, err
 	}
-	c, err := connect(ctx, "SB", dbModel, ep, log)
+	c, err := connect(ctx, "SB", dbModel.Name(), dbModel, ep, log)
 	if err != nil {
 		return nil, err
 	}

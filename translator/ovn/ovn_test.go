@@ -1,8 +1,11 @@
 package ovn
 
 import (
+	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -19,12 +22,12 @@ func TestIsGateway(t *testing.T) {
 	}
 }
 
-func TestEndpointOptions(t *testing.T) {
-	_, err := Endpoint{}.options()
+func TestEndpointAddresses(t *testing.T) {
+	ctx := context.Background()
+	_, err := connect(ctx, "NB", "OVN_Northbound", model.ClientDBModel{}, Endpoint{Address: " , "}, logr.Discard())
 	assert.EqualError(t, err, "no OVSDB endpoint given")
-	opts, err := Endpoint{Address: "tcp:127.0.0.1:6641, tcp:127.0.0.1:6643"}.options()
-	assert.NoError(t, err)
-	assert.Len(t, opts, 2, "one option per endpoint of a cluster")
-	_, err = Endpoint{Address: "ssl:127.0.0.1:6641"}.options()
+	assert.Equal(t, []string{"tcp:127.0.0.1:6641", "tcp:127.0.0.1:6643"}, Endpoint{Address: "tcp:127.0.0.1:6641, tcp:127.0.0.1:6643"}.addresses(), "one endpoint per member of a cluster")
+	_, err = connect(ctx, "NB", "OVN_Northbound", model.ClientDBModel{}, Endpoint{Address: "ssl:127.0.0.1:6641"}, logr.Discard())
 	assert.EqualError(t, err, "endpoint ssl:127.0.0.1:6641: ssl: needs a certificate, a key and a CA certificate")
+	assert.Equal(t, DefaultTimeout, Endpoint{}.timeout())
 }

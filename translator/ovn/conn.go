@@ -1,0 +1,351 @@
+package ovn
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// DefaultTimeout is how long one OVSDB endpoint may take to accept a
+// connection and answer before the next one is tried.
+const DefaultTimeout = 5 * time.Second
+
+// supervisePeriod is how often a client looks at its connection.
+const supervisePeriod = 200 * time.Millisecond
+
+// reconnectBackoff paces libovsdb's reconnection attempts. It never gives
+// up: libovsdb panics when its retry loop ends.
+func reconnectBackoff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 100 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0
+	return b
+}
+
+// conn is a libovsdb client that reconnects on its own, with the endpoint
+// bookkeeping libovsdb lacks: libovsdb tries the endpoints in order with one
+// deadline for all, so an endpoint that accepts connections and never
+// answers would eat every attempt. While disconnected, conn probes each
+// endpoint with its own deadline and hands libovsdb only those that answer.
+type conn struct {
+	client.Client
+	db      string // NB or SB, for messages
+	dbName  string // OVN_Northbound or OVN_Southbound
+	addrs   []string
+	tls     *tls.Config
+	timeout time.Duration
+	log     logr.Logger
+
+	// ctx ends when the client is closed.
+	ctx  context.Context
+	stop context.CancelFunc
+	// current is the endpoint list libovsdb was last given.
+	current []string
+	// silent are the endpoints the last probe found not answering.
+	silent map[string]string
+	// metrics is the client's private registry of libovsdb's metrics,
+	// read for its count of disconnections.
+	metrics *prometheus.Registry
+}
+
+// Connected is true while the connection is up (libovsdb's own Connected
+// stays true after the server went away).
+func (c *conn) Connected() bool { return translator.Connected(c.Client) }
+
+// Disconnections counts the times the connection was lost since it was
+// made; a change says a reconnection happened, also one too quick for a
+// poll of Connected to see.
+func (c *conn) Disconnections() int {
+	families, err := c.metrics.Gather()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, f := range families {
+		if f.GetName() == "libovsdb_disconnects_total" {
+			for _, m := range f.GetMetric() {
+				n += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return n
+}
+
+// Close stops the supervisor and closes the connection. (A reconnection
+// libovsdb has under way when the connection is down goes on: libovsdb
+// offers no way to stop it.)
+func (c *conn) Close() {
+	c.stop()
+	c.Client.Close()
+}
+
+// connect makes a client of dbModel for ep and connects it. It tries until
+// ctx ends: each round probes every endpoint (dial and list_dbs, each
+// within ep's timeout, all at once) and connects to the first that
+// answered, in the order given; the error of the last round names every
+// endpoint and why it failed. Once connected, the client reconnects on its
+// own with a backoff that never gives up, detects a server gone silent with
+// echo probes, and, for a cluster (several endpoints), accepts only the
+// Raft leader, as ovn-nbctl does.
+func connect(ctx context.Context, db, dbName string, dbModel model.ClientDBModel, ep Endpoint, log logr.Logger) (client.Client, error) {
+	c := &conn{db: db, dbName: dbName, addrs: ep.addresses(), timeout: ep.timeout(), log: log}
+	if len(c.addrs) == 0 {
+		return nil, errors.New("no OVSDB endpoint given")
+	}
+	if strings.Contains(ep.Address, "ssl:") {
+		var err error
+		if c.tls, err = ep.tlsConfig(); err != nil {
+			return nil, err
+		}
+	}
+	retry := reconnectBackoff()
+	for {
+		err := c.connectOnce(ctx, dbModel)
+		if err == nil {
+			c.ctx, c.stop = context.WithCancel(context.Background())
+			go c.supervise()
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, err)
+		}
+		wait := retry.NextBackOff()
+		log.Info("could not connect; retrying", "database", db, "in", wait.String(), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// connectOnce is one round of connect.
+func (c *conn) connectOnce(ctx context.Context, dbModel model.ClientDBModel) error {
+	answered, failed := c.probeAll(ctx)
+	c.report(failed)
+	if len(answered) == 0 {
+		return c.joinFailures(failed)
+	}
+	// Each reconnection attempt has one endpoint's timeout: the supervisor
+	// keeps endpoints that do not answer off the list. Not
+	// WithInactivityCheck: libovsdb v0.8.1 then panics (send on a closed
+	// channel) when a disconnection races a transaction's reply; the
+	// supervisor sends the echo probes instead.
+	reg := prometheus.NewRegistry()
+	opts := []client.Option{client.WithLogger(&c.log), client.WithReconnect(c.timeout, reconnectBackoff()), client.WithMetricsRegistry(reg)}
+	for _, a := range answered {
+		opts = append(opts, client.WithEndpoint(a))
+	}
+	if c.tls != nil {
+		opts = append(opts, client.WithTLSConfig(c.tls))
+	}
+	if len(c.addrs) > 1 {
+		opts = append(opts, client.WithLeaderOnly(true))
+	}
+	cl, err := client.NewOVSDBClient(dbModel, opts...)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(len(answered))*c.timeout)
+	defer cancel()
+	if err := cl.Connect(cctx); err != nil {
+		cl.Close()
+		if len(failed) > 0 {
+			return fmt.Errorf("%w; %w", err, c.joinFailures(failed))
+		}
+		return err
+	}
+	c.Client, c.metrics = cl, reg
+	c.current = answered
+	return nil
+}
+
+// probeAll probes every endpoint at once. answered keeps the given order;
+// failed says why each of the others failed.
+func (c *conn) probeAll(ctx context.Context) (answered []string, failed map[string]string) {
+	errs := make([]error, len(c.addrs))
+	var wg sync.WaitGroup
+	for i, a := range c.addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = probe(ctx, a, c.tls, c.dbName, c.timeout)
+		}()
+	}
+	wg.Wait()
+	failed = map[string]string{}
+	for i, a := range c.addrs {
+		if errs[i] == nil {
+			answered = append(answered, a)
+		} else {
+			failed[a] = errs[i].Error()
+		}
+	}
+	return answered, failed
+}
+
+// report logs the endpoints that stopped answering, once each time the set
+// changes.
+func (c *conn) report(failed map[string]string) {
+	for _, a := range c.addrs {
+		why, ok := failed[a]
+		if _, was := c.silent[a]; ok && !was {
+			c.log.Info("endpoint did not answer; using the others", "database", c.db, "endpoint", a, "error", why)
+		} else if !ok && was {
+			c.log.Info("endpoint answers again", "database", c.db, "endpoint", a)
+		}
+	}
+	c.silent = failed
+}
+
+func (c *conn) joinFailures(failed map[string]string) error {
+	var parts []string
+	for _, a := range c.addrs {
+		if why, ok := failed[a]; ok {
+			parts = append(parts, fmt.Sprintf("%s: %s", a, why))
+		}
+	}
+	return errors.New(strings.Join(parts, "; "))
+}
+
+// supervise logs losing and regaining the connection; while it is up,
+// checks every endpoint timeout that the server still answers; while it
+// is down, keeps libovsdb's endpoint list to the endpoints that answer, so
+// that its reconnection attempts are not spent on a silent one.
+func (c *conn) supervise() {
+	t := time.NewTicker(supervisePeriod)
+	defer t.Stop()
+	up := true
+	lastEcho := time.Now()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.Connected() {
+			if !up {
+				c.log.Info("reconnected", "database", c.db, "endpoint", c.CurrentEndpoint())
+				lastEcho = time.Now()
+			}
+			up = true
+			if time.Since(lastEcho) >= c.timeout {
+				c.echo()
+				lastEcho = time.Now()
+			}
+			continue
+		}
+		if up {
+			c.log.Info("connection lost; reconnecting", "database", c.db)
+			up = false
+		}
+		if len(c.addrs) < 2 {
+			continue
+		}
+		answered, failed := c.probeAll(c.ctx)
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.report(failed)
+		if len(answered) == 0 {
+			answered = c.addrs
+		}
+		if !slices.Equal(answered, c.current) && !c.Connected() {
+			c.UpdateEndpoints(answered)
+			c.current = answered
+		}
+	}
+}
+
+// echo checks that the server still answers, within twice the endpoint
+// timeout (it answers in order, after a transaction in progress), and
+// drops the connection when it does not: libovsdb then reconnects.
+func (c *conn) echo() {
+	ctx, cancel := context.WithTimeout(c.ctx, 2*c.timeout)
+	defer cancel()
+	err := c.Echo(ctx)
+	if err == nil || c.ctx.Err() != nil || !c.Connected() {
+		return
+	}
+	c.log.Info("server does not answer; reconnecting", "database", c.db, "endpoint", c.CurrentEndpoint(), "error", err.Error())
+	c.Disconnect()
+}
+
+// probe connects to addr and asks for its databases, within timeout.
+func probe(ctx context.Context, addr string, tlsCfg *tls.Config, dbName string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	scheme, rest, _ := strings.Cut(addr, ":")
+	var nc net.Conn
+	var err error
+	switch scheme {
+	case "unix":
+		nc, err = (&net.Dialer{}).DialContext(ctx, "unix", rest)
+	case "tcp":
+		nc, err = (&net.Dialer{}).DialContext(ctx, "tcp", rest)
+	case "ssl":
+		nc, err = (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", rest)
+	default:
+		return fmt.Errorf("unknown scheme %q (unix:, tcp: or ssl:)", scheme)
+	}
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("no connection within %s", timeout)
+		}
+		return err
+	}
+	defer nc.Close()
+	deadline, _ := ctx.Deadline()
+	_ = nc.SetDeadline(deadline)
+	stopWatch := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
+	defer stopWatch()
+	if err := json.NewEncoder(nc).Encode(map[string]any{"id": "probe", "method": "list_dbs", "params": []any{}}); err != nil {
+		return fmt.Errorf("sending list_dbs: %w", err)
+	}
+	dec := json.NewDecoder(nc)
+	for {
+		var msg struct {
+			ID     any             `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  any             `json:"error"`
+		}
+		if err := dec.Decode(&msg); err != nil {
+			if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				return fmt.Errorf("accepted the connection but did not answer list_dbs within %s", timeout)
+			}
+			return fmt.Errorf("reading the answer to list_dbs: %w", err)
+		}
+		if msg.Method != "" || msg.ID != "probe" {
+			continue // a request of the server's (echo): not our answer
+		}
+		if msg.Error != nil {
+			return fmt.Errorf("list_dbs failed: %v", msg.Error)
+		}
+		var dbs []string
+		if err := json.Unmarshal(msg.Result, &dbs); err != nil {
+			return fmt.Errorf("bad answer to list_dbs: %w", err)
+		}
+		if !slices.Contains(dbs, dbName) {
+			return fmt.Errorf("serves no %s database (it serves %s)", dbName, strings.Join(dbs, ", "))
+		}
+		return nil
+	}
+}
