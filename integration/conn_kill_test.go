@@ -22,7 +22,7 @@ const connRouters = 400
 // a rerun writes nothing.
 func TestConnSyncSurvivesNBKilledMidSync(t *testing.T) {
 	c := startCentral(t)
-	connForeign(t, c)
+	keepForeign(t, c)
 	manifests := connManifests(t, connRouters)
 	want := connFresh(t, manifests)
 
@@ -67,7 +67,7 @@ const connRunRouters = 100
 // is 10 minutes away) and converges to what a sync on a fresh NB writes.
 func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 	c := startCentral(t)
-	connForeign(t, c)
+	keepForeign(t, c)
 	manifests := connManifests(t, connRunRouters)
 	ctrl := startController(t, "conn-run", "--nb", c.NBTCP, "--from-file", manifests, "--file-poll", "100ms", "--resync", "10m")
 	written := 0
@@ -124,7 +124,7 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 // rerun converges to what a sync on a fresh NB writes.
 func TestConnSyncNBNotBackBeforeTimeoutThenRerunConverges(t *testing.T) {
 	c := startCentral(t)
-	connForeign(t, c)
+	keepForeign(t, c)
 	manifests := connManifests(t, connRouters)
 	want := connFresh(t, manifests)
 

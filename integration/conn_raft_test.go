@@ -36,7 +36,7 @@ func connStartCluster(t *testing.T) *sandbox.NBCluster {
 // fresh NB writes; the killed member rejoins and a rerun writes nothing.
 func TestConnSyncSurvivesRaftLeaderKilled(t *testing.T) {
 	c := connStartCluster(t)
-	connForeign(t, c)
+	keepForeign(t, c)
 	manifests := connManifests(t, connRouters)
 	want := connFresh(t, manifests)
 
@@ -74,7 +74,7 @@ func TestConnSyncSurvivesRaftLeaderKilled(t *testing.T) {
 // applies the edit and converges to what a sync on a fresh NB writes.
 func TestConnRunSurvivesRaftLeaderKilled(t *testing.T) {
 	c := connStartCluster(t)
-	connForeign(t, c)
+	keepForeign(t, c)
 	manifests := connManifests(t, connRunRouters)
 	ctrl := startController(t, "conn-raft", "--nb", c.NB, "--from-file", manifests, "--file-poll", "100ms", "--resync", "10m")
 	waitNB(t, "the controller's first routers in the NB", func() bool { return connCount(c, "Logical_Router") > 0 })

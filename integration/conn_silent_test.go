@@ -1,54 +1,23 @@
 package integration
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// connSilentEndpoint accepts TCP connections on loopback and never
-// answers, like a hung ovsdb-server or a firewall that drops after the
-// handshake.
-func connSilentEndpoint(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return "tcp:" + l.Addr().String()
-}
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
+)
 
 // A silent endpoint listed first: sync and run say which endpoint did not
 // answer and use the next one at once; when the NB they use is killed and
 // restarted, run reconnects to it without getting stuck on the silent one.
 func TestConnSilentEndpointListedFirst(t *testing.T) {
 	c := startCentral(t)
-	connForeign(t, c)
-	silent := connSilentEndpoint(t)
+	keepForeign(t, c)
+	silent := nbtest.Silent(t)
 	nb := silent + "," + c.NBTCP
 	ex := examples(t)
 	silentLog := func(out string) bool {

@@ -14,36 +14,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 )
 
 // connNB is an NB the connection tests drive: a standalone Central or a
 // Raft cluster.
 type connNB interface {
 	NBCtl(args ...string) (string, error)
-}
-
-// connDeployment lends env's foreign-row helpers an NB that is not a full
-// Deployment: they only run ovn-nbctl.
-type connDeployment struct {
-	sandbox.Deployment
-	nb connNB
-}
-
-func (d connDeployment) NBCtl(args ...string) (string, error) { return d.nb.NBCtl(args...) }
-
-// connForeign seeds ovn-kubernetes-like rows on nb (env.seedForeign) and,
-// when the test ends, checks they are byte-identical.
-func connForeign(t *testing.T, nb connNB) {
-	t.Helper()
-	e := &env{t: t, l: connDeployment{nb: nb}}
-	e.seedForeign()
-	t.Cleanup(func() {
-		if !t.Failed() {
-			assert.Equal(t, e.foreign, e.dumpForeign(), "ovn-kubernetes-like rows must be identical")
-		}
-	})
 }
 
 // connManifests writes n routers, each with SNAT, a peer with a MAC and

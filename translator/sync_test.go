@@ -3,24 +3,20 @@ package translator_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
-	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
-	"github.com/ovn-kubernetes/libovsdb/ovsdb/serverdb"
-	"github.com/ovn-kubernetes/libovsdb/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
@@ -30,28 +26,7 @@ const instance = "test"
 // and returns its endpoint.
 func startNB(t *testing.T) string {
 	t.Helper()
-	nbModel, err := nbmodel.FullDatabaseModel()
-	require.NoError(t, err)
-	srvModel, err := serverdb.FullDatabaseModel()
-	require.NoError(t, err)
-	log := logr.Discard()
-	db := inmemory.NewDatabase(map[string]model.ClientDBModel{
-		"OVN_Northbound": nbModel,
-		"_Server":        srvModel,
-	}, &log)
-	nbDBModel, errs := model.NewDatabaseModel(nbmodel.Schema(), nbModel)
-	require.Empty(t, errs)
-	srvDBModel, errs := model.NewDatabaseModel(serverdb.Schema(), srvModel)
-	require.Empty(t, errs)
-	srv, err := server.NewOvsdbServer(db, &log, nbDBModel, srvDBModel)
-	require.NoError(t, err)
-	sock := filepath.Join(t.TempDir(), "nb.sock")
-	go func() { _ = srv.Serve("unix", sock) }()
-	t.Cleanup(srv.Close)
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(sock)
-		return err == nil && srv.Ready()
-	}, 5*time.Second, 10*time.Millisecond, "in-process NB did not start")
+	sock := nbtest.Serve(t)
 	return "unix:" + sock
 }
 
