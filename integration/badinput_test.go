@@ -12,55 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// writeHealthyRouters writes n routers r01..rNN into dir, each with its own
-// internal network net-NN (10.1.N.0/24), an SNAT IP 172.16.1.N on network
-// public, and one VM vm-NN at 10.1.N.5.
-func writeHealthyRouters(t *testing.T, dir string, n int) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString(`apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata:
-  name: public
-  namespace: default
-  annotations:
-    network-config: '{"type": "FLAT", "physicalNetworkName": "physnet1", "cidr": "172.16.0.0/16", "gatewayIp": "172.16.0.1"}'
-`)
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, `---
-apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata:
-  name: net-%02[1]d
-  namespace: default
-  annotations:
-    network-config: '{"type": "GENEVE", "cidr": "10.1.%[1]d.0/24", "gatewayIp": "10.1.%[1]d.1"}'
----
-apiVersion: kubevirt.io/v1
-kind: VirtualRouter
-metadata:
-  name: r%02[1]d
-spec:
-  enableSnat: true
-  internal: [net-%02[1]d]
-  external: {ip: 172.16.1.%[1]d, network: public}
-  peerRouter: {ip: 172.16.0.1, mac: "00:00:00:00:ee:01"}
-  gateway: gw1
----
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: vm-%02[1]d
-  namespace: default
-spec:
-  networks: [{name: eth1, multus: {networkName: net-%02[1]d}}]
-status:
-  interfaces: [{name: eth1, mac: "50:54:00:00:01:%02[1]x", ipAddress: 10.1.%[1]d.5}]
-`, i)
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "healthy.yaml"), []byte(b.String()), 0o644))
-}
-
 // ownedRows lists, sorted, every row of ours in the tables we write (all
 // columns, _uuid included), except lines naming one of skip.
 func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
@@ -89,8 +40,7 @@ func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
 func TestBadInputRejectedWhileManagingHealthyRouters(t *testing.T) {
 	c := startCentral(t)
 	foreign := seedForeignRows(t, c)
-	dir := t.TempDir()
-	writeHealthyRouters(t, dir, 50)
+	dir := manyRouters(t, 50)
 	p := startController(t, "bad-input", "--nb", c.NBTCP, "--from-file", dir, "--file-poll", "100ms")
 	count := func(table string) int {
 		return len(strings.Fields(nbctl(t, c, "--bare", "--columns=_uuid", "find", table, "external_ids:kubevirt-ovn/managed-by=kubevirt-ovn")))
@@ -138,11 +88,11 @@ status:
 		extra []string
 	}{
 		{name: "SNAT IP of another router, claimed by a name that sorts first",
-			input: fmt.Sprintf(newRouter, "a-thief", `{external: {ip: 172.16.1.1, network: public}, gateway: gw1}`),
-			want:  []string{"VirtualRouter a-thief: spec.external.ip 172.16.1.1 is already the SNAT IP of VirtualRouter r01"}},
+			input: fmt.Sprintf(newRouter, "a-thief", "{external: {ip: "+manySNAT(1)+", network: public}, gateway: gw1}"),
+			want:  []string{"VirtualRouter a-thief: spec.external.ip " + manySNAT(1) + " is already the SNAT IP of VirtualRouter rt-001"}},
 		{name: "internal network of another router",
-			input: fmt.Sprintf(newRouter, "a-thief", `{internal: [net-02]}`),
-			want:  []string{"VirtualRouter a-thief: spec.internal[0] network net-02 is already an internal network of VirtualRouter r02"}},
+			input: fmt.Sprintf(newRouter, "a-thief", `{internal: [net-002]}`),
+			want:  []string{"VirtualRouter a-thief: spec.internal[0] network net-002 is already an internal network of VirtualRouter rt-002"}},
 		{name: "router name with an underscore",
 			input: fmt.Sprintf(newRouter, "r_x", `{internal: [net-x]}`),
 			want:  []string{"VirtualRouter r_x: metadata.name", "is not a valid name: a lowercase RFC 1123 subdomain"}},
@@ -153,14 +103,14 @@ status:
 			input: fmt.Sprintf(newNetwork, "net_x", "10.2.0.0/24", "10.2.0.1"),
 			want:  []string{"NetworkAttachmentDefinition default/net_x: metadata.name", "is not a valid name"}},
 		{name: "VM IP used twice on a network, by a VMI whose port sorts first",
-			input: fmt.Sprintf(newVMI, "vm-00", "net-03", "50:54:00:00:02:01", "10.1.3.5"),
-			want:  []string{"VirtualMachineInstance default/vm-00: status.interfaces[eth1].ipAddress 10.1.3.5 is already the IP of VirtualMachineInstance default/vm-03 interface eth1 on network net-03"}},
+			input: fmt.Sprintf(newVMI, "a-vm", "net-003", "50:54:00:00:02:01", "10.100.3.5"),
+			want:  []string{"VirtualMachineInstance default/a-vm: status.interfaces[eth1].ipAddress 10.100.3.5 is already the IP of VirtualMachineInstance default/vm-003 interface eth1 on network net-003"}},
 		{name: "VM MAC used twice on a network",
-			input: fmt.Sprintf(newVMI, "vm-00", "net-04", "50:54:00:00:01:04", "10.1.4.9"),
-			want:  []string{"VirtualMachineInstance default/vm-00: status.interfaces[eth1].mac 50:54:00:00:01:04 is already the MAC of VirtualMachineInstance default/vm-04 interface eth1 on network net-04"}},
+			input: fmt.Sprintf(newVMI, "a-vm", "net-004", "50:54:00:00:00:04", "10.100.4.9"),
+			want:  []string{"VirtualMachineInstance default/a-vm: status.interfaces[eth1].mac 50:54:00:00:00:04 is already the MAC of VirtualMachineInstance default/vm-004 interface eth1 on network net-004"}},
 		{name: "router declared twice",
-			input: fmt.Sprintf(newRouter, "r05", `{internal: [net-05]}`),
-			want:  []string{"VirtualRouter r05: metadata.name is declared 2 times"}},
+			input: fmt.Sprintf(newRouter, "rt-005", `{internal: [net-005]}`),
+			want:  []string{"VirtualRouter rt-005: metadata.name is declared 2 times"}},
 		{name: "unknown network",
 			input: fmt.Sprintf(newRouter, "r-lost", `{internal: [nope]}`),
 			want:  []string{"VirtualRouter r-lost: spec.internal[0] network nope is unknown"}},
@@ -172,11 +122,11 @@ status:
 			want:  []string{"Logical_Switch kv-clash already exists in the NB and is not this kubevirt-ovn instance's row"}},
 		{name: "switch port name held by another tool",
 			setup: func() {
-				nbctl(t, c, "ls-add", "other-switch", "--", "lsp-add", "other-switch", "kv-stor-net-51_r51")
+				nbctl(t, c, "ls-add", "other-switch", "--", "lsp-add", "other-switch", "kv-stor-net-clash_rt-clash")
 			},
-			input: fmt.Sprintf(newNetwork, "net-51", "10.1.51.0/24", "10.1.51.1") + fmt.Sprintf(newRouter, "r51", `{internal: [net-51]}`),
-			want:  []string{"Logical_Switch_Port kv-stor-net-51_r51 already exists in the NB and is not this kubevirt-ovn instance's row"},
-			extra: []string{"net-51"}},
+			input: fmt.Sprintf(newNetwork, "net-clash", "10.4.0.0/24", "10.4.0.1") + fmt.Sprintf(newRouter, "rt-clash", `{internal: [net-clash]}`),
+			want:  []string{"Logical_Switch_Port kv-stor-net-clash_rt-clash already exists in the NB and is not this kubevirt-ovn instance's row"},
+			extra: []string{"net-clash"}},
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	for _, tc := range tests {

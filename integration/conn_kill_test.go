@@ -23,7 +23,7 @@ const connRouters = 400
 func TestConnSyncSurvivesNBKilledMidSync(t *testing.T) {
 	c := startCentral(t)
 	keepForeign(t, c)
-	manifests := connManifests(t, connRouters)
+	manifests := manyRouters(t, connRouters)
 	want := connFresh(t, manifests)
 
 	p := connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests, "--timeout", "120s")
@@ -68,7 +68,7 @@ const connRunRouters = 100
 func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 	c := startCentral(t)
 	keepForeign(t, c)
-	manifests := connManifests(t, connRunRouters)
+	manifests := manyRouters(t, connRunRouters)
 	ctrl := startController(t, "conn-run", "--nb", c.NBTCP, "--from-file", manifests, "--file-poll", "100ms", "--resync", "10m")
 	written := 0
 	waitNB(t, "the controller's first routers in the NB", func() bool { written = connCount(c, "Logical_Router"); return written > 0 })
@@ -80,7 +80,7 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 	code, body := ctrl.get("/readyz")
 	assert.Equal(t, 503, code, "not ready while the NB is down: %s", body)
 
-	edit(t, manifests+"/routers.yaml", "ip: "+connSNAT(7)+",", "ip: 172.16.200.7,")
+	edit(t, manifests+"/routers.yaml", "ip: "+manySNAT(7)+",", "ip: 172.16.200.7,")
 	waitNB(t, "the controller reading the edit", func() bool { return strings.Contains(ctrl.out.String(), "manifests changed; reconciling") })
 	want := connFresh(t, manifests)
 	select {
@@ -125,7 +125,7 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 func TestConnSyncNBNotBackBeforeTimeoutThenRerunConverges(t *testing.T) {
 	c := startCentral(t)
 	keepForeign(t, c)
-	manifests := connManifests(t, connRouters)
+	manifests := manyRouters(t, connRouters)
 	want := connFresh(t, manifests)
 
 	p := connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests, "--timeout", "15s")

@@ -37,7 +37,7 @@ func connStartCluster(t *testing.T) *sandbox.NBCluster {
 func TestConnSyncSurvivesRaftLeaderKilled(t *testing.T) {
 	c := connStartCluster(t)
 	keepForeign(t, c)
-	manifests := connManifests(t, connRouters)
+	manifests := manyRouters(t, connRouters)
 	want := connFresh(t, manifests)
 
 	p := connStart(t, "sync", "--nb", c.NB, "--from-file", manifests, "--timeout", "120s")
@@ -75,7 +75,7 @@ func TestConnSyncSurvivesRaftLeaderKilled(t *testing.T) {
 func TestConnRunSurvivesRaftLeaderKilled(t *testing.T) {
 	c := connStartCluster(t)
 	keepForeign(t, c)
-	manifests := connManifests(t, connRunRouters)
+	manifests := manyRouters(t, connRunRouters)
 	ctrl := startController(t, "conn-raft", "--nb", c.NB, "--from-file", manifests, "--file-poll", "100ms", "--resync", "10m")
 	waitNB(t, "the controller's first routers in the NB", func() bool { return connCount(c, "Logical_Router") > 0 })
 	leader, err := c.Leader()
@@ -84,7 +84,7 @@ func TestConnRunSurvivesRaftLeaderKilled(t *testing.T) {
 	require.NoError(t, err)
 	killed := time.Now()
 	t.Logf("leader %s (pid %d) killed", c.Members[leader], pid)
-	edit(t, manifests+"/routers.yaml", "ip: "+connSNAT(7)+",", "ip: 172.16.200.7,")
+	edit(t, manifests+"/routers.yaml", "ip: "+manySNAT(7)+",", "ip: 172.16.200.7,")
 
 	// ovn-nbctl itself fails until a new leader is elected.
 	waitNB(t, "rt-007's NAT follows the edit", func() bool {

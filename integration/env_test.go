@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,3 +258,48 @@ func pollMACBinding(e *env, ip, mac string) error {
 		return strings.Contains(out, mac), err
 	})
 }
+
+// manyRouters writes n routers, each with SNAT, a peer with a MAC and
+// its own internal network with one VM, on a shared FLAT external network:
+// the shape of deploy/examples, n times.
+func manyRouters(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	var nets, routers, vmis strings.Builder
+	nets.WriteString(`apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: public, namespace: default, annotations: {network-config: '{"type": "FLAT", "physicalNetworkName": "physnet1", "cidr": "172.16.0.0/16", "gatewayIp": "172.16.0.1"}'}}
+`)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&nets, `---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: net-%03d, namespace: default, annotations: {network-config: '{"type": "GENEVE", "cidr": "10.%d.%d.0/24", "gatewayIp": "10.%d.%d.1"}'}}
+`, i, 100+i/256, i%256, 100+i/256, i%256)
+		fmt.Fprintf(&routers, `---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: rt-%03d}
+spec:
+  enableSnat: true
+  internal: [net-%03d]
+  external: {ip: %s, network: public}
+  peerRouter: {ip: 172.16.0.1, mac: "00:00:00:00:ee:01"}
+  gateway: gw1
+`, i, i, manySNAT(i))
+		fmt.Fprintf(&vmis, `---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm-%03d, namespace: default}
+spec: {networks: [{name: eth1, multus: {networkName: net-%03d}}]}
+status: {interfaces: [{name: eth1, mac: "50:54:00:00:%02x:%02x", ipAddress: 10.%d.%d.5}]}
+`, i, i, i/256, i%256, 100+i/256, i%256)
+	}
+	for f, s := range map[string]string{"networks.yaml": nets.String(), "routers.yaml": routers.String(), "vmis.yaml": vmis.String()} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644))
+	}
+	return dir
+}
+
+// manySNAT is router i's SNAT IP.
+func manySNAT(i int) string { return fmt.Sprintf("172.16.%d.%d", 1+i/250, 2+i%250) }
