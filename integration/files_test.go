@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest/configmaptest"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
@@ -93,45 +94,6 @@ func (d *filesDeletes) list() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.rows)
-}
-
-// filesKubeletWrite projects payload (file name -> content) into dir the
-// way kubelet's atomic writer (pkg/volume/util/atomic_writer.go) does for a
-// ConfigMap volume: the files in a new ..<timestamp>.<random> directory,
-// links name -> ..data/name for new keys, a ..data_tmp link to the new
-// directory renamed over ..data, then the links of removed keys and the
-// previous directory removed.
-func filesKubeletWrite(t *testing.T, dir string, payload map[string]string) {
-	t.Helper()
-	data := filepath.Join(dir, "..data")
-	old, err := os.Readlink(data)
-	if err != nil && !os.IsNotExist(err) {
-		require.NoError(t, err)
-	}
-	ts, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(ts, 0o755))
-	for name, content := range payload {
-		require.NoError(t, os.WriteFile(filepath.Join(ts, name), []byte(content), 0o644))
-	}
-	for name := range payload {
-		if _, err := os.Readlink(filepath.Join(dir, name)); os.IsNotExist(err) {
-			require.NoError(t, os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)))
-		}
-	}
-	require.NoError(t, os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data_tmp")))
-	require.NoError(t, os.Rename(filepath.Join(dir, "..data_tmp"), data))
-	if old == "" {
-		return
-	}
-	entries, err := os.ReadDir(filepath.Join(dir, old))
-	require.NoError(t, err)
-	for _, e := range entries {
-		if _, ok := payload[e.Name()]; !ok {
-			require.NoError(t, os.Remove(filepath.Join(dir, e.Name())))
-		}
-	}
-	require.NoError(t, os.RemoveAll(filepath.Join(dir, old)))
 }
 
 // filesExamples is deploy/examples as a ConfigMap payload, with edits
@@ -229,13 +191,13 @@ func TestFilesRunFollowsSymlinks(t *testing.T) {
 func TestFilesSyncReadsConfigMapVolume(t *testing.T) {
 	c := filesCentral(t)
 	cm := t.TempDir()
-	filesKubeletWrite(t, cm, filesExamples(t))
+	configmaptest.Write(t, cm, filesExamples(t), nil)
 	r := kubevirtOVN(t, "sync", "--nb", c.NBTCP, "--from-file", cm)
 	require.Equal(t, 0, r.code, "every object once")
 	assert.Equal(t, "172.16.0.100 172.16.0.100", natIPs(t, c, "router1"))
 	before := nbctl(t, c, "--bare", "--columns=_uuid", "list", "Logical_Router", "kv-router1")
 
-	filesKubeletWrite(t, cm, filesExamples(t, "ip: 172.16.0.100", "ip: 172.16.0.104"))
+	configmaptest.Write(t, cm, filesExamples(t, "ip: 172.16.0.100", "ip: 172.16.0.104"), nil)
 	r = kubevirtOVN(t, "sync", "--nb", c.NBTCP, "--from-file", cm)
 	require.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "NAT                          2 updated")
@@ -249,13 +211,13 @@ func TestFilesSyncReadsConfigMapVolume(t *testing.T) {
 func TestFilesRunReadsConfigMapVolume(t *testing.T) {
 	c := filesCentral(t)
 	cm := t.TempDir()
-	filesKubeletWrite(t, cm, filesExamples(t))
+	configmaptest.Write(t, cm, filesExamples(t), nil)
 	p := filesStartRun(t, c, cm)
 	waitNB(t, "router1's NAT in the NB", func() bool { return natIPs(t, c, "router1") == "172.16.0.100 172.16.0.100" })
 	before := filesOwned(t, c)
 	deletes := filesWatchDeletes(t, c)
 
-	filesKubeletWrite(t, cm, filesExamples(t, "ip: 172.16.0.100", "ip: 172.16.0.104"))
+	configmaptest.Write(t, cm, filesExamples(t, "ip: 172.16.0.100", "ip: 172.16.0.104"), nil)
 	waitNB(t, "the ConfigMap update is applied", func() bool { return natIPs(t, c, "router1") == "172.16.0.104 172.16.0.104" })
 	assert.Empty(t, deletes.list(), "rows of ours deleted")
 	assert.Equal(t, before, filesOwned(t, c), "no row of ours deleted or recreated")

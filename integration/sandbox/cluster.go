@@ -99,14 +99,7 @@ func StartNBCluster(dir string, n int) (_ *NBCluster, err error) {
 	if _, err := c.SBCtl("init"); err != nil {
 		return nil, err
 	}
-	nd := filepath.Join(dir, "northd")
-	if err := os.MkdirAll(nd, 0o755); err != nil {
-		return nil, err
-	}
-	if err := c.start(nd, "ovn-northd", "ovn-appctl", "--ovnnb-db="+c.NB, "--ovnsb-db="+c.SB); err != nil {
-		return nil, err
-	}
-	if _, err := c.NBCtl("--timeout=30", "--wait=sb", "sync"); err != nil {
+	if err := c.startNorthd(dir, c.NB, c.SB, c.NBCtl); err != nil {
 		return nil, err
 	}
 	return c, nil

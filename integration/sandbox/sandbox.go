@@ -118,17 +118,24 @@ func StartCentral(dir string) (_ *Central, err error) {
 	if _, err := c.SBCtl("init"); err != nil {
 		return nil, err
 	}
-	nd := filepath.Join(dir, "northd")
-	if err := os.MkdirAll(nd, 0o755); err != nil {
-		return nil, err
-	}
-	if err := c.start(nd, "ovn-northd", "ovn-appctl", "--ovnnb-db="+c.NB, "--ovnsb-db="+c.SB); err != nil {
-		return nil, err
-	}
-	if _, err := c.NBCtl("--timeout=30", "--wait=sb", "sync"); err != nil {
+	if err := c.startNorthd(dir, c.NB, c.SB, c.NBCtl); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// startNorthd starts ovn-northd under dir/northd on nb and sb, and waits
+// until it has processed the NB (nbctl is how to reach it).
+func (ds *daemons) startNorthd(dir, nb, sb string, nbctl func(...string) (string, error)) error {
+	nd := filepath.Join(dir, "northd")
+	if err := os.MkdirAll(nd, 0o755); err != nil {
+		return err
+	}
+	if err := ds.start(nd, "ovn-northd", "ovn-appctl", "--ovnnb-db="+nb, "--ovnsb-db="+sb); err != nil {
+		return err
+	}
+	_, err := nbctl("--timeout=30", "--wait=sb", "sync")
+	return err
 }
 
 // start runs a daemon detached with its pid file, log file and control

@@ -7,53 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// kubeletWrite projects payload (file name -> content) into dir the way
-// kubelet's atomic writer (pkg/volume/util/atomic_writer.go) does for a
-// ConfigMap volume: the files in a new ..<timestamp>.<random> directory,
-// user-visible links name -> ..data/name for new keys, a ..data_tmp link to
-// the new directory renamed over ..data, then the links of removed keys and
-// the previous directory removed. between, when set, runs before the rename.
-func kubeletWrite(t *testing.T, dir string, payload map[string]string, between func()) {
-	t.Helper()
-	data := filepath.Join(dir, "..data")
-	old, err := os.Readlink(data)
-	if err != nil && !os.IsNotExist(err) {
-		require.NoError(t, err)
-	}
-	ts, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(ts, 0o755))
-	for name, content := range payload {
-		require.NoError(t, os.WriteFile(filepath.Join(ts, name), []byte(content), 0o644))
-	}
-	for name := range payload {
-		if _, err := os.Readlink(filepath.Join(dir, name)); os.IsNotExist(err) {
-			require.NoError(t, os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)))
-		}
-	}
-	require.NoError(t, os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data_tmp")))
-	if between != nil {
-		between()
-	}
-	require.NoError(t, os.Rename(filepath.Join(dir, "..data_tmp"), data))
-	if old == "" {
-		return
-	}
-	entries, err := os.ReadDir(filepath.Join(dir, old))
-	require.NoError(t, err)
-	for _, e := range entries {
-		if _, ok := payload[e.Name()]; !ok {
-			require.NoError(t, os.Remove(filepath.Join(dir, e.Name())))
-		}
-	}
-	require.NoError(t, os.RemoveAll(filepath.Join(dir, old)))
-}
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest/configmaptest"
+)
 
 func TestFiles_FollowsSymlinks(t *testing.T) {
 	root := t.TempDir()
@@ -103,7 +62,7 @@ func TestFiles_DanglingLinks(t *testing.T) {
 
 func TestFiles_ConfigMapVolume(t *testing.T) {
 	dir := t.TempDir()
-	kubeletWrite(t, dir, map[string]string{"router.yaml": routerYAML, "networks.yaml": nadAYAML + "---\n" + nadPublicYAML}, nil)
+	configmaptest.Write(t, dir, map[string]string{"router.yaml": routerYAML, "networks.yaml": nadAYAML + "---\n" + nadPublicYAML}, nil)
 	// An editor's swap file is not a manifest either.
 	writeFile(t, dir, ".router.yaml.swp", "key: [unclosed\n")
 
@@ -118,7 +77,7 @@ func TestFiles_ConfigMapVolume(t *testing.T) {
 	// An update the kubelet way, adding a key and removing one, seen at
 	// every step: the old content until ..data is swapped, the new after.
 	update := map[string]string{"router.yaml": namedRouter("router2"), "vmis.yaml": vmiYAML}
-	kubeletWrite(t, dir, update, func() {
+	configmaptest.Write(t, dir, update, func() {
 		s, err := LoadPaths([]string{dir})
 		require.NoError(t, err, "a new key's link dangles until ..data is swapped")
 		assert.Equal(t, []string{"router1"}, routerNames(s))
