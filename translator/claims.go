@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -13,9 +14,9 @@ import (
 // HeldClaims reads from the rows instance owns in c's cache who holds each
 // SNAT IP, internal network and VM address now, for Snapshot.Held: the
 // first claimant keeps what it holds.
-func HeldClaims(c client.Client, instance string) (Claims, error) {
+func HeldClaims(ctx context.Context, c client.Client, instance string) (Claims, error) {
 	held := Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{}}
-	lrps, err := ListManaged(c, instance, func(r *nbmodel.LogicalRouterPort) *map[string]string { return &r.ExternalIDs })
+	lrps, err := ListManaged(ctx, c, instance, func(r *nbmodel.LogicalRouterPort) *map[string]string { return &r.ExternalIDs })
 	if err != nil {
 		return held, fmt.Errorf("reading owned router ports: %w", err)
 	}
@@ -28,7 +29,7 @@ func HeldClaims(c client.Client, instance string) (Claims, error) {
 			held.SNATIPs[pfx.Addr().String()] = u.Name
 		}
 	}
-	lsps, err := ListManaged(c, instance, func(r *nbmodel.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs })
+	lsps, err := ListManaged(ctx, c, instance, func(r *nbmodel.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs })
 	if err != nil {
 		return held, fmt.Errorf("reading owned switch ports: %w", err)
 	}

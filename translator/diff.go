@@ -51,14 +51,18 @@ type UnitOps struct {
 // instance and produces the operations. It reads only the cache. One Differ
 // serves one sync so that named UUIDs are unique across batched units.
 type Differ struct {
+	// ctx bounds the cache reads: libovsdb holds them while the NB is
+	// reconnecting, and a stopped sync must not wait for it.
+	ctx      context.Context
 	c        client.Client
 	instance string
 	seq      int
 }
 
-// NewDiffer returns a Differ reading c's cache, for rows of instance.
-func NewDiffer(c client.Client, instance string) *Differ {
-	return &Differ{c: c, instance: instance}
+// NewDiffer returns a Differ reading c's cache, for rows of instance, as
+// long as ctx lasts.
+func NewDiffer(ctx context.Context, c client.Client, instance string) *Differ {
+	return &Differ{ctx: ctx, c: c, instance: instance}
 }
 
 // unitDiff accumulates the ops and changes of one unit.
@@ -112,7 +116,7 @@ func listOwned[T any, PT interface {
 }](d *Differ, u Unit, ids func(PT) *map[string]string) ([]PT, error) {
 	m := PT(new(T))
 	var rows []PT
-	if err := d.c.WhereAll(m, ownerCond(ids(m), u.Name)).List(context.Background(), &rows); err != nil {
+	if err := d.c.WhereAll(m, ownerCond(ids(m), u.Name)).List(d.ctx, &rows); err != nil {
 		return nil, err
 	}
 	return slices.DeleteFunc(rows, func(r PT) bool { return !OwnedBy(*ids(r), d.instance, u) }), nil
@@ -131,7 +135,7 @@ func (d *Differ) ownedSwitchPorts(u Unit) ([]*nbmodel.LogicalSwitchPort, error) 
 func (d *Differ) macBindings(router string) ([]*nbmodel.StaticMACBinding, error) {
 	m := &nbmodel.StaticMACBinding{}
 	var rows []*nbmodel.StaticMACBinding
-	err := d.c.WhereAll(m, model.Condition{Field: &m.LogicalPort, Function: ovsdb.ConditionEqual, Value: GatewayPortName(router)}).List(context.Background(), &rows)
+	err := d.c.WhereAll(m, model.Condition{Field: &m.LogicalPort, Function: ovsdb.ConditionEqual, Value: GatewayPortName(router)}).List(d.ctx, &rows)
 	return rows, err
 }
 
@@ -568,7 +572,7 @@ func (d *Differ) switchOf(network string) (*switchRef, error) {
 
 func (d *Differ) switchHasPort(ls, port string) bool {
 	m := &nbmodel.LogicalSwitch{UUID: ls}
-	if err := d.c.Get(context.Background(), m); err != nil {
+	if err := d.c.Get(d.ctx, m); err != nil {
 		return false
 	}
 	return slices.Contains(m.Ports, port)
@@ -577,7 +581,7 @@ func (d *Differ) switchHasPort(ls, port string) bool {
 // parentSwitch finds the owned switch that references port; "" if none.
 // Only moves and deletions of router ports need it.
 func (d *Differ) parentSwitch(port string) (string, error) {
-	rows, err := ListManaged(d.c, d.instance, func(r *nbmodel.LogicalSwitch) *map[string]string { return &r.ExternalIDs })
+	rows, err := ListManaged(d.ctx, d.c, d.instance, func(r *nbmodel.LogicalSwitch) *map[string]string { return &r.ExternalIDs })
 	if err != nil {
 		return "", err
 	}
@@ -702,19 +706,19 @@ func (d *Differ) DeleteNetwork(name string) (*UnitOps, error) {
 func ListManaged[T any, PT interface {
 	*T
 	model.Model
-}](c client.Client, instance string, ids func(PT) *map[string]string) ([]PT, error) {
+}](ctx context.Context, c client.Client, instance string, ids func(PT) *map[string]string) ([]PT, error) {
 	m := PT(new(T))
 	var rows []PT
 	cond := model.Condition{Field: ids(m), Function: ovsdb.ConditionIncludes, Value: map[string]string{KeyManagedBy: instance}}
-	err := c.WhereAll(m, cond).List(context.Background(), &rows)
+	err := c.WhereAll(m, cond).List(ctx, &rows)
 	return rows, err
 }
 
 func visitManaged[T any, PT interface {
 	*T
 	model.Model
-}](c client.Client, instance, table string, ids func(PT) *map[string]string, visit func(table string, ids map[string]string)) error {
-	rows, err := ListManaged(c, instance, ids)
+}](ctx context.Context, c client.Client, instance, table string, ids func(PT) *map[string]string, visit func(table string, ids map[string]string)) error {
+	rows, err := ListManaged(ctx, c, instance, ids)
 	for _, r := range rows {
 		visit(table, *ids(r))
 	}
@@ -724,22 +728,22 @@ func visitManaged[T any, PT interface {
 // EachManaged calls visit with the table and external_ids of every row
 // instance manages, in every table kubevirt-ovn writes that has
 // external_ids.
-func EachManaged(c client.Client, instance string, visit func(table string, ids map[string]string)) error {
+func EachManaged(ctx context.Context, c client.Client, instance string, visit func(table string, ids map[string]string)) error {
 	return errors.Join(
-		visitManaged(c, instance, nbmodel.LogicalRouterTable, func(r *nbmodel.LogicalRouter) *map[string]string { return &r.ExternalIDs }, visit),
-		visitManaged(c, instance, nbmodel.LogicalRouterPortTable, func(r *nbmodel.LogicalRouterPort) *map[string]string { return &r.ExternalIDs }, visit),
-		visitManaged(c, instance, nbmodel.LogicalSwitchTable, func(r *nbmodel.LogicalSwitch) *map[string]string { return &r.ExternalIDs }, visit),
-		visitManaged(c, instance, nbmodel.LogicalSwitchPortTable, func(r *nbmodel.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs }, visit),
-		visitManaged(c, instance, nbmodel.NATTable, func(r *nbmodel.NAT) *map[string]string { return &r.ExternalIDs }, visit),
-		visitManaged(c, instance, nbmodel.LogicalRouterStaticRouteTable, func(r *nbmodel.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs }, visit),
-		visitManaged(c, instance, nbmodel.GatewayChassisTable, func(r *nbmodel.GatewayChassis) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(ctx, c, instance, nbmodel.LogicalRouterTable, func(r *nbmodel.LogicalRouter) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(ctx, c, instance, nbmodel.LogicalRouterPortTable, func(r *nbmodel.LogicalRouterPort) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(ctx, c, instance, nbmodel.LogicalSwitchTable, func(r *nbmodel.LogicalSwitch) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(ctx, c, instance, nbmodel.LogicalSwitchPortTable, func(r *nbmodel.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(ctx, c, instance, nbmodel.NATTable, func(r *nbmodel.NAT) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(ctx, c, instance, nbmodel.LogicalRouterStaticRouteTable, func(r *nbmodel.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs }, visit),
+		visitManaged(ctx, c, instance, nbmodel.GatewayChassisTable, func(r *nbmodel.GatewayChassis) *map[string]string { return &r.ExternalIDs }, visit),
 	)
 }
 
 // PresentUnits lists the units that own rows in the NB.
 func (d *Differ) PresentUnits() ([]Unit, error) {
 	seen := map[Unit]bool{}
-	err := EachManaged(d.c, d.instance, func(_ string, ids map[string]string) {
+	err := EachManaged(d.ctx, d.c, d.instance, func(_ string, ids map[string]string) {
 		if u, ok := OwnerOf(ids, d.instance); ok {
 			seen[u] = true
 		}

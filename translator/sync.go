@@ -85,7 +85,7 @@ func (r *SyncResult) Changes() map[string]map[string]int {
 // Units are batched into few transactions; when a batch fails, its units are
 // committed one by one so that one unit's failure leaves the others synced.
 func Sync(ctx context.Context, c client.Client, plan *Plan, opts SyncOptions) (*SyncResult, error) {
-	d := NewDiffer(c, instanceOf(opts))
+	d := NewDiffer(ctx, c, instanceOf(opts))
 	present, err := d.PresentUnits()
 	if err != nil {
 		return nil, fmt.Errorf("reading owned NB rows: %w", err)
@@ -107,7 +107,7 @@ func Sync(ctx context.Context, c client.Client, plan *Plan, opts SyncOptions) (*
 // rows removed when plan has no such unit, or is left as it is when plan
 // says its input is invalid. A controller reconciles one unit this way.
 func SyncUnits(ctx context.Context, c client.Client, plan *Plan, units []Unit, opts SyncOptions) (*SyncResult, error) {
-	return syncUnits(ctx, c, NewDiffer(c, instanceOf(opts)), plan, units, opts)
+	return syncUnits(ctx, c, NewDiffer(ctx, c, instanceOf(opts)), plan, units, opts)
 }
 
 func instanceOf(opts SyncOptions) string {

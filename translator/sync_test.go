@@ -608,7 +608,7 @@ func TestFirstClaimantKeepsSNATIPAcrossRestarts(t *testing.T) {
 		External: &tr.External{IP: "172.16.0.100", Network: "public"},
 		Gateway:  "gw1",
 	})
-	held, err := tr.HeldClaims(ours, instance)
+	held, err := tr.HeldClaims(context.Background(), ours, instance)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"172.16.0.100": "router1"}, held.SNATIPs)
 	assert.Equal(t, map[string]string{"net-a": "router1", "net-b": "router1"}, held.Internal)

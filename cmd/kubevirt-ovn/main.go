@@ -167,11 +167,11 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	}
 	defer nbc.Close()
 
-	if err := refuseEmpty(set, nbc, *instance, *allowEmpty, paths); err != nil {
+	if err := refuseEmpty(ctx, set, nbc, *instance, *allowEmpty, paths); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
 		return 1
 	}
-	if set.Snapshot.Held, err = translator.HeldClaims(nbc, *instance); err != nil {
+	if set.Snapshot.Held, err = translator.HeldClaims(ctx, nbc, *instance); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
 	}
@@ -205,11 +205,11 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 // refuseEmpty fails when the manifests declare nothing while units own rows
 // in the NB, unless allowed: a directory that vanished, a symlink not
 // followed or a mistyped path would otherwise delete every row we own.
-func refuseEmpty(set *manifest.Set, nb client.Client, instance string, allowed bool, paths []string) error {
+func refuseEmpty(ctx context.Context, set *manifest.Set, nb client.Client, instance string, allowed bool, paths []string) error {
 	if allowed || !set.Empty() {
 		return nil
 	}
-	owned, err := translator.NewDiffer(nb, instance).PresentUnits()
+	owned, err := translator.NewDiffer(ctx, nb, instance).PresentUnits()
 	if err != nil {
 		return fmt.Errorf("reading owned NB rows: %w", err)
 	}

@@ -111,12 +111,12 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 
 	if len(f.paths) > 0 {
 		files, err := controller.NewFileSource(f.paths, log.WithName("files"),
-			controller.FileOptions{AllowEmpty: f.allowEmpty, Owned: controller.OwnedUnits(nb, f.instance)})
+			controller.FileOptions{AllowEmpty: f.allowEmpty, Owned: controller.OwnedUnits(ctx, nb, f.instance)})
 		if err != nil {
 			return err
 		}
 		ctrl := controller.New(nb, sb, files, nil, opts)
-		go files.Watch(ctx, f.fileInterval, ctrl.EnqueueAll)
+		go files.Watch(ctx, f.fileInterval, func() { ctrl.EnqueueAll(ctx) })
 		if err := serve(ctx, f.addr, metrics, func() error { return connected(nb) }, log); err != nil {
 			return err
 		}

@@ -132,7 +132,7 @@ func (c *Controller) Enqueue(u translator.Unit) { c.queue.Add(u) }
 
 // EnqueueAll schedules every unit in the input and every unit owning rows,
 // networks first: routers hang from their switches.
-func (c *Controller) EnqueueAll() {
+func (c *Controller) EnqueueAll(ctx context.Context) {
 	var units []translator.Unit
 	if snap, err := c.source.Snapshot(); err == nil {
 		for _, n := range snap.Networks {
@@ -145,7 +145,7 @@ func (c *Controller) EnqueueAll() {
 			units = append(units, u)
 		}
 	}
-	if present, err := translator.NewDiffer(c.nb, c.opts.Instance).PresentUnits(); err == nil {
+	if present, err := translator.NewDiffer(ctx, c.nb, c.opts.Instance).PresentUnits(); err == nil {
 		units = append(units, present...)
 	}
 	networksFirst := func(u translator.Unit) bool { return u.Kind != translator.KindNetwork }
@@ -169,13 +169,13 @@ func cmpBool(a, b bool) int {
 }
 
 // EnqueueRouters schedules every router of the input and of the NB.
-func (c *Controller) EnqueueRouters() {
+func (c *Controller) EnqueueRouters(ctx context.Context) {
 	if snap, err := c.source.Snapshot(); err == nil {
 		for _, r := range snap.Routers {
 			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r.Name})
 		}
 	}
-	if present, err := translator.NewDiffer(c.nb, c.opts.Instance).PresentUnits(); err == nil {
+	if present, err := translator.NewDiffer(ctx, c.nb, c.opts.Instance).PresentUnits(); err == nil {
 		for _, u := range present {
 			if u.Kind == translator.KindRouter {
 				c.Enqueue(u)
@@ -214,7 +214,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.sb != nil {
 		onChassis := func(table string) {
 			if table == sbmodel.ChassisTable {
-				c.EnqueueRouters()
+				c.EnqueueRouters(ctx)
 			}
 		}
 		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
@@ -224,7 +224,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		})
 	}
 	go c.watchReconnect(ctx, c.nbState())
-	c.EnqueueAll()
+	c.EnqueueAll(ctx)
 	log.Info("controller started", "workers", c.opts.Workers, "instance", c.opts.Instance)
 
 	var wg sync.WaitGroup
@@ -248,7 +248,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			log.Info("controller stopped", "dropped", c.queue.Len())
 			return nil
 		case <-ticker.C:
-			c.EnqueueAll()
+			c.EnqueueAll(ctx)
 		}
 	}
 }
@@ -333,7 +333,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		}
 		snap.ChassisKnown = true
 	}
-	if snap.Held, err = translator.HeldClaims(c.nb, c.opts.Instance); err != nil {
+	if snap.Held, err = translator.HeldClaims(ctx, c.nb, c.opts.Instance); err != nil {
 		return err
 	}
 	plan := translator.Build(snap, c.opts.Instance)
@@ -347,7 +347,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 				rp = &plan.Routers[i]
 			}
 		}
-		if rp != nil && c.parkUntilSwitches(rp) {
+		if rp != nil && c.parkUntilSwitches(ctx, rp) {
 			log.V(2).Info("waiting for the switches of its networks")
 			c.opts.Metrics.observeParked()
 			return nil
@@ -418,7 +418,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 			st.Gateway = slices.Clone(rp.Gateway.Chassis)
 		}
 	}
-	st.Realized = c.realized(u.Name, res.NBCfg, unitErr == nil)
+	st.Realized = c.realized(ctx, u.Name, res.NBCfg, unitErr == nil)
 	c.mu.Lock()
 	if len(st.Gateway) > 0 {
 		if prev, ok := c.gateway[u.Name]; ok && prev != st.Gateway[0] {
@@ -438,7 +438,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 
 // realized records the nb_cfg a router's commit waits for and says whether
 // the chassis have reached it.
-func (c *Controller) realized(router string, nbCfg int, ok bool) bool {
+func (c *Controller) realized(ctx context.Context, router string, nbCfg int, ok bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if nbCfg > 0 {
@@ -449,7 +449,7 @@ func (c *Controller) realized(router string, nbCfg int, ok bool) bool {
 		return ok
 	}
 	var globals []*nbmodel.NBGlobal
-	if err := c.nb.List(context.Background(), &globals); err != nil || len(globals) != 1 {
+	if err := c.nb.List(ctx, &globals); err != nil || len(globals) != 1 {
 		return false
 	}
 	if globals[0].HvCfg >= want {
@@ -473,12 +473,12 @@ func (c *Controller) forget(router string) {
 // there (its network's reconcile succeeded, or the monitor brought the row).
 // The check and the parking hold c.mu, as unpark does after the switch is in
 // the cache, so that a router cannot be parked after its wake-up call.
-func (c *Controller) parkUntilSwitches(rp *translator.RouterPlan) bool {
+func (c *Controller) parkUntilSwitches(ctx context.Context, rp *translator.RouterPlan) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	parked := false
 	for _, sp := range rp.SwitchPorts {
-		if c.hasSwitch(sp.Network) {
+		if c.hasSwitch(ctx, sp.Network) {
 			continue
 		}
 		if c.parked[sp.Network] == nil {
@@ -494,12 +494,12 @@ func (c *Controller) parkUntilSwitches(rp *translator.RouterPlan) bool {
 }
 
 // hasSwitch says whether the NB cache holds the switch of network.
-func (c *Controller) hasSwitch(network string) bool {
+func (c *Controller) hasSwitch(ctx context.Context, network string) bool {
 	u := translator.Unit{Kind: translator.KindNetwork, Name: network}
 	ls := &nbmodel.LogicalSwitch{}
 	var rows []*nbmodel.LogicalSwitch
 	owner := model.Condition{Field: &ls.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyOwner: network}}
-	if err := c.nb.WhereAll(ls, owner).List(context.Background(), &rows); err != nil {
+	if err := c.nb.WhereAll(ls, owner).List(ctx, &rows); err != nil {
 		// Let the sync find out.
 		return true
 	}

@@ -91,7 +91,7 @@ func drain(c *Controller) []tr.Unit {
 
 func TestEnqueueAllNetworksFirst(t *testing.T) {
 	c, _ := newTestController(t)
-	c.EnqueueAll()
+	c.EnqueueAll(context.Background())
 	got := drain(c)
 	require.Len(t, got, 4)
 	assert.Equal(t, router1, got[3], "routers after the networks they hang from")
@@ -127,7 +127,7 @@ func TestRouterParkedUntilItsNetworksExist(t *testing.T) {
 // still hands out what is queued after ShutDown.
 func TestStoppedControllerWritesNothing(t *testing.T) {
 	c, nb := newTestController(t)
-	c.EnqueueAll()
+	c.EnqueueAll(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c.queue.ShutDown()

@@ -30,9 +30,9 @@ type FileOptions struct {
 
 // OwnedUnits counts the units (routers and networks) that own rows of
 // instance in the NB client's cache.
-func OwnedUnits(nb client.Client, instance string) func() (int, error) {
+func OwnedUnits(ctx context.Context, nb client.Client, instance string) func() (int, error) {
 	return func() (int, error) {
-		units, err := translator.NewDiffer(nb, instance).PresentUnits()
+		units, err := translator.NewDiffer(ctx, nb, instance).PresentUnits()
 		return len(units), err
 	}
 }

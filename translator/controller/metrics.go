@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -145,7 +146,10 @@ func (o *ownedRows) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
 
 func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
 	counts := map[string]int{}
-	if err := translator.EachManaged(o.nb, o.instance, func(table string, _ map[string]string) { counts[table]++ }); err != nil {
+	// A scrape while the NB is reconnecting gets no counts, not a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := translator.EachManaged(ctx, o.nb, o.instance, func(table string, _ map[string]string) { counts[table]++ }); err != nil {
 		return
 	}
 	for _, table := range []string{nbmodel.LogicalRouterTable, nbmodel.LogicalRouterPortTable, nbmodel.LogicalSwitchTable,

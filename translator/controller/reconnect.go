@@ -52,7 +52,7 @@ func (c *Controller) watchReconnect(ctx context.Context, from nbState) {
 				down = time.Since(lostAt).Round(time.Millisecond).String()
 			}
 			c.opts.Log.Info("NB connection back; reconciling every unit", "endpoint", c.nb.CurrentEndpoint(), "down", down)
-			c.EnqueueAll()
+			c.EnqueueAll(ctx)
 		}
 		last = now
 	}
