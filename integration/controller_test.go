@@ -241,7 +241,7 @@ func condition(u *unstructured.Unstructured, typ string) map[string]any {
 func (k *kubeAPI) waitStatus(t *testing.T, name, what string, check func(u *unstructured.Unstructured) bool) *unstructured.Unstructured {
 	t.Helper()
 	var last *unstructured.Unstructured
-	err := sandbox.Poll(30*time.Second, what, func() (bool, error) {
+	err := sandbox.Poll(90*time.Second, what, func() (bool, error) {
 		last = k.router(t, name)
 		return last != nil && check(last), nil
 	})
@@ -265,7 +265,7 @@ func natIPs(t *testing.T, c interface {
 
 func waitNB(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	require.NoError(t, sandbox.Poll(30*time.Second, what, func() (bool, error) { return cond(), nil }))
+	require.NoError(t, sandbox.Poll(90*time.Second, what, func() (bool, error) { return cond(), nil }))
 }
 
 // The controller in a cluster: routers, networks and VMs as objects; the NB

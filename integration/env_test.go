@@ -176,7 +176,7 @@ func (e *env) sync() string {
 	e.t.Helper()
 	r := kubevirtOVN(e.t, e.syncArgs()...)
 	require.Equal(e.t, 0, r.code, "kubevirt-ovn sync failed:\n%s", r.stderr)
-	nbctl(e.t, e.l, "--timeout=30", "--wait=hv", "sync")
+	nbctl(e.t, e.l, "--timeout=90", "--wait=hv", "sync")
 	return r.stdout
 }
 
@@ -197,7 +197,7 @@ func (e *env) write(file, content string) {
 func (e *env) ready(gw string, bfdWorkers ...string) {
 	e.t.Helper()
 	for _, p := range []string{vmAPort, vmBPort} {
-		nbctl(e.t, e.l, "--timeout=30", "wait-until", "Logical_Switch_Port", p, "up=true")
+		nbctl(e.t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", p, "up=true")
 	}
 	require.NoError(e.t, sandbox.WaitGateway(e.l, crPort, gw, bfdWorkers...))
 }
@@ -253,7 +253,7 @@ func readFile(t *testing.T, dir, name string) string {
 
 // pollMACBinding waits until the SB has learned ip's MAC.
 func pollMACBinding(e *env, ip, mac string) error {
-	return sandbox.Poll(15*time.Second, "SB MAC_Binding "+ip+" "+mac, func() (bool, error) {
+	return sandbox.Poll(60*time.Second, "SB MAC_Binding "+ip+" "+mac, func() (bool, error) {
 		out, err := e.l.SBCtl("--bare", "--columns=mac", "find", "MAC_Binding", "ip="+ip)
 		return strings.Contains(out, mac), err
 	})

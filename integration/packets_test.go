@@ -31,7 +31,7 @@ type capture struct {
 // test printing every packet seen when none does in time.
 func waitFor(t *testing.T, c capture, what string, skip int, match func(seen) bool) seen {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ps, err := c.read()
 		require.NoError(t, err)

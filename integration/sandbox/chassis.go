@@ -123,7 +123,7 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 		}
 	}
 	for _, ch := range l.chassis {
-		if err := poll(30*time.Second, "chassis "+ch+" in the SB", func() (bool, error) {
+		if err := poll(90*time.Second, "chassis "+ch+" in the SB", func() (bool, error) {
 			out, err := l.SBCtl("--bare", "--columns=ip", "find", "Encap", "chassis_name="+ch)
 			return strings.TrimSpace(out) != "", err
 		}); err != nil {

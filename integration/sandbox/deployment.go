@@ -86,7 +86,7 @@ func WaitGateway(d Deployment, crPort, gw string, workers ...string) error {
 	if gwUUID == "" {
 		return fmt.Errorf("no chassis %s in the SB", gw)
 	}
-	return poll(30*time.Second, crPort+" bound to "+gw+" with BFD up", func() (bool, error) {
+	return poll(90*time.Second, crPort+" bound to "+gw+" with BFD up", func() (bool, error) {
 		bound, err := d.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
 		if err != nil || strings.TrimSpace(bound) != gwUUID {
 			return false, err
