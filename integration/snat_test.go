@@ -100,8 +100,10 @@ func TestARPForSNATIPAnsweredByActiveGatewayOnly(t *testing.T) {
 	requireNone(t, e.wire("gw2"), "standby gw2 answers ARP for the SNAT IP", skip2, isReply)
 }
 
-// Scenario 5: enableSnat false removes the NAT rows and SNAT; true again
-// brings SNAT back.
+// Scenario 5: enableSnat false tears the router's external side down, as
+// the seed does (no ARP responder for the SNAT IP, no upstream rules):
+// nothing of the VMs leaves through the gateway, not even un-NATed, and the
+// SNAT IP is not answered. True again brings both back.
 func TestEnableSNATToggle(t *testing.T) {
 	e := newEnv(t)
 	e.sync()
@@ -110,15 +112,40 @@ func TestEnableSNATToggle(t *testing.T) {
 	e.edit("router.yaml", "enableSnat: true", "enableSnat: false")
 	out := e.sync()
 	assert.Contains(t, out, "delete NAT snat 10.10.0.0/24")
-	assert.Empty(t, strings.TrimSpace(nbctl(t, e.l, "--bare", "--columns=_uuid", "find", "NAT", "external_ids:kubevirt-ovn/owner=router1")))
+	assert.Contains(t, out, "delete Logical_Router_Port "+gwPort)
+	for _, table := range []string{"NAT", "Logical_Router_Static_Route", "Gateway_Chassis"} {
+		assert.Empty(t, strings.TrimSpace(nbctl(t, e.l, "--bare", "--columns=_uuid", "find", table, "external_ids:kubevirt-ovn/owner=router1")), table)
+	}
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+
+	arpForSNATIP := frame{SrcMAC: peerMAC, DstMAC: "ff:ff:ff:ff:ff:ff", ARPOp: 1,
+		ARPSHA: peerMAC, ARPSPA: peerIP, ARPTHA: "00:00:00:00:00:00", ARPTPA: snatIP}
+	snatIPAnswered := func(s seen) bool { return s.IsARP && s.ARPOp == 2 && s.ARPSPA == snatIP }
+	skip1, skip2, skipVM := count(t, e.wire("gw1")), count(t, e.wire("gw2")), count(t, e.vm("hv1", "vm-a"))
+	e.inject("gw1", arpForSNATIP)
+	e.inject("gw2", arpForSNATIP)
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40005, 5005)
-	routed := waitFor(t, e.wire("gw1"), "vm-a's UDP routed without SNAT", 0, flow(5005))
-	assert.Equal(t, vmAIP, routed.SrcIP, "no SNAT: the VM's own source address")
+	// Barrier: the router is still there for its internal networks, and
+	// answers vm-a's ARP for its gateway.
+	arpForGateway := frame{SrcMAC: vmAMAC, DstMAC: "ff:ff:ff:ff:ff:ff", ARPOp: 1,
+		ARPSHA: vmAMAC, ARPSPA: vmAIP, ARPTHA: "00:00:00:00:00:00", ARPTPA: "10.10.0.1"}
+	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, arpForGateway)))
+	waitFor(t, e.vm("hv1", "vm-a"), "the router answering vm-a's ARP for its gateway (barrier)", skipVM, func(s seen) bool {
+		return s.IsARP && s.ARPOp == 2 && s.ARPSPA == "10.10.0.1" && s.ARPSHA == routerMAC
+	})
+	requireNone(t, e.wire("gw1"), "vm-a's UDP leaves through gw1 with SNAT disabled", skip1, flow(5005))
+	requireNone(t, e.wire("gw2"), "vm-a's UDP leaves through gw2 with SNAT disabled", skip2, flow(5005))
+	requireNone(t, e.wire("gw1"), "gw1 answers ARP for the SNAT IP with SNAT disabled", skip1, snatIPAnswered)
+	requireNone(t, e.wire("gw2"), "gw2 answers ARP for the SNAT IP with SNAT disabled", skip2, snatIPAnswered)
 
 	e.edit("router.yaml", "enableSnat: false", "enableSnat: true")
 	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	skip1 = count(t, e.wire("gw1"))
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40006, 5006)
-	waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed again", 0, snated(5006))
+	waitFor(t, e.wire("gw1"), "vm-a's UDP SNATed again", skip1, snated(5006))
+	e.inject("gw1", arpForSNATIP)
+	waitFor(t, e.wire("gw1"), "gw1 answering ARP for the SNAT IP again", skip1, snatIPAnswered)
 }
 
 // Scenario 6: an internal network attached later gets SNAT; detached, its

@@ -597,7 +597,7 @@ func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, 
 		}
 	}
 
-	if r.External != nil {
+	if r.External != nil && r.EnableSNAT {
 		gws, err := chooseGateways(r, s)
 		if err != nil {
 			errs = append(errs, err)
@@ -696,7 +696,11 @@ func planRouter(r *router, instance string) RouterPlan {
 		}})
 	}
 
-	if r.ext != nil {
+	// The external side exists only with SNAT, as in the seed, which
+	// installs the SNAT IP's ARP responder and the upstream rules only for
+	// a router with enableSnat: without it nothing of the VMs is routed out
+	// through the external network and the SNAT IP is not answered.
+	if r.ext != nil && r.EnableSNAT {
 		gwp := GatewayPortName(r.Name)
 		rp.SNATIP = r.snat.String()
 		rp.Ports = append(rp.Ports, &nbmodel.LogicalRouterPort{
@@ -724,16 +728,14 @@ func planRouter(r *router, instance string) RouterPlan {
 		}
 		rp.Gateway = &GatewayChoice{Chassis: slices.Clone(r.gateways)}
 
-		if r.EnableSNAT {
-			for _, n := range r.internal {
-				rp.NATs = append(rp.NATs, &nbmodel.NAT{
-					Type:              nbmodel.NATTypeSNAT,
-					ExternalIP:        r.snat.String(),
-					LogicalIP:         n.prefix.String(),
-					ExternalPortRange: SNATPortRange,
-					ExternalIDs:       ids(),
-				})
-			}
+		for _, n := range r.internal {
+			rp.NATs = append(rp.NATs, &nbmodel.NAT{
+				Type:              nbmodel.NATTypeSNAT,
+				ExternalIP:        r.snat.String(),
+				LogicalIP:         n.prefix.String(),
+				ExternalPortRange: SNATPortRange,
+				ExternalIDs:       ids(),
+			})
 		}
 		if r.peer.IsValid() {
 			out := gwp

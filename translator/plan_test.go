@@ -298,9 +298,39 @@ func TestBuildRouter(t *testing.T) {
 			},
 		},
 		{
-			name: "external without SNAT still has the gateway port; peer without MAC has no binding",
+			name: "enableSnat false: no external side at all (as the seed: no SNAT IP answered, nothing routed out)",
 			router: Router{
 				Name: "r2", MAC: "fa:16:3e:00:00:02",
+				Internal:   []string{"net-a"},
+				External:   &External{IP: "172.16.0.5", Network: "public"},
+				PeerRouter: &PeerRouter{IP: "172.16.0.254", MAC: "00:00:00:00:ee:02"},
+				Gateway:    "gw-unknown",
+			},
+			want: RouterPlan{
+				Name: "r2",
+				Router: &nbmodel.LogicalRouter{
+					Name: "kv-r2",
+					Options: map[string]string{
+						"always_learn_from_arp_request": "false",
+						"dynamic_neigh_routers":         "true",
+					},
+					ExternalIDs: routerIDs("r2"),
+				},
+				Ports: []*nbmodel.LogicalRouterPort{
+					{Name: "kv-rtos-r2_net-a", MAC: "fa:16:3e:00:00:02", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r2")},
+				},
+				SwitchPorts: []SwitchPort{
+					{Network: "net-a", Port: &nbmodel.LogicalSwitchPort{
+						Name: "kv-stor-net-a_r2", Type: "router", Addresses: []string{"router"},
+						Options: map[string]string{"router-port": "kv-rtos-r2_net-a"}, ExternalIDs: routerIDs("r2"),
+					}},
+				},
+			},
+		},
+		{
+			name: "peer without MAC has no binding",
+			router: Router{
+				Name: "r2", MAC: "fa:16:3e:00:00:02", EnableSNAT: true,
 				Internal:   []string{"net-a"},
 				External:   &External{IP: "172.16.0.5", Network: "public"},
 				PeerRouter: &PeerRouter{IP: "172.16.0.254"},
@@ -333,6 +363,9 @@ func TestBuildRouter(t *testing.T) {
 						Name: "kv-stor-net-a_r2", Type: "router", Addresses: []string{"router"},
 						Options: map[string]string{"router-port": "kv-rtos-r2_net-a"}, ExternalIDs: routerIDs("r2"),
 					}},
+				},
+				NATs: []*nbmodel.NAT{
+					{Type: nbmodel.NATTypeSNAT, ExternalIP: "172.16.0.5", LogicalIP: "10.10.0.0/24", ExternalPortRange: SNATPortRange, ExternalIDs: routerIDs("r2")},
 				},
 				Routes: []*nbmodel.LogicalRouterStaticRoute{
 					{IPPrefix: "0.0.0.0/0", Nexthop: "172.16.0.254", OutputPort: ptr("kv-rtoe-r2"), ExternalIDs: routerIDs("r2")},
@@ -546,7 +579,7 @@ func TestGatewaySelection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Snapshot{
 				Networks:     []Network{publicNet()},
-				Routers:      []Router{{Name: "r1", MAC: "fa:16:3e:00:00:01", External: &External{IP: "172.16.0.10", Network: "public"}, Gateway: tc.gateway}},
+				Routers:      []Router{{Name: "r1", MAC: "fa:16:3e:00:00:01", EnableSNAT: true, External: &External{IP: "172.16.0.10", Network: "public"}, Gateway: tc.gateway}},
 				Chassis:      tc.chassis,
 				ChassisKnown: tc.chassisKnown,
 			}
@@ -583,7 +616,7 @@ func TestGatewaySelectionStable(t *testing.T) {
 
 	var routers []Router
 	for _, n := range []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"} {
-		routers = append(routers, Router{Name: n, External: &External{IP: "172.16.0." + strings.TrimPrefix(n, "r") + "0", Network: "public"}})
+		routers = append(routers, Router{Name: n, EnableSNAT: true, External: &External{IP: "172.16.0." + strings.TrimPrefix(n, "r") + "0", Network: "public"}})
 	}
 	routers[0].External.IP = "172.16.0.200"
 
