@@ -226,6 +226,13 @@ metadata:
   annotations:
     network-config: '{"type": "VLAN", "cidr": "192.0.2.0/24"}'
 ---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata:
+  name: misnamed
+spec:
+  name: other-name
+---
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -237,6 +244,7 @@ metadata:
 		"VirtualRouter bad-router: spec.internal[0] network no-such-net is unknown",
 		"VirtualRouter bad-router: spec.enableSnat is true but the router has no spec.external network",
 		"NetworkAttachmentDefinition default/vlan-net: network-config.segmentId is required for a VLAN network",
+		"VirtualRouter misnamed: spec.name other-name differs from metadata.name misnamed",
 		"note: ", "ignored apps/v1 Deployment unrelated",
 	} {
 		assert.Contains(t, r.stderr, want)

@@ -241,11 +241,28 @@ func (s *Set) addRouter(where string, raw json.RawMessage) error {
 		return decodeErr(where, KindRouter, vr.Name, err)
 	}
 	r, err := RouterFrom(&vr)
-	if err != nil {
+	switch {
+	case err == nil:
+		s.Snapshot.Routers = append(s.Snapshot.Routers, r)
+	case vr.Name != "":
+		// A router that decodes but whose spec contradicts its name is one
+		// object's bad input: it fails and keeps its rows, the others sync.
+		s.invalid(translator.Unit{Kind: translator.KindRouter, Name: vr.Name},
+			&translator.InputError{Kind: translator.ObjVirtualRouter, Object: vr.Name, Msg: fmt.Sprintf("%v (%s)", err, where)})
+	default:
+		// Without a name nothing says which rows are its: fail the load.
 		return decodeErr(where, KindRouter, vr.Name, err)
 	}
-	s.Snapshot.Routers = append(s.Snapshot.Routers, r)
 	return nil
+}
+
+// invalid records an object that is identified but does not convert: its
+// unit fails and keeps its rows.
+func (s *Set) invalid(u translator.Unit, err error) {
+	if s.Snapshot.Invalid == nil {
+		s.Snapshot.Invalid = map[translator.Unit]error{}
+	}
+	s.Snapshot.Invalid[u] = err
 }
 
 // RouterFrom converts a VirtualRouter object to the translator's input.
