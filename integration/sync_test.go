@@ -203,7 +203,7 @@ func TestSyncGatewayFromSouthbound(t *testing.T) {
 	edit(t, filepath.Join(ex, "router.yaml"), "gateway: node-gw2", "gateway: node-hv1")
 	r = kubevirtOVN(t, "sync", "--nb", c.NBTCP, "--sb", c.SBTCP, "--from-file", ex)
 	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "VirtualRouter router1: spec.gateway node node-hv1 is not a gateway candidate (chassis with enable-chassis-as-gw: node-gw1, node-gw2)")
+	assert.Contains(t, r.stderr, "VirtualRouter router1: spec.gateway node node-hv1 is not a gateway candidate (chassis with enable-chassis-as-gw: gw1 (hostname node-gw1), gw2 (hostname node-gw2))")
 	assert.Equal(t, gcs, squash(nbctl(t, c, "lrp-get-gateway-chassis", "kv-rtoe-router1")))
 }
 

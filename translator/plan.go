@@ -635,9 +635,15 @@ func chooseGateways(r *Router, s *Snapshot) ([]string, error) {
 			i = slices.IndexFunc(cands, func(c Chassis) bool { return c.Hostname == r.Gateway })
 		}
 		if i < 0 {
+			// Chassis by name, with the hostname a node name matches
+			// when it has one: a chassis without hostname is still named.
 			var names []string
 			for _, c := range cands {
-				names = append(names, c.Hostname)
+				name := c.Name
+				if c.Hostname != "" && c.Hostname != c.Name {
+					name += " (hostname " + c.Hostname + ")"
+				}
+				names = append(names, name)
 			}
 			slices.Sort(names)
 			return nil, routerErr(r.Name, "spec.gateway", "node %s is not a gateway candidate (chassis with enable-chassis-as-gw: %s)", r.Gateway, strings.Join(names, ", "))

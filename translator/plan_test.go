@@ -1115,6 +1115,20 @@ func TestValidation(t *testing.T) {
 			unit: badRouter, want: "VirtualRouter bad: spec.gateway ", msg: "node gw9 is not a gateway candidate",
 		},
 		{
+			name: "not a gateway candidate: every candidate named, also one without hostname",
+			mutate: func(t *testing.T, s *Snapshot) {
+				s.ChassisKnown = true
+				s.Chassis = []Chassis{
+					{Name: "c-gw1", Hostname: "gw1", Gateway: true},
+					{Name: "c-gw2", Gateway: true},
+					{Name: "gw3", Hostname: "gw3", Gateway: true},
+				}
+				routerNamed(t, s, "bad").Gateway = "gw9"
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.gateway ",
+			msg: "node gw9 is not a gateway candidate (chassis with enable-chassis-as-gw: c-gw1 (hostname gw1), c-gw2, gw3)",
+		},
+		{
 			name:   "external network without gateway and without SB",
 			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").Gateway = "" },
 			unit:   badRouter, want: "VirtualRouter bad: spec.gateway ", msg: "is required when the Southbound database is not given",
