@@ -45,6 +45,8 @@ type UnitOps struct {
 	Unit    Unit
 	Ops     []ovsdb.Operation
 	Changes []Change
+	// Notes say what another tool added to the unit's rows (left alone).
+	Notes []string
 }
 
 // Differ compares desired rows with the rows a client's cache holds for one
@@ -168,6 +170,8 @@ func (d *Differ) Network(np *NetworkPlan) (*UnitOps, error) {
 		return ud.done()
 	}
 	ls := switches[0]
+	ud.u.Notes = foreignNote(nbmodel.LogicalSwitchTable, ls.Name, d.foreignColumns(ls, "name", "ports", "external_ids"),
+		map[string][]string{nbmodel.LogicalSwitchPortTable: d.foreignRefs(ls.Ports, func(u string) model.Model { return &nbmodel.LogicalSwitchPort{UUID: u} })})
 	for _, dup := range switches[1:] {
 		ud.add(d.c.Where(dup).Delete())
 		ud.change(Delete, nbmodel.LogicalSwitchTable, dup.Name, "duplicate "+dup.UUID)
@@ -286,6 +290,12 @@ func (d *Differ) Router(rp *RouterPlan) (*UnitOps, error) {
 		newLR.UUID = ud.namedUUID()
 	} else {
 		lr = st.routers[0]
+		ud.u.Notes = foreignNote(nbmodel.LogicalRouterTable, lr.Name, d.foreignColumns(lr, "name", "ports", "nat", "static_routes", "options", "external_ids"),
+			map[string][]string{
+				nbmodel.LogicalRouterPortTable:        d.foreignRefs(lr.Ports, func(u string) model.Model { return &nbmodel.LogicalRouterPort{UUID: u} }),
+				nbmodel.NATTable:                      d.foreignRefs(lr.Nat, func(u string) model.Model { return &nbmodel.NAT{UUID: u} }),
+				nbmodel.LogicalRouterStaticRouteTable: d.foreignRefs(lr.StaticRoutes, func(u string) model.Model { return &nbmodel.LogicalRouterStaticRoute{UUID: u} }),
+			})
 		for _, dup := range st.routers[1:] {
 			ud.add(d.c.Where(dup).Delete())
 			ud.change(Delete, nbmodel.LogicalRouterTable, dup.Name, "duplicate "+dup.UUID)
@@ -683,6 +693,10 @@ func (d *Differ) DeleteNetwork(name string) (*UnitOps, error) {
 	for _, ls := range switches {
 		ud.add(d.c.Where(ls).Delete())
 		ud.change(Delete, nbmodel.LogicalSwitchTable, ls.Name, fmt.Sprintf("%d ports", len(ls.Ports)))
+		if foreign := d.foreignRefs(ls.Ports, func(u string) model.Model { return &nbmodel.LogicalSwitchPort{UUID: u} }); len(foreign) > 0 {
+			ud.u.Notes = append(ud.u.Notes, fmt.Sprintf("%s %s is deleted with %d %s row(s) that are not kubevirt-ovn's (%s): a removed network takes its switch's ports with it",
+				nbmodel.LogicalSwitchTable, ls.Name, len(foreign), nbmodel.LogicalSwitchPortTable, strings.Join(foreign, ", ")))
+		}
 	}
 	ports, err := d.ownedSwitchPorts(u)
 	if err != nil {

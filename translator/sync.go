@@ -38,6 +38,9 @@ type SyncOptions struct {
 type UnitResult struct {
 	Unit    Unit
 	Changes []Change
+	// Notes say what another tool added to the unit's rows: kubevirt-ovn
+	// leaves it alone and does not treat it as its own.
+	Notes []string
 	// Err is why the unit's rows were left as they were: invalid input or a
 	// failed transaction.
 	Err error
@@ -175,7 +178,7 @@ func syncUnits(ctx context.Context, c client.Client, d *Differ, plan *Plan, unit
 
 	results := make([]UnitResult, len(work))
 	for i, w := range work {
-		results[i] = UnitResult{Unit: w.Unit, Changes: w.Changes}
+		results[i] = UnitResult{Unit: w.Unit, Changes: w.Changes, Notes: w.Notes}
 	}
 	if !opts.DryRun {
 		for start := 0; start < len(work); {
@@ -213,7 +216,7 @@ func syncUnits(ctx context.Context, c client.Client, d *Differ, plan *Plan, unit
 		}
 	}
 	for _, r := range results {
-		if len(r.Changes) > 0 || r.Err != nil {
+		if len(r.Changes) > 0 || r.Err != nil || len(r.Notes) > 0 {
 			res.Units = append(res.Units, r)
 		}
 	}

@@ -182,6 +182,11 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	printResult(stdout, res, *dryRun)
+	for _, u := range res.Units {
+		for _, n := range u.Notes {
+			fmt.Fprintf(stderr, "note: %s\n", n)
+		}
+	}
 
 	// Every input error, then every unit whose transaction failed.
 	failures := plan.Errors

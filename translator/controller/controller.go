@@ -388,6 +388,11 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	if changes > 0 {
 		log.Info("synced", "changes", changes, "nbCfg", res.NBCfg)
 	}
+	for _, r := range res.Units {
+		for _, n := range r.Notes {
+			log.Info("not ours, left as it is", "note", n)
+		}
+	}
 	if u.Kind != translator.KindRouter {
 		// A VM interface with bad input leaves only its port as it is; say
 		// why, since no unit fails for it.
