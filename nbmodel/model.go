@@ -16,7 +16,6 @@ func FullDatabaseModel() (model.ClientDBModel, error) {
 		"ACL":                         &ACL{},
 		"Address_Set":                 &AddressSet{},
 		"BFD":                         &BFD{},
-		"Chassis_Template_Var":        &ChassisTemplateVar{},
 		"Connection":                  &Connection{},
 		"Copp":                        &Copp{},
 		"DHCP_Options":                &DHCPOptions{},
@@ -36,7 +35,6 @@ func FullDatabaseModel() (model.ClientDBModel, error) {
 		"Logical_Switch_Port":         &LogicalSwitchPort{},
 		"Meter":                       &Meter{},
 		"Meter_Band":                  &MeterBand{},
-		"Mirror":                      &Mirror{},
 		"NAT":                         &NAT{},
 		"NB_Global":                   &NBGlobal{},
 		"Port_Group":                  &PortGroup{},
@@ -48,7 +46,7 @@ func FullDatabaseModel() (model.ClientDBModel, error) {
 
 var schema = `{
   "name": "OVN_Northbound",
-  "version": "7.0.0",
+  "version": "6.1.0",
   "tables": {
     "ACL": {
       "columns": {
@@ -290,43 +288,6 @@ var schema = `{
         [
           "logical_port",
           "dst_ip"
-        ]
-      ],
-      "isRoot": true
-    },
-    "Chassis_Template_Var": {
-      "columns": {
-        "chassis": {
-          "type": "string"
-        },
-        "external_ids": {
-          "type": {
-            "key": {
-              "type": "string"
-            },
-            "value": {
-              "type": "string"
-            },
-            "min": 0,
-            "max": "unlimited"
-          }
-        },
-        "variables": {
-          "type": {
-            "key": {
-              "type": "string"
-            },
-            "value": {
-              "type": "string"
-            },
-            "min": 0,
-            "max": "unlimited"
-          }
-        }
-      },
-      "indexes": [
-        [
-          "chassis"
         ]
       ],
       "isRoot": true
@@ -1374,17 +1335,6 @@ var schema = `{
             "max": 1
           }
         },
-        "mirror_rules": {
-          "type": {
-            "key": {
-              "type": "uuid",
-              "refTable": "Mirror",
-              "refType": "weak"
-            },
-            "min": 0,
-            "max": "unlimited"
-          }
-        },
         "name": {
           "type": "string"
         },
@@ -1560,65 +1510,6 @@ var schema = `{
         }
       }
     },
-    "Mirror": {
-      "columns": {
-        "external_ids": {
-          "type": {
-            "key": {
-              "type": "string"
-            },
-            "value": {
-              "type": "string"
-            },
-            "min": 0,
-            "max": "unlimited"
-          }
-        },
-        "filter": {
-          "type": {
-            "key": {
-              "type": "string",
-              "enum": [
-                "set",
-                [
-                  "from-lport",
-                  "to-lport"
-                ]
-              ]
-            }
-          }
-        },
-        "index": {
-          "type": "integer"
-        },
-        "name": {
-          "type": "string"
-        },
-        "sink": {
-          "type": "string"
-        },
-        "type": {
-          "type": {
-            "key": {
-              "type": "string",
-              "enum": [
-                "set",
-                [
-                  "gre",
-                  "erspan"
-                ]
-              ]
-            }
-          }
-        }
-      },
-      "indexes": [
-        [
-          "name"
-        ]
-      ],
-      "isRoot": true
-    },
     "NAT": {
       "columns": {
         "allowed_ext_ips": {
@@ -1669,17 +1560,6 @@ var schema = `{
         },
         "external_port_range": {
           "type": "string"
-        },
-        "gateway_port": {
-          "type": {
-            "key": {
-              "type": "uuid",
-              "refTable": "Logical_Router_Port",
-              "refType": "weak"
-            },
-            "min": 0,
-            "max": 1
-          }
         },
         "logical_ip": {
           "type": "string"

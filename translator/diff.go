@@ -495,7 +495,14 @@ func (d *Differ) Router(rp *RouterPlan) (*UnitOps, error) {
 		}
 	}
 
-	// Static MAC bindings of the gateway port, keyed by IP.
+	// Static MAC bindings of the gateway port, keyed by IP; without the
+	// table (OVN 22.03) a note says the MAC is not pinned.
+	if !HasTable(d.c, nbmodel.StaticMACBindingTable) {
+		for _, want := range rp.MACBindings {
+			ud.u.Notes = append(ud.u.Notes, notPinnedNote(want.LogicalPort, want.IP, want.MAC))
+		}
+		return ud.done()
+	}
 	curMB := map[string]*nbmodel.StaticMACBinding{}
 	for _, b := range st.macBindings {
 		curMB[b.IP] = b
@@ -635,8 +642,10 @@ func (d *Differ) routerState(u Unit) (*routerState, error) {
 	if st.switchPorts, err = d.ownedSwitchPorts(u); err != nil {
 		return nil, err
 	}
-	if st.macBindings, err = d.macBindings(u.Name); err != nil {
-		return nil, err
+	if HasTable(d.c, nbmodel.StaticMACBindingTable) {
+		if st.macBindings, err = d.macBindings(u.Name); err != nil {
+			return nil, err
+		}
 	}
 	if len(st.routers) == 0 {
 		// Without its router, a child row is garbage the database collects:

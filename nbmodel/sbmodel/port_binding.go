@@ -9,89 +9,28 @@ const PortBindingTable = "Port_Binding"
 
 // PortBinding defines an object in Port_Binding table
 type PortBinding struct {
-	UUID                       string            `ovsdb:"_uuid"`
-	AdditionalChassis          []string          `ovsdb:"additional_chassis"`
-	AdditionalEncap            []string          `ovsdb:"additional_encap"`
-	Chassis                    *string           `ovsdb:"chassis"`
-	Datapath                   string            `ovsdb:"datapath"`
-	Encap                      *string           `ovsdb:"encap"`
-	ExternalIDs                map[string]string `ovsdb:"external_ids"`
-	GatewayChassis             []string          `ovsdb:"gateway_chassis"`
-	HaChassisGroup             *string           `ovsdb:"ha_chassis_group"`
-	LogicalPort                string            `ovsdb:"logical_port"`
-	MAC                        []string          `ovsdb:"mac"`
-	MirrorRules                []string          `ovsdb:"mirror_rules"`
-	NatAddresses               []string          `ovsdb:"nat_addresses"`
-	Options                    map[string]string `ovsdb:"options"`
-	ParentPort                 *string           `ovsdb:"parent_port"`
-	PortSecurity               []string          `ovsdb:"port_security"`
-	RequestedAdditionalChassis []string          `ovsdb:"requested_additional_chassis"`
-	RequestedChassis           *string           `ovsdb:"requested_chassis"`
-	Tag                        *int              `ovsdb:"tag" validate:"omitempty,min=1,max=4095"`
-	TunnelKey                  int               `ovsdb:"tunnel_key" validate:"min=1,max=32767"`
-	Type                       string            `ovsdb:"type"`
-	Up                         *bool             `ovsdb:"up"`
-	VirtualParent              *string           `ovsdb:"virtual_parent"`
+	UUID             string            `ovsdb:"_uuid"`
+	Chassis          *string           `ovsdb:"chassis"`
+	Datapath         string            `ovsdb:"datapath"`
+	Encap            *string           `ovsdb:"encap"`
+	ExternalIDs      map[string]string `ovsdb:"external_ids"`
+	GatewayChassis   []string          `ovsdb:"gateway_chassis"`
+	HaChassisGroup   *string           `ovsdb:"ha_chassis_group"`
+	LogicalPort      string            `ovsdb:"logical_port"`
+	MAC              []string          `ovsdb:"mac"`
+	NatAddresses     []string          `ovsdb:"nat_addresses"`
+	Options          map[string]string `ovsdb:"options"`
+	ParentPort       *string           `ovsdb:"parent_port"`
+	RequestedChassis *string           `ovsdb:"requested_chassis"`
+	Tag              *int              `ovsdb:"tag" validate:"omitempty,min=1,max=4095"`
+	TunnelKey        int               `ovsdb:"tunnel_key" validate:"min=1,max=32767"`
+	Type             string            `ovsdb:"type"`
+	Up               *bool             `ovsdb:"up"`
+	VirtualParent    *string           `ovsdb:"virtual_parent"`
 }
 
 func (a *PortBinding) GetUUID() string {
 	return a.UUID
-}
-
-func (a *PortBinding) GetAdditionalChassis() []string {
-	return a.AdditionalChassis
-}
-
-func copyPortBindingAdditionalChassis(a []string) []string {
-	if a == nil {
-		return nil
-	}
-	b := make([]string, len(a))
-	copy(b, a)
-	return b
-}
-
-func equalPortBindingAdditionalChassis(a, b []string) bool {
-	if (a == nil) != (b == nil) {
-		return false
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for i, v := range a {
-		if b[i] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func (a *PortBinding) GetAdditionalEncap() []string {
-	return a.AdditionalEncap
-}
-
-func copyPortBindingAdditionalEncap(a []string) []string {
-	if a == nil {
-		return nil
-	}
-	b := make([]string, len(a))
-	copy(b, a)
-	return b
-}
-
-func equalPortBindingAdditionalEncap(a, b []string) bool {
-	if (a == nil) != (b == nil) {
-		return false
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for i, v := range a {
-		if b[i] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func (a *PortBinding) GetChassis() *string {
@@ -254,34 +193,6 @@ func equalPortBindingMAC(a, b []string) bool {
 	return true
 }
 
-func (a *PortBinding) GetMirrorRules() []string {
-	return a.MirrorRules
-}
-
-func copyPortBindingMirrorRules(a []string) []string {
-	if a == nil {
-		return nil
-	}
-	b := make([]string, len(a))
-	copy(b, a)
-	return b
-}
-
-func equalPortBindingMirrorRules(a, b []string) bool {
-	if (a == nil) != (b == nil) {
-		return false
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for i, v := range a {
-		if b[i] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func (a *PortBinding) GetNatAddresses() []string {
 	return a.NatAddresses
 }
@@ -360,62 +271,6 @@ func equalPortBindingParentPort(a, b *string) bool {
 		return true
 	}
 	return *a == *b
-}
-
-func (a *PortBinding) GetPortSecurity() []string {
-	return a.PortSecurity
-}
-
-func copyPortBindingPortSecurity(a []string) []string {
-	if a == nil {
-		return nil
-	}
-	b := make([]string, len(a))
-	copy(b, a)
-	return b
-}
-
-func equalPortBindingPortSecurity(a, b []string) bool {
-	if (a == nil) != (b == nil) {
-		return false
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for i, v := range a {
-		if b[i] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func (a *PortBinding) GetRequestedAdditionalChassis() []string {
-	return a.RequestedAdditionalChassis
-}
-
-func copyPortBindingRequestedAdditionalChassis(a []string) []string {
-	if a == nil {
-		return nil
-	}
-	b := make([]string, len(a))
-	copy(b, a)
-	return b
-}
-
-func equalPortBindingRequestedAdditionalChassis(a, b []string) bool {
-	if (a == nil) != (b == nil) {
-		return false
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for i, v := range a {
-		if b[i] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func (a *PortBinding) GetRequestedChassis() *string {
@@ -516,20 +371,15 @@ func equalPortBindingVirtualParent(a, b *string) bool {
 
 func (a *PortBinding) DeepCopyInto(b *PortBinding) {
 	*b = *a
-	b.AdditionalChassis = copyPortBindingAdditionalChassis(a.AdditionalChassis)
-	b.AdditionalEncap = copyPortBindingAdditionalEncap(a.AdditionalEncap)
 	b.Chassis = copyPortBindingChassis(a.Chassis)
 	b.Encap = copyPortBindingEncap(a.Encap)
 	b.ExternalIDs = copyPortBindingExternalIDs(a.ExternalIDs)
 	b.GatewayChassis = copyPortBindingGatewayChassis(a.GatewayChassis)
 	b.HaChassisGroup = copyPortBindingHaChassisGroup(a.HaChassisGroup)
 	b.MAC = copyPortBindingMAC(a.MAC)
-	b.MirrorRules = copyPortBindingMirrorRules(a.MirrorRules)
 	b.NatAddresses = copyPortBindingNatAddresses(a.NatAddresses)
 	b.Options = copyPortBindingOptions(a.Options)
 	b.ParentPort = copyPortBindingParentPort(a.ParentPort)
-	b.PortSecurity = copyPortBindingPortSecurity(a.PortSecurity)
-	b.RequestedAdditionalChassis = copyPortBindingRequestedAdditionalChassis(a.RequestedAdditionalChassis)
 	b.RequestedChassis = copyPortBindingRequestedChassis(a.RequestedChassis)
 	b.Tag = copyPortBindingTag(a.Tag)
 	b.Up = copyPortBindingUp(a.Up)
@@ -553,8 +403,6 @@ func (a *PortBinding) CloneModel() model.Model {
 
 func (a *PortBinding) Equals(b *PortBinding) bool {
 	return a.UUID == b.UUID &&
-		equalPortBindingAdditionalChassis(a.AdditionalChassis, b.AdditionalChassis) &&
-		equalPortBindingAdditionalEncap(a.AdditionalEncap, b.AdditionalEncap) &&
 		equalPortBindingChassis(a.Chassis, b.Chassis) &&
 		a.Datapath == b.Datapath &&
 		equalPortBindingEncap(a.Encap, b.Encap) &&
@@ -563,12 +411,9 @@ func (a *PortBinding) Equals(b *PortBinding) bool {
 		equalPortBindingHaChassisGroup(a.HaChassisGroup, b.HaChassisGroup) &&
 		a.LogicalPort == b.LogicalPort &&
 		equalPortBindingMAC(a.MAC, b.MAC) &&
-		equalPortBindingMirrorRules(a.MirrorRules, b.MirrorRules) &&
 		equalPortBindingNatAddresses(a.NatAddresses, b.NatAddresses) &&
 		equalPortBindingOptions(a.Options, b.Options) &&
 		equalPortBindingParentPort(a.ParentPort, b.ParentPort) &&
-		equalPortBindingPortSecurity(a.PortSecurity, b.PortSecurity) &&
-		equalPortBindingRequestedAdditionalChassis(a.RequestedAdditionalChassis, b.RequestedAdditionalChassis) &&
 		equalPortBindingRequestedChassis(a.RequestedChassis, b.RequestedChassis) &&
 		equalPortBindingTag(a.Tag, b.Tag) &&
 		a.TunnelKey == b.TunnelKey &&

@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
@@ -96,7 +97,9 @@ func (c *conn) Close() {
 	c.Client.Close()
 }
 
-// connect makes a client of dbModel for ep and connects it. It tries until
+// connect makes a client for ep and connects it; modelFor builds its
+// client model from the server's schema (fetched before each connection
+// is made), so that optional tables follow what the server has. It tries until
 // ctx ends: each round probes every endpoint (dial and list_dbs, each
 // within ep's timeout, all at once) and connects to the first that
 // answered, in the order given; the error of the last round names every
@@ -104,7 +107,7 @@ func (c *conn) Close() {
 // own with a backoff that never gives up, detects a server gone silent with
 // echo probes, and, for a cluster (several endpoints), accepts only the
 // Raft leader, as ovn-nbctl does.
-func connect(ctx context.Context, db, dbName string, dbModel model.ClientDBModel, ep Endpoint, log logr.Logger) (client.Client, error) {
+func connect(ctx context.Context, db, dbName string, modelFor func(ovsdb.DatabaseSchema) (model.ClientDBModel, error), ep Endpoint, log logr.Logger) (client.Client, error) {
 	c := &conn{db: db, dbName: dbName, addrs: ep.addresses(), timeout: ep.timeout(), log: log}
 	if len(c.addrs) == 0 {
 		return nil, errors.New("no OVSDB endpoint given")
@@ -117,7 +120,7 @@ func connect(ctx context.Context, db, dbName string, dbModel model.ClientDBModel
 	}
 	retry := reconnectBackoff()
 	for {
-		err := c.connectOnce(ctx, dbModel)
+		err := c.connectOnce(ctx, modelFor)
 		if err == nil {
 			c.ctx, c.stop = context.WithCancel(context.Background())
 			go c.supervise()
@@ -137,11 +140,19 @@ func connect(ctx context.Context, db, dbName string, dbModel model.ClientDBModel
 }
 
 // connectOnce is one round of connect.
-func (c *conn) connectOnce(ctx context.Context, dbModel model.ClientDBModel) error {
+func (c *conn) connectOnce(ctx context.Context, modelFor func(ovsdb.DatabaseSchema) (model.ClientDBModel, error)) error {
 	answered, failed := c.probeAll(ctx)
 	c.report(failed)
 	if len(answered) == 0 {
 		return c.joinFailures(failed)
+	}
+	schema, err := getSchema(ctx, answered[0], c.tls, c.dbName, c.timeout)
+	if err != nil {
+		return fmt.Errorf("%s: %w", answered[0], err)
+	}
+	dbModel, err := modelFor(schema)
+	if err != nil {
+		return err
 	}
 	// Each reconnection attempt has one endpoint's timeout: the supervisor
 	// keeps endpoints that do not answer off the list. Not
@@ -290,6 +301,37 @@ func (c *conn) echo() {
 
 // probe connects to addr and asks for its databases, within timeout.
 func probe(ctx context.Context, addr string, tlsCfg *tls.Config, dbName string, timeout time.Duration) error {
+	result, err := call(ctx, addr, tlsCfg, timeout, "list_dbs", []any{})
+	if err != nil {
+		return err
+	}
+	var dbs []string
+	if err := json.Unmarshal(result, &dbs); err != nil {
+		return fmt.Errorf("bad answer to list_dbs: %w", err)
+	}
+	if !slices.Contains(dbs, dbName) {
+		return fmt.Errorf("serves no %s database (it serves %s)", dbName, strings.Join(dbs, ", "))
+	}
+	return nil
+}
+
+// getSchema asks addr for the schema of dbName, within timeout: the client
+// model is built from what the server has.
+func getSchema(ctx context.Context, addr string, tlsCfg *tls.Config, dbName string, timeout time.Duration) (ovsdb.DatabaseSchema, error) {
+	var schema ovsdb.DatabaseSchema
+	result, err := call(ctx, addr, tlsCfg, timeout, "get_schema", []any{dbName})
+	if err != nil {
+		return schema, err
+	}
+	if err := json.Unmarshal(result, &schema); err != nil {
+		return schema, fmt.Errorf("bad answer to get_schema %s: %w", dbName, err)
+	}
+	return schema, nil
+}
+
+// call connects to addr, sends one JSON-RPC request and returns its
+// result, within timeout.
+func call(ctx context.Context, addr string, tlsCfg *tls.Config, timeout time.Duration, method string, params []any) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	scheme, rest, _ := strings.Cut(addr, ":")
@@ -303,21 +345,21 @@ func probe(ctx context.Context, addr string, tlsCfg *tls.Config, dbName string, 
 	case "ssl":
 		nc, err = (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", rest)
 	default:
-		return fmt.Errorf("unknown scheme %q (unix:, tcp: or ssl:)", scheme)
+		return nil, fmt.Errorf("unknown scheme %q (unix:, tcp: or ssl:)", scheme)
 	}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("no connection within %s", timeout)
+			return nil, fmt.Errorf("no connection within %s", timeout)
 		}
-		return err
+		return nil, err
 	}
 	defer nc.Close()
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
 	stopWatch := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 	defer stopWatch()
-	if err := json.NewEncoder(nc).Encode(map[string]any{"id": "probe", "method": "list_dbs", "params": []any{}}); err != nil {
-		return fmt.Errorf("sending list_dbs: %w", err)
+	if err := json.NewEncoder(nc).Encode(map[string]any{"id": "probe", "method": method, "params": params}); err != nil {
+		return nil, fmt.Errorf("sending %s: %w", method, err)
 	}
 	dec := json.NewDecoder(nc)
 	for {
@@ -329,23 +371,16 @@ func probe(ctx context.Context, addr string, tlsCfg *tls.Config, dbName string, 
 		}
 		if err := dec.Decode(&msg); err != nil {
 			if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
-				return fmt.Errorf("accepted the connection but did not answer list_dbs within %s", timeout)
+				return nil, fmt.Errorf("accepted the connection but did not answer %s within %s", method, timeout)
 			}
-			return fmt.Errorf("reading the answer to list_dbs: %w", err)
+			return nil, fmt.Errorf("reading the answer to %s: %w", method, err)
 		}
 		if msg.Method != "" || msg.ID != "probe" {
 			continue // a request of the server's (echo): not our answer
 		}
 		if msg.Error != nil {
-			return fmt.Errorf("list_dbs failed: %v", msg.Error)
+			return nil, fmt.Errorf("%s failed: %v", method, msg.Error)
 		}
-		var dbs []string
-		if err := json.Unmarshal(msg.Result, &dbs); err != nil {
-			return fmt.Errorf("bad answer to list_dbs: %w", err)
-		}
-		if !slices.Contains(dbs, dbName) {
-			return fmt.Errorf("serves no %s database (it serves %s)", dbName, strings.Join(dbs, ", "))
-		}
-		return nil
+		return msg.Result, nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -100,11 +101,23 @@ func (e Endpoint) tlsConfig() (*tls.Config, error) {
 	}, nil
 }
 
-// NBModel is the NB client model with the client indexes the diff uses:
-// rows by owner name and by managed-by instance, and static MAC bindings by
-// port.
-func NBModel() (model.ClientDBModel, error) {
-	m, err := nbmodel.FullDatabaseModel()
+// NBModel is the NB client model, with every table kubevirt-ovn uses, and
+// the client indexes the diff uses: rows by owner name and by managed-by
+// instance, and static MAC bindings by port.
+func NBModel() (model.ClientDBModel, error) { return nbModel(true) }
+
+// nbModel is the NB client model: the tables we write, NB_Global (for
+// hv_cfg) and, when macBindings, Static_MAC_Binding. Nothing else: libovsdb
+// validates every table of the model against the server's schema.
+func nbModel(macBindings bool) (model.ClientDBModel, error) {
+	tables := map[string]model.Model{nbmodel.NBGlobalTable: &nbmodel.NBGlobal{}}
+	for i, m := range ownedModels() {
+		tables[ownedTables[i]] = m
+	}
+	if macBindings {
+		tables[nbmodel.StaticMACBindingTable] = &nbmodel.StaticMACBinding{}
+	}
+	m, err := model.NewClientDBModel(nbmodel.Schema().Name, tables)
 	if err != nil {
 		return m, err
 	}
@@ -116,7 +129,9 @@ func NBModel() (model.ClientDBModel, error) {
 	for _, t := range ownedTables {
 		idx[t] = owned
 	}
-	idx[nbmodel.StaticMACBindingTable] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "logical_port"}}}}
+	if macBindings {
+		idx[nbmodel.StaticMACBindingTable] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "logical_port"}}}}
+	}
 	m.SetIndexes(idx)
 	return m, nil
 }
@@ -132,53 +147,79 @@ var ownedTables = []string{
 	nbmodel.GatewayChassisTable,
 }
 
+// ownedModels are empty models of ownedTables, in that order.
+func ownedModels() []model.Model {
+	return []model.Model{
+		&nbmodel.LogicalRouter{}, &nbmodel.LogicalRouterPort{}, &nbmodel.LogicalSwitch{}, &nbmodel.LogicalSwitchPort{},
+		&nbmodel.NAT{}, &nbmodel.LogicalRouterStaticRoute{}, &nbmodel.GatewayChassis{},
+	}
+}
+
+// modelColumns are pointers to every column field of m (all but _uuid),
+// for a monitor of explicit columns: a server newer than the models' OVN
+// 22.03 has more columns, and the ones it writes (Logical_Router_Port.status
+// on 23.09 and later) must not reach the cache — libovsdb fails a whole
+// update notification on a modified column the model lacks. The diff reads
+// every column of the model (it reports values another tool set).
+func modelColumns(m model.Model) []any {
+	v := reflect.ValueOf(m).Elem()
+	var out []any
+	for i := 0; i < v.NumField(); i++ {
+		if col := v.Type().Field(i).Tag.Get("ovsdb"); col != "" && col != "_uuid" {
+			out = append(out, v.Field(i).Addr().Interface())
+		}
+	}
+	return out
+}
+
 // ConnectNB connects to the NB and starts one monitor: the rows of instance
 // in the tables we write (so that a large ovn-kubernetes NB costs us
-// nothing), Static_MAC_Binding (which has no external_ids) and NB_Global.
+// nothing), Static_MAC_Binding (which has no external_ids) when the server
+// has it, and NB_Global; each with explicit columns, those of the models.
 func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
-	dbModel, err := NBModel()
-	if err != nil {
-		return nil, err
+	modelFor := func(s ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
+		_, ok := s.Tables[nbmodel.StaticMACBindingTable]
+		if !ok {
+			log.Info("the NB has no Static_MAC_Binding table (OVN before 22.12): peer router MACs are not pinned", "schemaVersion", s.Version)
+		}
+		return nbModel(ok)
 	}
-	c, err := connect(ctx, "NB", dbModel.Name(), dbModel, ep, log)
+	c, err := connect(ctx, "NB", nbmodel.Schema().Name, modelFor, ep, log)
 	if err != nil {
 		return nil, err
 	}
 	mine := map[string]string{translator.KeyManagedBy: instance}
-	cond := func(field *map[string]string) []model.Condition {
-		return []model.Condition{{Field: field, Function: ovsdb.ConditionIncludes, Value: mine}}
+	var tables []client.MonitorOption
+	for _, m := range ownedModels() {
+		ids := reflect.ValueOf(m).Elem().FieldByName("ExternalIDs").Addr().Interface()
+		cond := model.Condition{Field: ids, Function: ovsdb.ConditionIncludes, Value: mine}
+		tables = append(tables, client.WithConditionalTable(m, []model.Condition{cond}, modelColumns(m)...))
 	}
-	lr, lrp, ls, lsp := &nbmodel.LogicalRouter{}, &nbmodel.LogicalRouterPort{}, &nbmodel.LogicalSwitch{}, &nbmodel.LogicalSwitchPort{}
-	nat, route, gc := &nbmodel.NAT{}, &nbmodel.LogicalRouterStaticRoute{}, &nbmodel.GatewayChassis{}
-	mon := c.NewMonitor(
-		client.WithConditionalTable(lr, cond(&lr.ExternalIDs)),
-		client.WithConditionalTable(lrp, cond(&lrp.ExternalIDs)),
-		client.WithConditionalTable(ls, cond(&ls.ExternalIDs)),
-		client.WithConditionalTable(lsp, cond(&lsp.ExternalIDs)),
-		client.WithConditionalTable(nat, cond(&nat.ExternalIDs)),
-		client.WithConditionalTable(route, cond(&route.ExternalIDs)),
-		client.WithConditionalTable(gc, cond(&gc.ExternalIDs)),
-		client.WithTable(&nbmodel.StaticMACBinding{}),
-		client.WithTable(&nbmodel.NBGlobal{}),
-	)
-	if _, err := c.Monitor(ctx, mon); err != nil {
+	if translator.HasTable(c, nbmodel.StaticMACBindingTable) {
+		mb := &nbmodel.StaticMACBinding{}
+		tables = append(tables, client.WithTable(mb, modelColumns(mb)...))
+	}
+	g := &nbmodel.NBGlobal{}
+	tables = append(tables, client.WithTable(g, modelColumns(g)...))
+	if _, err := c.Monitor(ctx, c.NewMonitor(tables...)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring NB %s: %w", ep.Address, err)
 	}
 	return c, nil
 }
 
-// ConnectSB connects to the SB and monitors its Chassis table.
+// ConnectSB connects to the SB and monitors the columns of its Chassis
+// table that GatewayChassis reads; the client model holds only that table.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
-	dbModel, err := sbmodel.FullDatabaseModel()
+	modelFor := func(ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
+		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{sbmodel.ChassisTable: &sbmodel.Chassis{}})
+	}
+	c, err := connect(ctx, "SB", sbmodel.Schema().Name, modelFor, ep, log)
 	if err != nil {
 		return nil, err
 	}
-	c, err := connect(ctx, "SB", dbModel.Name(), dbModel, ep, log)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.Monitor(ctx, c.NewMonitor(client.WithTable(&sbmodel.Chassis{}))); err != nil {
+	ch := &sbmodel.Chassis{}
+	if _, err := c.Monitor(ctx, c.NewMonitor(client.WithTable(ch, &ch.Name, &ch.Hostname, &ch.OtherConfig, &ch.ExternalIDs))); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring SB %s: %w", ep.Address, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -24,10 +23,10 @@ func TestIsGateway(t *testing.T) {
 
 func TestEndpointAddresses(t *testing.T) {
 	ctx := context.Background()
-	_, err := connect(ctx, "NB", "OVN_Northbound", model.ClientDBModel{}, Endpoint{Address: " , "}, logr.Discard())
+	_, err := connect(ctx, "NB", "OVN_Northbound", nil, Endpoint{Address: " , "}, logr.Discard())
 	assert.EqualError(t, err, "no OVSDB endpoint given")
 	assert.Equal(t, []string{"tcp:127.0.0.1:6641", "tcp:127.0.0.1:6643"}, Endpoint{Address: "tcp:127.0.0.1:6641, tcp:127.0.0.1:6643"}.addresses(), "one endpoint per member of a cluster")
-	_, err = connect(ctx, "NB", "OVN_Northbound", model.ClientDBModel{}, Endpoint{Address: "ssl:127.0.0.1:6641"}, logr.Discard())
+	_, err = connect(ctx, "NB", "OVN_Northbound", nil, Endpoint{Address: "ssl:127.0.0.1:6641"}, logr.Discard())
 	assert.EqualError(t, err, "endpoint ssl:127.0.0.1:6641: ssl: needs a certificate, a key and a CA certificate")
 	assert.Equal(t, DefaultTimeout, Endpoint{}.timeout())
 }
