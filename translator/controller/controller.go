@@ -390,7 +390,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	}
 	for _, r := range res.Units {
 		for _, n := range r.Notes {
-			log.Info("not ours, left as it is", "note", n)
+			log.Info("note", "note", n)
 		}
 	}
 	if u.Kind != translator.KindRouter {
