@@ -97,6 +97,16 @@ type nbCtler interface {
 // at the end of a test: they must be byte-identical.
 func seedForeignRows(t *testing.T, c nbCtler) string {
 	t.Helper()
+	writeForeignRows(t, c)
+	// northd writes into them too (a port's up column): let it finish, so
+	// that what is remembered is what stays.
+	nbctl(t, c, "--wait=sb", "sync")
+	return dumpForeignRows(t, c)
+}
+
+// writeForeignRows writes the ovn-kubernetes-like rows (no northd needed).
+func writeForeignRows(t *testing.T, c nbCtler) {
+	t.Helper()
 	ids := []string{"external_ids:k8s.ovn.org/owner-type=Node", "external_ids:k8s.ovn.org/name=node1"}
 	cmds := [][]string{
 		{"ls-add", "node1"},
@@ -120,10 +130,6 @@ func seedForeignRows(t *testing.T, c nbCtler) string {
 	} {
 		nbctl(t, c, append([]string{"set", row[0], row[1]}, ids...)...)
 	}
-	// northd writes into them too (a port's up column): let it finish, so
-	// that what is remembered is what stays.
-	nbctl(t, c, "--wait=sb", "sync")
-	return dumpForeignRows(t, c)
 }
 
 // keepForeign seeds ovn-kubernetes-like rows into c's NB and checks, when

@@ -145,26 +145,7 @@ func (d *versionsDB) nbCfg() int {
 // run.
 func versionsSeedForeign(t *testing.T, d *versionsDB) string {
 	t.Helper()
-	ids := []string{"external_ids:k8s.ovn.org/owner-type=Node", "external_ids:k8s.ovn.org/name=node1"}
-	for _, cmd := range [][]string{
-		{"ls-add", "node1"},
-		{"lsp-add", "node1", "default_pod1"},
-		{"lsp-set-addresses", "default_pod1", "0a:58:0a:f4:00:05 10.244.0.5"},
-		{"lr-add", "GR_node1"},
-		{"lrp-add", "GR_node1", "rtoe-GR_node1", "0a:58:ac:10:00:02", "172.16.0.2/24"},
-		{"lr-nat-add", "GR_node1", "snat", "172.16.0.2", "10.244.0.0/16"},
-		{"lr-route-add", "GR_node1", "0.0.0.0/0", "172.16.0.1"},
-	} {
-		nbctl(t, d, cmd...)
-	}
-	nat := strings.TrimSpace(nbctl(t, d, "--bare", "--columns=_uuid", "find", "NAT", `logical_ip="10.244.0.0/16"`))
-	route := strings.TrimSpace(nbctl(t, d, "--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `nexthop="172.16.0.1"`))
-	for _, row := range [][]string{
-		{"Logical_Switch", "node1"}, {"Logical_Switch_Port", "default_pod1"}, {"Logical_Router", "GR_node1"},
-		{"Logical_Router_Port", "rtoe-GR_node1"}, {"NAT", nat}, {"Logical_Router_Static_Route", route},
-	} {
-		nbctl(t, d, append([]string{"set", row[0], row[1]}, ids...)...)
-	}
+	writeForeignRows(t, d)
 	return dumpForeignRows(t, d)
 }
 
