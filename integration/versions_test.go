@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,26 +46,16 @@ func versionsServe(t *testing.T, kind, version string) *versionsDB {
 	d := &versionsDB{t: t, dir: t.TempDir()}
 	require.NoError(t, json.Unmarshal(raw, &d.schema))
 	d.db = d.schema["name"].(string)
-	file := filepath.Join(d.dir, kind+".db")
-	sock := filepath.Join(d.dir, kind+".sock")
-	ctl := filepath.Join(d.dir, kind+".ctl")
-	pidfile := filepath.Join(d.dir, kind+".pid")
-	d.addr = "unix:" + sock
-	d.run("ovsdb-tool", "create", file, schemaFile)
-	d.run("ovsdb-server", "-vconsole:off", "--detach", "--no-chdir", "--pidfile="+pidfile,
-		"--log-file="+filepath.Join(d.dir, kind+".log"), "--unixctl="+ctl, "--remote=punix:"+sock, file)
-	b, err := os.ReadFile(pidfile)
+	db, err := sandbox.StartDB(d.dir, schemaFile)
 	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
+	pids := db.Pids()
 	t.Cleanup(func() {
-		if _, err := d.cmd("ovs-appctl", "--timeout=10", "-t", ctl, "exit"); err != nil {
-			t.Errorf("stopping ovsdb-server %d: %v", pid, err)
+		assert.NoError(t, db.Stop())
+		for _, pid := range pids {
+			assert.False(t, sandbox.Alive(pid), "ovsdb-server %d left behind", pid)
 		}
-		assert.NoError(t, sandbox.Poll(10*time.Second, fmt.Sprintf("ovsdb-server %d exits", pid), func() (bool, error) {
-			return !sandbox.Alive(pid), nil
-		}))
 	})
+	d.addr = db.Unix
 	return d
 }
 

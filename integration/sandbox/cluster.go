@@ -79,21 +79,7 @@ func StartNBCluster(dir string, n int) (_ *NBCluster, err error) {
 		return nil, err
 	}
 
-	d := filepath.Join(dir, "ovn-sb")
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return nil, err
-	}
-	file := filepath.Join(d, "ovn-sb.db")
-	if _, err := run(d, "ovsdb-tool", "create", file, SBSchema); err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	sock := filepath.Join(d, "ovn-sb.sock")
-	c.SB, c.SBTCP = "unix:"+sock, fmt.Sprintf("tcp:127.0.0.1:%d", port)
-	if err := c.start(d, "ovsdb-server", "ovs-appctl", "--remote=punix:"+sock, fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port), file); err != nil {
+	if c.SB, c.SBTCP, err = c.serveDB(filepath.Join(dir, "ovn-sb"), "ovn-sb", SBSchema); err != nil {
 		return nil, err
 	}
 	if _, err := c.SBCtl("init"); err != nil {

@@ -86,29 +86,12 @@ func StartCentral(dir string) (_ *Central, err error) {
 		{"ovn-nb", NBSchema, "OVN_Northbound", "NB_Global", &c.NB, &c.NBTCP},
 		{"ovn-sb", SBSchema, "OVN_Southbound", "SB_Global", &c.SB, &c.SBTCP},
 	} {
-		d := filepath.Join(dir, db.name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-		file := filepath.Join(d, db.name+".db")
-		if _, err := run(d, "ovsdb-tool", "create", file, db.schema); err != nil {
-			return nil, err
-		}
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		sock := filepath.Join(d, db.name+".sock")
-		*db.sock = "unix:" + sock
-		*db.tcp = fmt.Sprintf("tcp:127.0.0.1:%d", port)
 		// Like ovn-ctl: SSL material and further remotes come from the
 		// database (ovn-nbctl set-ssl / set-connection).
 		ssl := "db:" + db.dbName + ",SSL,"
-		if err := c.start(d, "ovsdb-server", "ovs-appctl",
-			"--remote=punix:"+sock, fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port),
+		if *db.sock, *db.tcp, err = c.serveDB(filepath.Join(dir, db.name), db.name, db.schema,
 			"--remote=db:"+db.dbName+","+db.global+",connections",
-			"--private-key="+ssl+"private_key", "--certificate="+ssl+"certificate", "--ca-cert="+ssl+"ca_cert",
-			file); err != nil {
+			"--private-key="+ssl+"private_key", "--certificate="+ssl+"certificate", "--ca-cert="+ssl+"ca_cert"); err != nil {
 			return nil, err
 		}
 	}
@@ -122,6 +105,53 @@ func StartCentral(dir string) (_ *Central, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// serveDB creates a database of schema (a .ovsschema file) as d/name.db and
+// serves it with ovsdb-server on d/name.sock and a free loopback TCP port,
+// with the further options extra; it returns both endpoints.
+func (ds *daemons) serveDB(d, name, schema string, extra ...string) (unix, tcp string, err error) {
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", "", err
+	}
+	file := filepath.Join(d, name+".db")
+	if _, err := run(d, "ovsdb-tool", "create", file, schema); err != nil {
+		return "", "", err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", "", err
+	}
+	sock := filepath.Join(d, name+".sock")
+	args := append([]string{"--remote=punix:" + sock, fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port)}, extra...)
+	if err := ds.start(d, "ovsdb-server", "ovs-appctl", append(args, file)...); err != nil {
+		return "", "", err
+	}
+	return "unix:" + sock, fmt.Sprintf("tcp:127.0.0.1:%d", port), nil
+}
+
+// DB is a standalone ovsdb-server serving one database, with no northd:
+// for tests of a schema alone (other OVN versions' schemas, say).
+type DB struct {
+	Dir string
+	// Unix and TCP are its endpoints.
+	Unix, TCP string
+	daemons
+}
+
+// StartDB creates a database of schema (a .ovsschema file) under dir and
+// serves it.
+func StartDB(dir, schema string) (*DB, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	db := &DB{Dir: dir}
+	var err error
+	if db.Unix, db.TCP, err = db.serveDB(dir, "db", schema); err != nil {
+		db.Stop()
+		return nil, err
+	}
+	return db, nil
 }
 
 // startNorthd starts ovn-northd under dir/northd on nb and sb, and waits
