@@ -21,6 +21,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
@@ -171,17 +172,20 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
 		return 1
 	}
-	if set.Snapshot.Held, err = translator.HeldClaims(ctx, nbc, *instance); err != nil {
+	if set.Snapshot.Held, err = kvnb.HeldClaims(ctx, nbc, *instance); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
-	res, err := syncSurvivingReconnects(ctx, nbc, plan, translator.SyncOptions{Instance: *instance, DryRun: *dryRun}, stderr)
+	res, err := syncSurvivingReconnects(ctx, nbc, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
 	}
 	printResult(stdout, res, *dryRun)
+	if res.Transactions > 0 {
+		fmt.Fprintf(stderr, "NB: %d transactions, %d operations in %s\n", res.Transactions, res.Operations, res.TxTime.Round(time.Millisecond))
+	}
 	for _, u := range res.Units {
 		for _, n := range u.Notes {
 			fmt.Fprintf(stderr, "note: %s\n", n)
@@ -214,7 +218,7 @@ func refuseEmpty(ctx context.Context, set *manifest.Set, nb client.Client, insta
 	if allowed || !set.Empty() {
 		return nil
 	}
-	owned, err := translator.NewDiffer(ctx, nb, instance).PresentUnits()
+	owned, err := kvnb.PresentUnits(ctx, nb, instance)
 	if err != nil {
 		return fmt.Errorf("reading owned NB rows: %w", err)
 	}
@@ -230,11 +234,11 @@ func refuseEmpty(ctx context.Context, set *manifest.Set, nb client.Client, insta
 // more, so that whatever a transaction cut by the loss committed is seen and
 // reconciled. The result merges every pass: each unit's changes of all
 // passes and its last error.
-func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *translator.Plan, opts translator.SyncOptions, stderr io.Writer) (*translator.SyncResult, error) {
-	merged := &translator.SyncResult{}
+func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *translator.Plan, opts kvnb.SyncOptions, stderr io.Writer) (*kvnb.SyncResult, error) {
+	merged := &kvnb.SyncResult{}
 	index := map[translator.Unit]int{}
 	reconnected, settled := false, false
-	disconnections := translator.Disconnections(nb)
+	disconnections := kvnb.Disconnections(nb)
 	for pass := 1; ; pass++ {
 		res, err := syncWithin(ctx, nb, plan, opts)
 		if err != nil {
@@ -244,7 +248,7 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 		lost := 0
 		for _, u := range res.Units {
 			seen[u.Unit] = true
-			if errors.Is(u.Err, translator.ErrNotConnected) {
+			if errors.Is(u.Err, kvnb.ErrNotConnected) {
 				lost++
 			}
 			i, ok := index[u.Unit]
@@ -264,7 +268,7 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 		}
 		merged.Transactions += res.Transactions
 		merged.TxTime += res.TxTime
-		if d := translator.Disconnections(nb); d != disconnections {
+		if d := kvnb.Disconnections(nb); d != disconnections {
 			// Lost and regained during the pass, maybe with nothing
 			// failing: one more pass from the re-synced cache.
 			disconnections, reconnected, settled = d, true, false
@@ -280,7 +284,7 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 			continue
 		}
 		fmt.Fprintf(stderr, "note: lost the NB connection during pass %d with %d unit(s) not synced; waiting for it to come back\n", pass, lost)
-		for !translator.Connected(nb) {
+		for !kvnb.Connected(nb) {
 			select {
 			case <-ctx.Done():
 				fmt.Fprintf(stderr, "note: the NB did not come back before --timeout\n")
@@ -293,16 +297,16 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 	}
 }
 
-// syncWithin is translator.Sync bounded by ctx: the diff reads libovsdb's
+// syncWithin is kvnb.Sync bounded by ctx: the diff reads libovsdb's
 // cache, which blocks while the connection is down, without a deadline.
-func syncWithin(ctx context.Context, nb client.Client, plan *translator.Plan, opts translator.SyncOptions) (*translator.SyncResult, error) {
+func syncWithin(ctx context.Context, nb client.Client, plan *translator.Plan, opts kvnb.SyncOptions) (*kvnb.SyncResult, error) {
 	type outcome struct {
-		res *translator.SyncResult
+		res *kvnb.SyncResult
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := translator.Sync(ctx, nb, plan, opts)
+		res, err := kvnb.Sync(ctx, nb, plan, opts)
 		done <- outcome{res, err}
 	}()
 	select {
@@ -313,7 +317,7 @@ func syncWithin(ctx context.Context, nb client.Client, plan *translator.Plan, op
 	}
 }
 
-func printResult(w io.Writer, res *translator.SyncResult, dryRun bool) {
+func printResult(w io.Writer, res *kvnb.SyncResult, dryRun bool) {
 	if dryRun {
 		fmt.Fprintln(w, "dry run: nothing is written")
 	}
@@ -331,14 +335,14 @@ func printResult(w io.Writer, res *translator.SyncResult, dryRun bool) {
 		fmt.Fprintln(w, "no changes")
 		return
 	}
-	verb := map[string]string{translator.Create: "created", translator.Update: "updated", translator.Delete: "deleted"}
+	verb := map[string]string{kvnb.Create: "created", kvnb.Update: "updated", kvnb.Delete: "deleted"}
 	if dryRun {
-		verb = map[string]string{translator.Create: "to create", translator.Update: "to update", translator.Delete: "to delete"}
+		verb = map[string]string{kvnb.Create: "to create", kvnb.Update: "to update", kvnb.Delete: "to delete"}
 	}
 	fmt.Fprintln(w, "changes per table:")
 	for _, table := range sortedTables(counts) {
 		var parts []string
-		for _, a := range []string{translator.Create, translator.Update, translator.Delete} {
+		for _, a := range []string{kvnb.Create, kvnb.Update, kvnb.Delete} {
 			if n := counts[table][a]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, verb[a]))
 			}

@@ -29,6 +29,7 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
@@ -145,7 +146,7 @@ func (c *Controller) EnqueueAll(ctx context.Context) {
 			units = append(units, u)
 		}
 	}
-	if present, err := translator.NewDiffer(ctx, c.nb, c.opts.Instance).PresentUnits(); err == nil {
+	if present, err := nb.PresentUnits(ctx, c.nb, c.opts.Instance); err == nil {
 		units = append(units, present...)
 	}
 	networksFirst := func(u translator.Unit) bool { return u.Kind != translator.KindNetwork }
@@ -175,7 +176,7 @@ func (c *Controller) EnqueueRouters(ctx context.Context) {
 			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r.Name})
 		}
 	}
-	if present, err := translator.NewDiffer(ctx, c.nb, c.opts.Instance).PresentUnits(); err == nil {
+	if present, err := nb.PresentUnits(ctx, c.nb, c.opts.Instance); err == nil {
 		for _, u := range present {
 			if u.Kind == translator.KindRouter {
 				c.Enqueue(u)
@@ -333,7 +334,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		}
 		snap.ChassisKnown = true
 	}
-	if snap.Held, err = translator.HeldClaims(ctx, c.nb, c.opts.Instance); err != nil {
+	if snap.Held, err = nb.HeldClaims(ctx, c.nb, c.opts.Instance); err != nil {
 		return err
 	}
 	plan := translator.Build(snap, c.opts.Instance)
@@ -369,7 +370,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		// Stopped while planning: write nothing.
 		return err
 	}
-	res, err := translator.SyncUnits(ctx, fenced{c.nb}, plan, []translator.Unit{u}, translator.SyncOptions{
+	res, err := nb.SyncUnits(ctx, fenced{c.nb}, plan, []translator.Unit{u}, nb.SyncOptions{
 		Instance:  c.opts.Instance,
 		BumpNBCfg: true,
 		OnCommit:  c.opts.Metrics.observeCommit,

@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
 )
 
@@ -30,9 +31,9 @@ type FileOptions struct {
 
 // OwnedUnits counts the units (routers and networks) that own rows of
 // instance in the NB client's cache.
-func OwnedUnits(ctx context.Context, nb client.Client, instance string) func() (int, error) {
+func OwnedUnits(ctx context.Context, nbc client.Client, instance string) func() (int, error) {
 	return func() (int, error) {
-		units, err := translator.NewDiffer(ctx, nb, instance).PresentUnits()
+		units, err := nb.PresentUnits(ctx, nbc, instance)
 		return len(units), err
 	}
 }

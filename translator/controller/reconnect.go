@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
 // reconnectPoll is how often watchReconnect looks at the NB connection.
@@ -18,7 +18,7 @@ type nbState struct {
 }
 
 func (c *Controller) nbState() nbState {
-	return nbState{up: translator.Connected(c.nb), lost: translator.Disconnections(c.nb)}
+	return nbState{up: nb.Connected(c.nb), lost: nb.Disconnections(c.nb)}
 }
 
 // watchReconnect enqueues every unit each time the NB connection comes

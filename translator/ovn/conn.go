@@ -20,7 +20,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
 // DefaultTimeout is how long one OVSDB endpoint may take to accept a
@@ -68,7 +68,7 @@ type conn struct {
 
 // Connected is true while the connection is up (libovsdb's own Connected
 // stays true after the server went away).
-func (c *conn) Connected() bool { return translator.Connected(c.Client) }
+func (c *conn) Connected() bool { return nb.Connected(c.Client) }
 
 // Disconnections counts the times the connection was lost since it was
 // made; a change says a reconnection happened, also one too quick for a

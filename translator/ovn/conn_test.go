@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
 )
 
@@ -114,30 +115,30 @@ func TestConnCommitFailsFastWhileDisconnectedAndClientReconnects(t *testing.T) {
 	ls := &nbmodel.LogicalSwitch{UUID: "ls", Name: "kv-x", ExternalIDs: map[string]string{translator.KeyManagedBy: "test"}}
 	ops, err := nb.Create(ls)
 	require.NoError(t, err)
-	_, err = translator.Commit(ctx, nb, "Network x", ops)
+	_, err = kvnb.Commit(ctx, nb, "Network x", ops)
 	require.NoError(t, err)
 
 	p.Down()
 	require.Eventually(t, func() bool { return !nb.Connected() }, 10*time.Second, 10*time.Millisecond, "disconnection seen")
 	start := time.Now()
-	_, err = translator.Commit(ctx, nb, "Network y", ops)
+	_, err = kvnb.Commit(ctx, nb, "Network y", ops)
 	took := time.Since(start)
 	t.Logf("commit while disconnected failed after %s: %v", took, err)
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, translator.ErrNotConnected))
+	assert.True(t, errors.Is(err, kvnb.ErrNotConnected))
 	assert.True(t, errors.Is(err, client.ErrNotConnected))
 	assert.Equal(t, "Network y: NB transaction not sent: not connected to the NB", err.Error())
 
 	p.Up()
 	require.Eventually(t, nb.Connected, 15*time.Second, 10*time.Millisecond, "reconnected")
-	assert.Equal(t, 1, translator.Disconnections(nb))
+	assert.Equal(t, 1, kvnb.Disconnections(nb))
 	var rows []*nbmodel.LogicalSwitch
 	require.NoError(t, nb.List(ctx, &rows))
 	assert.Len(t, rows, 1, "the cache is re-synced from the server")
 	ls2 := &nbmodel.LogicalSwitch{UUID: "ls2", Name: "kv-y", ExternalIDs: map[string]string{translator.KeyManagedBy: "test"}}
 	ops, err = nb.Create(ls2)
 	require.NoError(t, err)
-	_, err = translator.Commit(ctx, nb, "Network y", ops)
+	_, err = kvnb.Commit(ctx, nb, "Network y", ops)
 	assert.NoError(t, err)
 }
 
@@ -145,14 +146,14 @@ func TestConnCommitFailsFastWhileDisconnectedAndClientReconnects(t *testing.T) {
 func TestConnCutTransactionIsNotConnected(t *testing.T) {
 	for _, cause := range []error{io.ErrUnexpectedEOF, client.ErrNotConnected, &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}} {
 		c := &fakeTransact{err: cause}
-		_, err := translator.Commit(context.Background(), c, "VirtualRouter r1", nil)
+		_, err := kvnb.Commit(context.Background(), c, "VirtualRouter r1", nil)
 		require.Error(t, err)
-		assert.True(t, errors.Is(err, translator.ErrNotConnected), "%v", err)
+		assert.True(t, errors.Is(err, kvnb.ErrNotConnected), "%v", err)
 		assert.Contains(t, err.Error(), "VirtualRouter r1: NB transaction cut by a lost connection")
 	}
 	c := &fakeTransact{err: errors.New("validation failed for the operation")}
-	_, err := translator.Commit(context.Background(), c, "VirtualRouter r1", nil)
-	assert.False(t, errors.Is(err, translator.ErrNotConnected), "%v", err)
+	_, err := kvnb.Commit(context.Background(), c, "VirtualRouter r1", nil)
+	assert.False(t, errors.Is(err, kvnb.ErrNotConnected), "%v", err)
 }
 
 // fakeTransact is a connected client whose transactions fail with err.

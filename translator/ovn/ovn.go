@@ -23,6 +23,7 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
 // Endpoint is an OVSDB endpoint and, for ssl:, its TLS material.
@@ -103,56 +104,50 @@ func (e Endpoint) tlsConfig() (*tls.Config, error) {
 
 // NBModel is the NB client model, with every table kubevirt-ovn uses, and
 // the client indexes the diff uses: rows by owner name and by managed-by
-// instance, and static MAC bindings by port.
+// instance, roots by name, and static MAC bindings by port.
 func NBModel() (model.ClientDBModel, error) { return nbModel(true) }
 
-// nbModel is the NB client model: the tables we write, NB_Global (for
-// hv_cfg) and, when macBindings, Static_MAC_Binding. Nothing else: libovsdb
-// validates every table of the model against the server's schema.
-func nbModel(macBindings bool) (model.ClientDBModel, error) {
+// nbModel is the NB client model: the registry's tables (its optional ones
+// when optional, i.e. the server has them) and NB_Global (for hv_cfg).
+// Nothing else: libovsdb validates every table of the model against the
+// server's schema.
+func nbModel(optional bool) (model.ClientDBModel, error) {
 	tables := map[string]model.Model{nbmodel.NBGlobalTable: &nbmodel.NBGlobal{}}
-	for i, m := range ownedModels() {
-		tables[ownedTables[i]] = m
-	}
-	if macBindings {
-		tables[nbmodel.StaticMACBindingTable] = &nbmodel.StaticMACBinding{}
+	for _, t := range nb.Registry {
+		if !t.Optional || optional {
+			tables[t.Name] = t.New()
+		}
 	}
 	m, err := model.NewClientDBModel(nbmodel.Schema().Name, tables)
 	if err != nil {
 		return m, err
 	}
-	owned := []model.ClientIndex{
-		{Columns: []model.ColumnKey{{Column: "external_ids", Key: translator.KeyOwner}}},
-		{Columns: []model.ColumnKey{{Column: "external_ids", Key: translator.KeyManagedBy}}},
-	}
 	idx := map[string][]model.ClientIndex{}
-	for _, t := range ownedTables {
-		idx[t] = owned
-	}
-	if macBindings {
-		idx[nbmodel.StaticMACBindingTable] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "logical_port"}}}}
+	for _, t := range nb.Registry {
+		if _, ok := tables[t.Name]; !ok {
+			continue
+		}
+		idx[t.Name] = clientIndexes(t)
 	}
 	m.SetIndexes(idx)
 	return m, nil
 }
 
-// ownedTables carry our owner keys in external_ids.
-var ownedTables = []string{
-	nbmodel.LogicalRouterTable,
-	nbmodel.LogicalRouterPortTable,
-	nbmodel.LogicalSwitchTable,
-	nbmodel.LogicalSwitchPortTable,
-	nbmodel.NATTable,
-	nbmodel.LogicalRouterStaticRouteTable,
-	nbmodel.GatewayChassisTable,
-}
-
-// ownedModels are empty models of ownedTables, in that order.
-func ownedModels() []model.Model {
-	return []model.Model{
-		&nbmodel.LogicalRouter{}, &nbmodel.LogicalRouterPort{}, &nbmodel.LogicalSwitch{}, &nbmodel.LogicalSwitchPort{},
-		&nbmodel.NAT{}, &nbmodel.LogicalRouterStaticRoute{}, &nbmodel.GatewayChassis{},
+// clientIndexes are the indexes the diff looks a table's rows up by.
+func clientIndexes(t *nb.Table) []model.ClientIndex {
+	if t.ByPort {
+		return []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "logical_port"}}}}
 	}
+	out := []model.ClientIndex{
+		{Columns: []model.ColumnKey{{Column: "external_ids", Key: translator.KeyOwner}}},
+		{Columns: []model.ColumnKey{{Column: "external_ids", Key: translator.KeyManagedBy}}},
+	}
+	if t.Guard {
+		// Roots are parents found by name (a network's switch, from a
+		// router's port); the schema indexes no root's name.
+		out = append(out, model.ClientIndex{Columns: []model.ColumnKey{{Column: "name"}}})
+	}
+	return out
 }
 
 // modelColumns are pointers to every column field of m (all but _uuid),
@@ -173,10 +168,24 @@ func modelColumns(m model.Model) []any {
 }
 
 // ConnectNB connects to the NB and starts one monitor: the rows of instance
-// in the tables we write (so that a large ovn-kubernetes NB costs us
-// nothing), Static_MAC_Binding (which has no external_ids) when the server
-// has it, and NB_Global; each with explicit columns, those of the models.
+// in the registry's tables with external_ids (so that a large
+// ovn-kubernetes NB costs us nothing), its tables without them
+// (Static_MAC_Binding) whole when the server has them, and NB_Global; each
+// with explicit columns, those of the models.
 func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
+	c, err := DialNB(ctx, ep, log)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := MonitorNB(ctx, c, instance); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("monitoring NB %s: %w", ep.Address, err)
+	}
+	return c, nil
+}
+
+// DialNB connects to the NB without monitoring anything yet.
+func DialNB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
 	modelFor := func(s ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
 		_, ok := s.Tables[nbmodel.StaticMACBindingTable]
 		if !ok {
@@ -184,28 +193,29 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 		}
 		return nbModel(ok)
 	}
-	c, err := connect(ctx, "NB", nbmodel.Schema().Name, modelFor, ep, log)
-	if err != nil {
-		return nil, err
-	}
+	return connect(ctx, "NB", nbmodel.Schema().Name, modelFor, ep, log)
+}
+
+// MonitorNB starts ConnectNB's monitor on c.
+func MonitorNB(ctx context.Context, c client.Client, instance string) (client.MonitorCookie, error) {
 	mine := map[string]string{translator.KeyManagedBy: instance}
 	var tables []client.MonitorOption
-	for _, m := range ownedModels() {
+	for _, t := range nb.Registry {
+		if !nb.HasTable(c, t.Name) {
+			continue
+		}
+		m := t.New()
+		if t.ByPort {
+			tables = append(tables, client.WithTable(m, modelColumns(m)...))
+			continue
+		}
 		ids := reflect.ValueOf(m).Elem().FieldByName("ExternalIDs").Addr().Interface()
 		cond := model.Condition{Field: ids, Function: ovsdb.ConditionIncludes, Value: mine}
 		tables = append(tables, client.WithConditionalTable(m, []model.Condition{cond}, modelColumns(m)...))
 	}
-	if translator.HasTable(c, nbmodel.StaticMACBindingTable) {
-		mb := &nbmodel.StaticMACBinding{}
-		tables = append(tables, client.WithTable(mb, modelColumns(mb)...))
-	}
 	g := &nbmodel.NBGlobal{}
 	tables = append(tables, client.WithTable(g, modelColumns(g)...))
-	if _, err := c.Monitor(ctx, c.NewMonitor(tables...)); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("monitoring NB %s: %w", ep.Address, err)
-	}
-	return c, nil
+	return c.Monitor(ctx, c.NewMonitor(tables...))
 }
 
 // ConnectSB connects to the SB and monitors the columns of its Chassis

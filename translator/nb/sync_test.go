@@ -1,4 +1,4 @@
-package translator_test
+package nb_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
@@ -73,16 +74,16 @@ func example() *tr.Snapshot {
 	}
 }
 
-func sync(t *testing.T, c client.Client, s *tr.Snapshot) *tr.SyncResult {
+func sync(t *testing.T, c client.Client, s *tr.Snapshot) *nb.SyncResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := tr.Sync(ctx, c, tr.Build(s, instance), tr.SyncOptions{Instance: instance})
+	res, err := nb.Sync(ctx, c, tr.Build(s, instance), nb.SyncOptions{Instance: instance})
 	require.NoError(t, err)
 	return res
 }
 
-func requireNoFailures(t *testing.T, res *tr.SyncResult) {
+func requireNoFailures(t *testing.T, res *nb.SyncResult) {
 	t.Helper()
 	require.Empty(t, res.Failed(), "sync failures")
 }
@@ -197,7 +198,7 @@ func TestSyncUpdatesInPlace(t *testing.T) {
 	assert.Equal(t, "00:00:00:00:ee:02", mbs[0].MAC)
 	for _, u := range res.Units {
 		for _, c := range u.Changes {
-			assert.Equal(t, tr.Update, c.Action, "only updates expected, got %s", c)
+			assert.Equal(t, nb.Update, c.Action, "only updates expected, got %s", c)
 		}
 	}
 	requireIdle(t, ours, s)
@@ -346,7 +347,7 @@ func seedForeign(t *testing.T, raw client.Client) {
 		require.NoError(t, err)
 		ops = append(ops, o...)
 	}
-	_, err := tr.Commit(context.Background(), raw, "seed foreign rows", ops)
+	_, err := nb.Commit(context.Background(), raw, "seed foreign rows", ops)
 	require.NoError(t, err)
 }
 
@@ -437,7 +438,7 @@ func TestFailedTransactionIsolatedToItsUnit(t *testing.T) {
 	// refuses to create a second one, and only router2 fails.
 	op, err := raw.Create(&nbmodel.LogicalRouter{Name: "kv-router2", ExternalIDs: map[string]string{"owner": "someone-else"}})
 	require.NoError(t, err)
-	_, err = tr.Commit(context.Background(), raw, "seed", op)
+	_, err = nb.Commit(context.Background(), raw, "seed", op)
 	require.NoError(t, err)
 
 	s := example()
@@ -459,7 +460,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	ours, raw := connect(t, startNB(t))
 	s := example()
 	ctx := context.Background()
-	res, err := tr.Sync(ctx, ours, tr.Build(s, instance), tr.SyncOptions{Instance: instance, DryRun: true})
+	res, err := nb.Sync(ctx, ours, tr.Build(s, instance), nb.SyncOptions{Instance: instance, DryRun: true})
 	require.NoError(t, err)
 	assert.Zero(t, res.Transactions)
 	assert.NotEmpty(t, res.Changes())
@@ -468,7 +469,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 
 	requireNoFailures(t, sync(t, ours, s))
 	s.Routers[0].External.IP = "172.16.0.101"
-	res, err = tr.Sync(ctx, ours, tr.Build(s, instance), tr.SyncOptions{Instance: instance, DryRun: true})
+	res, err = nb.Sync(ctx, ours, tr.Build(s, instance), nb.SyncOptions{Instance: instance, DryRun: true})
 	require.NoError(t, err)
 	var changes []string
 	for _, u := range res.Units {
@@ -493,7 +494,7 @@ func TestAnotherInstanceRowsAreNotOurs(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(other.Close)
 	before := dumpAll(t, raw)
-	res, err := tr.Sync(ctx, other, tr.Build(&tr.Snapshot{}, "other"), tr.SyncOptions{Instance: "other"})
+	res, err := nb.Sync(ctx, other, tr.Build(&tr.Snapshot{}, "other"), nb.SyncOptions{Instance: "other"})
 	require.NoError(t, err)
 	assert.Empty(t, res.Changes())
 	assert.Equal(t, before, dumpAll(t, raw))
@@ -503,17 +504,17 @@ func TestSyncBumpsNBCfgOnlyWhenItWrites(t *testing.T) {
 	ours, raw := connect(t, startNB(t))
 	op, err := raw.Create(&nbmodel.NBGlobal{})
 	require.NoError(t, err)
-	_, err = tr.Commit(context.Background(), raw, "NB_Global", op)
+	_, err = nb.Commit(context.Background(), raw, "NB_Global", op)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(list[nbmodel.NBGlobal](t, ours)) == 1 }, 5*time.Second, 10*time.Millisecond)
 
-	opts := tr.SyncOptions{Instance: instance, BumpNBCfg: true}
-	res, err := tr.Sync(context.Background(), ours, tr.Build(example(), instance), opts)
+	opts := nb.SyncOptions{Instance: instance, BumpNBCfg: true}
+	res, err := nb.Sync(context.Background(), ours, tr.Build(example(), instance), opts)
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.NBCfg, "the transaction that wrote bumped nb_cfg")
 	assert.Equal(t, 1, list[nbmodel.NBGlobal](t, raw)[0].NbCfg)
 
-	res, err = tr.Sync(context.Background(), ours, tr.Build(example(), instance), opts)
+	res, err = nb.Sync(context.Background(), ours, tr.Build(example(), instance), opts)
 	require.NoError(t, err)
 	assert.Zero(t, res.Transactions)
 	assert.Zero(t, res.NBCfg, "nothing written, nothing to wait for")
@@ -523,7 +524,7 @@ func TestSyncBumpsNBCfgOnlyWhenItWrites(t *testing.T) {
 	s := example()
 	s.Routers[0].External.IP = "172.16.0.101"
 	plan := tr.Build(s, instance)
-	res, err = tr.SyncUnits(context.Background(), ours, plan, []tr.Unit{{Kind: tr.KindRouter, Name: "router1"}}, opts)
+	res, err = nb.SyncUnits(context.Background(), ours, plan, []tr.Unit{{Kind: tr.KindRouter, Name: "router1"}}, opts)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.NBCfg)
 	require.Len(t, res.Units, 1)
@@ -564,7 +565,7 @@ func TestDuplicateOwnedRowsAreDeleted(t *testing.T) {
 		model.Mutation{Field: &m.Nat, Mutator: ovsdb.MutateOperationInsert, Value: natCopies},
 		model.Mutation{Field: &m.StaticRoutes, Mutator: ovsdb.MutateOperationInsert, Value: routeCopies})
 	require.NoError(t, err)
-	_, err = tr.Commit(context.Background(), raw, "seed duplicates", append(copies, op...))
+	_, err = nb.Commit(context.Background(), raw, "seed duplicates", append(copies, op...))
 	require.NoError(t, err)
 	require.Len(t, list[nbmodel.NAT](t, raw), 4, "precondition: every NAT twice")
 	require.Len(t, list[nbmodel.LogicalRouterStaticRoute](t, raw), 2, "precondition: the route twice")
@@ -573,8 +574,8 @@ func TestDuplicateOwnedRowsAreDeleted(t *testing.T) {
 	res := sync(t, ours, s)
 	requireNoFailures(t, res)
 	assert.Equal(t, map[string]map[string]int{
-		nbmodel.NATTable:                      {tr.Delete: 2},
-		nbmodel.LogicalRouterStaticRouteTable: {tr.Delete: 1},
+		nbmodel.NATTable:                      {nb.Delete: 2},
+		nbmodel.LogicalRouterStaticRouteTable: {nb.Delete: 1},
 	}, res.Changes())
 	for _, u := range res.Units {
 		for _, c := range u.Changes {
@@ -608,7 +609,7 @@ func TestFirstClaimantKeepsSNATIPAcrossRestarts(t *testing.T) {
 		External: &tr.External{IP: "172.16.0.100", Network: "public"},
 		Gateway:  "gw1",
 	})
-	held, err := tr.HeldClaims(context.Background(), ours, instance)
+	held, err := nb.HeldClaims(context.Background(), ours, instance)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"172.16.0.100": "router1"}, held.SNATIPs)
 	assert.Equal(t, map[string]string{"net-a": "router1", "net-b": "router1"}, held.Internal)
@@ -617,7 +618,7 @@ func TestFirstClaimantKeepsSNATIPAcrossRestarts(t *testing.T) {
 
 	ctx := context.Background()
 	plan := tr.Build(s, instance)
-	res, err := tr.Sync(ctx, ours, plan, tr.SyncOptions{Instance: instance})
+	res, err := nb.Sync(ctx, ours, plan, nb.SyncOptions{Instance: instance})
 	require.NoError(t, err)
 	failed := res.Failed()
 	require.Len(t, failed, 1)
@@ -633,7 +634,7 @@ func TestSyncStoppedWritesNothing(t *testing.T) {
 	ours, raw := connect(t, startNB(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res, err := tr.Sync(ctx, ours, tr.Build(example(), instance), tr.SyncOptions{Instance: instance})
+	res, err := nb.Sync(ctx, ours, tr.Build(example(), instance), nb.SyncOptions{Instance: instance})
 	require.NoError(t, err)
 	assert.Zero(t, res.Transactions)
 	require.NotEmpty(t, res.Units)

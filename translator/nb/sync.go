@@ -1,4 +1,4 @@
-package translator
+package nb
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
 
-// MaxBatchOps bounds the operations of one batched transaction of a full
-// sync. A unit is never split: a unit with more operations commits alone.
-const MaxBatchOps = 2000
+// MaxBatchOps bounds the operations of one transaction of a full sync: a
+// sync that fits commits in one transaction. A unit is never split: a unit
+// with more operations commits alone.
+const MaxBatchOps = 100000
 
 // SyncOptions tune Sync.
 type SyncOptions struct {
@@ -36,7 +38,7 @@ type SyncOptions struct {
 
 // UnitResult is what a sync did to one unit.
 type UnitResult struct {
-	Unit    Unit
+	Unit    translator.Unit
 	Changes []Change
 	// Notes say what another tool added to the unit's rows: kubevirt-ovn
 	// leaves it alone and does not treat it as its own.
@@ -46,11 +48,13 @@ type UnitResult struct {
 	Err error
 }
 
-// SyncResult is the outcome of a full sync.
+// SyncResult is the outcome of a sync.
 type SyncResult struct {
 	Units []UnitResult
-	// Transactions and TxTime count the NB transactions committed.
+	// Transactions and Operations count what was committed, TxTime how
+	// long the NB took.
 	Transactions int
+	Operations   int
 	TxTime       time.Duration
 	// NBCfg is NB_Global.nb_cfg after the last transaction, with
 	// BumpNBCfg; 0 when nothing was written.
@@ -83,135 +87,136 @@ func (r *SyncResult) Changes() map[string]map[string]int {
 	return out
 }
 
+// Work is one unit to sync: its desired rows, or why its input is invalid
+// (then its rows are left as they are).
+type Work struct {
+	Desired
+	Err error
+}
+
+// PlanWork is the work of units in plan: each is synced to plan, or has its
+// rows removed when plan has no such unit, or is left as it is when plan
+// says its input is invalid.
+func PlanWork(plan *translator.Plan, units []translator.Unit) []Work {
+	networks := map[string]*translator.NetworkPlan{}
+	for i := range plan.Networks {
+		networks[plan.Networks[i].Name] = &plan.Networks[i]
+	}
+	routers := map[string]*translator.RouterPlan{}
+	for i := range plan.Routers {
+		routers[plan.Routers[i].Name] = &plan.Routers[i]
+	}
+	out := make([]Work, 0, len(units))
+	for _, u := range units {
+		w := Work{Desired: Desired{Unit: u}}
+		switch {
+		case plan.Failed[u] != nil:
+			w.Err = errors.Join(plan.Failed[u]...)
+		case u.Kind == translator.KindNetwork && networks[u.Name] != nil:
+			np := networks[u.Name]
+			w.Rows, w.Keep = np.Rows(), np.KeepPorts
+		case u.Kind == translator.KindRouter && routers[u.Name] != nil:
+			w.Rows = routers[u.Name].Rows()
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // Sync brings every unit of plan to its desired rows and removes the rows of
 // units no longer in the input. Units whose input is invalid keep their rows.
-// Units are batched into few transactions; when a batch fails, its units are
-// committed one by one so that one unit's failure leaves the others synced.
-func Sync(ctx context.Context, c client.Client, plan *Plan, opts SyncOptions) (*SyncResult, error) {
-	d := NewDiffer(ctx, c, instanceOf(opts))
-	present, err := d.PresentUnits()
+// Units commit in one transaction when they fit; when the NB refuses it,
+// the units are split until the refused ones are alone, so that one unit's
+// failure leaves the others synced.
+func Sync(ctx context.Context, c client.Client, plan *translator.Plan, opts SyncOptions) (*SyncResult, error) {
+	present, err := PresentUnits(ctx, c, instanceOf(opts))
 	if err != nil {
 		return nil, fmt.Errorf("reading owned NB rows: %w", err)
 	}
 	units := slices.Clone(present)
 	for _, n := range plan.Networks {
-		units = append(units, Unit{Kind: KindNetwork, Name: n.Name})
+		units = append(units, translator.Unit{Kind: translator.KindNetwork, Name: n.Name})
 	}
 	for _, r := range plan.Routers {
-		units = append(units, Unit{Kind: KindRouter, Name: r.Name})
+		units = append(units, translator.Unit{Kind: translator.KindRouter, Name: r.Name})
 	}
 	for u := range plan.Failed {
 		units = append(units, u)
 	}
-	return syncUnits(ctx, c, d, plan, units, opts)
+	return SyncWork(ctx, c, PlanWork(plan, units), opts)
 }
 
-// SyncUnits is Sync restricted to units: each is synced to plan, or has its
-// rows removed when plan has no such unit, or is left as it is when plan
-// says its input is invalid. A controller reconciles one unit this way.
-func SyncUnits(ctx context.Context, c client.Client, plan *Plan, units []Unit, opts SyncOptions) (*SyncResult, error) {
-	return syncUnits(ctx, c, NewDiffer(ctx, c, instanceOf(opts)), plan, units, opts)
+// SyncUnits is Sync restricted to units (see PlanWork).
+func SyncUnits(ctx context.Context, c client.Client, plan *translator.Plan, units []translator.Unit, opts SyncOptions) (*SyncResult, error) {
+	return SyncWork(ctx, c, PlanWork(plan, units), opts)
 }
 
 func instanceOf(opts SyncOptions) string {
 	if opts.Instance == "" {
-		return DefaultInstance
+		return translator.DefaultInstance
 	}
 	return opts.Instance
 }
 
-func syncUnits(ctx context.Context, c client.Client, d *Differ, plan *Plan, units []Unit, opts SyncOptions) (*SyncResult, error) {
+// SyncWork diffs and commits work: networks before routers (a router's
+// ports hang from network switches); among those, syncs before removals.
+func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOptions) (*SyncResult, error) {
+	d := NewDiffer(ctx, c, instanceOf(opts))
 	res := &SyncResult{}
-	units = slices.Clone(units)
-	// Networks before routers (a router's ports hang from network
-	// switches); among those, syncs before removals.
-	networks := map[string]*NetworkPlan{}
-	for i := range plan.Networks {
-		networks[plan.Networks[i].Name] = &plan.Networks[i]
-	}
-	routers := map[string]*RouterPlan{}
-	for i := range plan.Routers {
-		routers[plan.Routers[i].Name] = &plan.Routers[i]
-	}
-	rank := func(u Unit) int {
+	rank := func(w *Work) int {
 		switch {
-		case u.Kind == KindNetwork && networks[u.Name] != nil:
+		case w.Unit.Kind == translator.KindNetwork && len(w.Rows) > 0:
 			return 0
-		case u.Kind == KindRouter && routers[u.Name] != nil:
+		case w.Unit.Kind == translator.KindRouter && len(w.Rows) > 0:
 			return 1
-		case u.Kind == KindRouter:
+		case w.Unit.Kind == translator.KindRouter:
 			return 2
 		}
 		return 3
 	}
-	slices.SortFunc(units, func(a, b Unit) int {
-		if c := rank(a) - rank(b); c != 0 {
+	work = slices.Clone(work)
+	slices.SortStableFunc(work, func(a, b Work) int {
+		if c := rank(&a) - rank(&b); c != 0 {
 			return c
 		}
-		return compareUnits(a, b)
+		return compareUnits(a.Unit, b.Unit)
 	})
-	units = slices.Compact(units)
+	work = slices.CompactFunc(work, func(a, b Work) bool { return a.Unit == b.Unit })
 
-	var work []*UnitOps
-	for _, u := range units {
-		if errs := plan.Failed[u]; errs != nil {
-			res.Units = append(res.Units, UnitResult{Unit: u, Err: errors.Join(errs...)})
+	var diffs []*UnitDiff
+	var results []UnitResult
+	index := map[*UnitDiff]int{}
+	for _, w := range work {
+		if w.Err != nil {
+			results = append(results, UnitResult{Unit: w.Unit, Err: w.Err})
 			continue
 		}
-		var w *UnitOps
-		var err error
-		switch {
-		case u.Kind == KindNetwork && networks[u.Name] != nil:
-			w, err = d.Network(networks[u.Name])
-		case u.Kind == KindRouter && routers[u.Name] != nil:
-			w, err = d.Router(routers[u.Name])
-		case u.Kind == KindRouter:
-			w, err = d.DeleteRouter(u.Name)
-		default:
-			w, err = d.DeleteNetwork(u.Name)
-		}
+		ud, err := d.Unit(w.Desired)
 		if err != nil {
-			return nil, err
+			// This unit's rows cannot be read or built: it fails alone.
+			results = append(results, UnitResult{Unit: w.Unit, Err: err})
+			continue
 		}
-		work = append(work, w)
-	}
-
-	results := make([]UnitResult, len(work))
-	for i, w := range work {
-		results[i] = UnitResult{Unit: w.Unit, Changes: w.Changes, Notes: w.Notes}
+		index[ud] = len(results)
+		results = append(results, UnitResult{Unit: w.Unit, Changes: ud.Changes, Notes: ud.Notes})
+		if !ud.Empty() {
+			diffs = append(diffs, ud)
+		}
 	}
 	if !opts.DryRun {
-		for start := 0; start < len(work); {
+		failed := func(batch []*UnitDiff, err error) {
+			for _, ud := range batch {
+				results[index[ud]].Err = err
+				results[index[ud]].Changes = nil
+			}
+		}
+		for start := 0; start < len(diffs); {
 			end, n := start, 0
-			for end < len(work) && (end == start || n+len(work[end].Ops) <= MaxBatchOps) {
-				n += len(work[end].Ops)
+			for end < len(diffs) && (end == start || n+diffs[end].opCount() <= MaxBatchOps) {
+				n += diffs[end].opCount()
 				end++
 			}
-			batch := work[start:end]
-			err := ctx.Err()
-			if err == nil {
-				err = res.commitBatch(ctx, c, batch, opts)
-			}
-			switch {
-			case err == nil:
-			case ctx.Err() != nil || errors.Is(err, ErrNotConnected) || len(batch) == 1:
-				// Stopped, or the NB is gone: the batch may or may not have
-				// committed, and sending it again unit by unit could write
-				// twice. The next sync reads what the NB holds.
-				for i := range batch {
-					results[start+i].Err = err
-					results[start+i].Changes = nil
-				}
-			default:
-				// The NB refused the batch: isolate the failure, each unit
-				// alone.
-				for i, w := range batch {
-					if err := res.commitBatch(ctx, c, []*UnitOps{w}, opts); err != nil {
-						results[start+i].Err = err
-						results[start+i].Changes = nil
-					}
-				}
-			}
+			res.commitSplitting(ctx, c, d, diffs[start:end], opts, failed)
 			start = end
 		}
 	}
@@ -223,12 +228,39 @@ func syncUnits(ctx context.Context, c client.Client, d *Differ, plan *Plan, unit
 	return res, nil
 }
 
-func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, batch []*UnitOps, opts SyncOptions) error {
-	var ops []ovsdb.Operation
-	var names []string
-	for _, w := range batch {
-		ops = append(ops, w.Ops...)
-		names = append(names, w.Unit.String())
+// commitSplitting commits batch; when the NB refuses it, each half is
+// committed on its own, down to the refused units alone.
+func (r *SyncResult) commitSplitting(ctx context.Context, c client.Client, d *Differ, batch []*UnitDiff, opts SyncOptions, failed func([]*UnitDiff, error)) {
+	err := ctx.Err()
+	if err == nil {
+		err = r.commitBatch(ctx, c, d, batch, opts)
+	}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil || errors.Is(err, ErrNotConnected) || len(batch) == 1:
+		// Stopped, or the NB is gone: the batch may or may not have
+		// committed, and sending it again could write twice. The next
+		// sync reads what the NB holds.
+		failed(batch, err)
+	default:
+		half := len(batch) / 2
+		r.commitSplitting(ctx, c, d, batch[:half], opts, failed)
+		r.commitSplitting(ctx, c, d, batch[half:], opts, failed)
+	}
+}
+
+func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, d *Differ, batch []*UnitDiff, opts SyncOptions) error {
+	names := make([]string, 0, len(batch))
+	for _, ud := range batch {
+		names = append(names, ud.Unit.String())
+	}
+	what := strings.Join(names, ", ")
+	if len(names) > 3 {
+		what = fmt.Sprintf("%s, %s and %d other units", names[0], names[1], len(names)-2)
+	}
+	ops, err := d.Ops(batch)
+	if err != nil {
+		return err
 	}
 	if len(ops) == 0 {
 		return nil
@@ -245,15 +277,16 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, batch []*
 			ops = append(ops, bump...)
 		}
 	}
-	d, err := Commit(ctx, c, strings.Join(names, ", "), ops)
-	r.TxTime += d
+	took, err := Commit(ctx, c, what, ops)
+	r.TxTime += took
 	if opts.OnCommit != nil {
-		opts.OnCommit(d, err)
+		opts.OnCommit(took, err)
 	}
 	if err != nil {
 		return err
 	}
 	r.Transactions++
+	r.Operations += len(ops)
 	if global != nil {
 		// The cache has our transaction's update once Transact returns.
 		cur := &nbmodel.NBGlobal{UUID: global.UUID}

@@ -1,0 +1,163 @@
+package nb
+
+import (
+	"context"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// HasTable says whether c's client model holds table: the NB client model
+// holds an optional table (Static_MAC_Binding, which OVN 22.03 lacks) only
+// when the server's schema has it.
+func HasTable(c client.Client, table string) bool {
+	tc := c.Cache()
+	if tc == nil {
+		return false
+	}
+	_, ok := tc.DatabaseModel().Types()[table]
+	return ok
+}
+
+// eachOwned calls visit with every cached row of ours, table by table in
+// registry order. It reads the rows in place: visit must not keep or
+// change them.
+func eachOwned(c client.Client, instance string, visit func(t *Table, u translator.Unit, row any)) {
+	tc := c.Cache()
+	if tc == nil {
+		return
+	}
+	for _, t := range Registry {
+		rc := tc.Table(t.Name)
+		if rc == nil {
+			continue
+		}
+		for _, m := range rc.RowsShallow() {
+			if u, ok := t.owner(m, instance); ok {
+				visit(t, u, m)
+			}
+		}
+	}
+}
+
+// PresentUnits lists the units that own rows in c's cache.
+func PresentUnits(_ context.Context, c client.Client, instance string) ([]translator.Unit, error) {
+	seen := map[translator.Unit]bool{}
+	eachOwned(c, instance, func(t *Table, u translator.Unit, _ any) {
+		// A row without owner keys (a static MAC binding, ours by the port
+		// it names) makes no unit present: its router's rows do.
+		if !t.ByPort {
+			seen[u] = true
+		}
+	})
+	units := slices.Collect(maps.Keys(seen))
+	slices.SortFunc(units, compareUnits)
+	return units, nil
+}
+
+// CountOwned counts the rows of ours per table, from the cache's sizes:
+// the monitor holds only our rows of the tables with external_ids.
+func CountOwned(c client.Client, instance string) map[string]int {
+	out := map[string]int{}
+	tc := c.Cache()
+	if tc == nil {
+		return out
+	}
+	for _, t := range Registry {
+		rc := tc.Table(t.Name)
+		if rc == nil {
+			continue
+		}
+		if t.ByPort {
+			n := 0
+			for _, m := range rc.RowsShallow() {
+				if _, ok := t.owner(m, instance); ok {
+					n++
+				}
+			}
+			out[t.Name] = n
+			continue
+		}
+		out[t.Name] = rc.Len()
+	}
+	return out
+}
+
+func compareUnits(a, b translator.Unit) int {
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// HeldClaims reads from the rows instance owns in c's cache who holds each
+// SNAT IP, internal network and VM address now, for Snapshot.Held: the
+// first claimant keeps what it holds.
+func HeldClaims(_ context.Context, c client.Client, instance string) (translator.Claims, error) {
+	held := translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{}}
+	eachOwned(c, instance, func(_ *Table, u translator.Unit, row any) {
+		for _, cl := range claimsOf(u, row) {
+			cl.put(held)
+		}
+	})
+	return held, nil
+}
+
+// claim is one thing a row says its owner holds.
+type claim struct {
+	kind  int // claimSNAT, claimInternal, claimVM
+	key   string
+	owner string
+}
+
+const (
+	claimSNAT = iota
+	claimInternal
+	claimVM
+)
+
+func (cl claim) put(held translator.Claims) {
+	switch cl.kind {
+	case claimSNAT:
+		held.SNATIPs[cl.key] = cl.owner
+	case claimInternal:
+		held.Internal[cl.key] = cl.owner
+	case claimVM:
+		held.VMAddresses[cl.key] = cl.owner
+	}
+}
+
+// claimsOf says what a row of unit u holds: a gateway port its SNAT IP, a
+// router's port on a network switch that network, a VM port its MAC and IP.
+func claimsOf(u translator.Unit, row any) []claim {
+	switch p := row.(type) {
+	case *nbmodel.LogicalRouterPort:
+		if u.Kind != translator.KindRouter || p.Name != translator.GatewayPortName(u.Name) || len(p.Networks) == 0 {
+			return nil
+		}
+		if pfx, err := netip.ParsePrefix(p.Networks[0]); err == nil {
+			return []claim{{claimSNAT, pfx.Addr().String(), u.Name}}
+		}
+	case *nbmodel.LogicalSwitchPort:
+		switch {
+		case u.Kind == translator.KindRouter:
+			// kv-stor-<network>_<router>: the router's port on an internal
+			// network.
+			rest, ok := strings.CutPrefix(p.Name, translator.NamePrefix+"stor-")
+			if network, ok2 := strings.CutSuffix(rest, "_"+u.Name); ok && ok2 {
+				return []claim{{claimInternal, network, u.Name}}
+			}
+		case p.ExternalIDs[translator.KeyVMI] != "" && len(p.Addresses) == 1:
+			if f := strings.Fields(p.Addresses[0]); len(f) == 2 {
+				return []claim{{claimVM, u.Name + " " + f[0], p.Name}, {claimVM, u.Name + " " + f[1], p.Name}}
+			}
+		}
+	}
+	return nil
+}

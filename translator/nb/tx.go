@@ -1,0 +1,205 @@
+package nb
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// parentMut gathers the references a transaction adds to and removes from
+// one parent row: one mutate per parent, whatever the number of children.
+type parentMut struct {
+	t       *Table
+	uuid    string // the row, or
+	name    string // the row of ours of that name
+	add     map[string][]string
+	remove  map[string][]string
+	columns []string
+}
+
+func (p *parentMut) ref(col, child string, remove bool) {
+	if !slices.Contains(p.columns, col) {
+		p.columns = append(p.columns, col)
+	}
+	if remove {
+		p.remove[col] = append(p.remove[col], child)
+	} else {
+		p.add[col] = append(p.add[col], child)
+	}
+}
+
+// Ops assembles the operations of units committed in one transaction,
+// shaped like the floor: every new row is one insert; a child of a new
+// parent is in the parent's insert row; the references added to or removed
+// from an existing row are one mutate of that row; a wait guards only a
+// new name-keyed root. A parent that neither exists nor is inserted in the
+// transaction (another unit's, committed alone) is found by name, after a
+// wait that exactly one row of ours has that name.
+func (d *Differ) Ops(batch []*UnitDiff) ([]ovsdb.Operation, error) {
+	inserted := map[string]*insert{}
+	for _, ud := range batch {
+		for _, ins := range ud.inserts {
+			inserted[ins.t.Name+"\x00"+ins.key] = ins
+		}
+	}
+	extra := map[*insert]map[string][]string{}
+	addExtra := func(p *insert, col, child string) {
+		if extra[p] == nil {
+			extra[p] = map[string][]string{}
+		}
+		extra[p][col] = append(extra[p][col], child)
+	}
+	muts := map[string]*parentMut{}
+	var order []string
+	mut := func(t *Table, uuid, name string) *parentMut {
+		k := t.Name + "\x00" + uuid + "\x00" + name
+		p, ok := muts[k]
+		if !ok {
+			p = &parentMut{t: t, uuid: uuid, name: name, add: map[string][]string{}, remove: map[string][]string{}}
+			muts[k] = p
+			order = append(order, k)
+		}
+		return p
+	}
+	for _, ud := range batch {
+		for _, ins := range ud.inserts {
+			if ins.parentKey == "" {
+				continue
+			}
+			pt := Lookup(ins.t.Parent)
+			child := uuidOf(ins.m)
+			switch {
+			case ins.parentNew != nil:
+				addExtra(ins.parentNew, ins.t.ParentColumn, child)
+			case ins.parentUUID != "":
+				mut(pt, ins.parentUUID, "").ref(ins.t.ParentColumn, child, false)
+			case inserted[pt.Name+"\x00"+ins.parentKey] != nil:
+				addExtra(inserted[pt.Name+"\x00"+ins.parentKey], ins.t.ParentColumn, child)
+			default:
+				mut(pt, "", ins.parentKey).ref(ins.t.ParentColumn, child, false)
+			}
+		}
+		for _, rc := range ud.refs {
+			switch {
+			case rc.parentInsert != nil:
+				addExtra(rc.parentInsert, rc.column, rc.child)
+			case rc.parentUUID != "":
+				mut(rc.parent, rc.parentUUID, "").ref(rc.column, rc.child, rc.remove)
+			case inserted[rc.parent.Name+"\x00"+rc.parentName] != nil:
+				addExtra(inserted[rc.parent.Name+"\x00"+rc.parentName], rc.column, rc.child)
+			default:
+				mut(rc.parent, "", rc.parentName).ref(rc.column, rc.child, rc.remove)
+			}
+		}
+	}
+
+	var ops []ovsdb.Operation
+	// Children before parents, so that a parent's insert row names
+	// children already inserted.
+	for i := len(Registry) - 1; i >= 0; i-- {
+		t := Registry[i]
+		for _, ud := range batch {
+			for _, ins := range ud.inserts {
+				if ins.t != t {
+					continue
+				}
+				m := ins.m
+				if ex := extra[ins]; ex != nil {
+					m = model.Clone(m)
+					for _, col := range sortedKeys(ex) {
+						f := field(m, col)
+						f.Set(reflect.AppendSlice(f, reflect.ValueOf(ex[col])))
+					}
+				}
+				if t.Guard {
+					guard, err := d.nameGuard(m, ovsdb.WaitConditionNotEqual, false)
+					if err != nil {
+						return nil, err
+					}
+					ops = append(ops, guard...)
+				}
+				op, err := d.c.Create(m)
+				if err != nil {
+					return nil, fmt.Errorf("%s: building the insert of %s %s: %w", ud.Unit, t.Name, ins.key, err)
+				}
+				ops = append(ops, op...)
+			}
+		}
+	}
+	for _, ud := range batch {
+		ops = append(ops, ud.ops...)
+	}
+	for _, k := range order {
+		p := muts[k]
+		var ms []model.Model
+		m := p.t.New()
+		var mutations []model.Mutation
+		for _, col := range p.columns {
+			if add := p.add[col]; len(add) > 0 {
+				mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationInsert, Value: add})
+			}
+			if rm := p.remove[col]; len(rm) > 0 {
+				mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationDelete, Value: rm})
+			}
+		}
+		var op []ovsdb.Operation
+		var err error
+		if p.uuid != "" {
+			setUUID(m, p.uuid)
+			ms = append(ms, m)
+			op, err = d.c.Where(ms...).Mutate(m, mutations...)
+		} else {
+			field(m, "name").SetString(p.name)
+			var guard []ovsdb.Operation
+			if guard, err = d.nameGuard(m, ovsdb.WaitConditionEqual, true); err == nil {
+				ops = append(ops, guard...)
+				op, err = d.c.WhereAll(m, d.ourName(m)...).Mutate(m, mutations...)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("building the references of %s %s%s: %w", p.t.Name, p.uuid, p.name, err)
+		}
+		ops = append(ops, op...)
+	}
+	return ops, nil
+}
+
+// ourName selects the rows named like m that carry our managed-by key.
+func (d *Differ) ourName(m model.Model) []model.Condition {
+	return []model.Condition{
+		{Field: fieldPtr(m, "name"), Function: ovsdb.ConditionEqual, Value: field(m, "name").String()},
+		{Field: fieldPtr(m, "external_ids"), Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyManagedBy: d.instance}},
+	}
+}
+
+// nameGuard waits, with timeout 0, until the rows named like m (with ours,
+// only those carrying our managed-by key), projected on name, are not
+// [m's name] (none: NotEqual) or are exactly [m's name] (one: Equal). A
+// failed wait fails the transaction.
+func (d *Differ) nameGuard(m model.Model, until ovsdb.WaitCondition, ours bool) ([]ovsdb.Operation, error) {
+	zero := 0
+	probe := reflect.New(reflect.TypeOf(m).Elem()).Interface().(model.Model)
+	field(probe, "name").SetString(field(m, "name").String())
+	conds := d.ourName(probe)
+	if !ours {
+		conds = conds[:1]
+	}
+	return d.c.WhereAll(probe, conds...).Wait(until, &zero, probe, fieldPtr(probe, "name"))
+}
+
+// opCount estimates the operations of a unit, for batching.
+func (u *UnitDiff) opCount() int {
+	n := len(u.ops) + len(u.refs)
+	for _, ins := range u.inserts {
+		n++
+		if ins.t.Guard {
+			n++
+		}
+	}
+	return n
+}

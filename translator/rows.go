@@ -1,0 +1,54 @@
+package translator
+
+import (
+	"github.com/ovn-kubernetes/libovsdb/model"
+)
+
+// Row is one desired NB row of a unit: an nbmodel row without UUID and, for
+// a row that lives in a parent's reference column (a port in its switch, a
+// NAT in its router), the name of that parent. Which table and column the
+// parent is in is the NB layer's registry's business.
+type Row struct {
+	Model model.Model
+	// Parent is the parent row's name; "" for a root row.
+	Parent string
+}
+
+// Rows are the desired rows of network np, parents first.
+func (np *NetworkPlan) Rows() []Row {
+	rows := make([]Row, 0, 1+len(np.Ports))
+	rows = append(rows, Row{Model: np.Switch})
+	for _, p := range np.Ports {
+		rows = append(rows, Row{Model: p, Parent: np.Switch.Name})
+	}
+	return rows
+}
+
+// Rows are the desired rows of router rp, parents first. The router's ports
+// on network switches hang from those switches, which their networks own.
+func (rp *RouterPlan) Rows() []Row {
+	n := 1 + len(rp.Ports) + len(rp.GatewayChassis) + len(rp.NATs) + len(rp.Routes) + len(rp.SwitchPorts) + len(rp.MACBindings)
+	rows := make([]Row, 0, n)
+	lr := rp.Router.Name
+	rows = append(rows, Row{Model: rp.Router})
+	for _, p := range rp.Ports {
+		rows = append(rows, Row{Model: p, Parent: lr})
+	}
+	gwp := GatewayPortName(rp.Name)
+	for _, g := range rp.GatewayChassis {
+		rows = append(rows, Row{Model: g, Parent: gwp})
+	}
+	for _, nat := range rp.NATs {
+		rows = append(rows, Row{Model: nat, Parent: lr})
+	}
+	for _, r := range rp.Routes {
+		rows = append(rows, Row{Model: r, Parent: lr})
+	}
+	for _, sp := range rp.SwitchPorts {
+		rows = append(rows, Row{Model: sp.Port, Parent: SwitchName(sp.Network)})
+	}
+	for _, b := range rp.MACBindings {
+		rows = append(rows, Row{Model: b})
+	}
+	return rows
+}
