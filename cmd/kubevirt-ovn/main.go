@@ -21,8 +21,8 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
-	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
+	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 

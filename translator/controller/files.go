@@ -15,8 +15,8 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
-	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
 // FileOptions configure a FileSource.
