@@ -13,6 +13,7 @@ import (
 	"log"
 	"maps"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -121,8 +122,17 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	instance := fs.String("instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	verbose := fs.Bool("v", false, "log OVSDB client activity to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the sync to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: --cpuprofile: %v\n", err)
+			return 2
+		}
+		defer stop()
 	}
 	if nb.Address == "" || len(paths) == 0 {
 		fmt.Fprintln(stderr, "kubevirt-ovn sync: --nb and --from-file are required")
@@ -136,17 +146,38 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		stdr.SetVerbosity(5)
 	}
 
-	set, err := manifest.LoadPaths(paths)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	// The manifests are decoded while the NB connects and sends our rows.
+	type loaded struct {
+		set *manifest.Set
+		err error
+	}
+	loading := make(chan loaded, 1)
+	go func() {
+		set, err := manifest.LoadPaths(paths)
+		loading <- loaded{set, err}
+	}()
+	nbc, err := ovn.DialNB(ctx, nb, logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
 	}
+	defer nbc.Close()
+	mon := &oneShotMonitor{c: nbc, instance: *instance}
+	if err := mon.start(ctx); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: monitoring NB %s: %v\n", nb.Address, err)
+		return 1
+	}
+	l := <-loading
+	if l.err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", l.err)
+		return 1
+	}
+	set := l.set
 	for _, n := range set.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 	if sb.Address != "" {
 		sbc, err := ovn.ConnectSB(ctx, sb, logger)
 		if err != nil {
@@ -161,12 +192,6 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		}
 		set.Snapshot.ChassisKnown = true
 	}
-	nbc, err := ovn.ConnectNB(ctx, nb, *instance, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
-		return 1
-	}
-	defer nbc.Close()
 
 	if err := refuseEmpty(ctx, set, nbc, *instance, *allowEmpty, paths); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
@@ -177,7 +202,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
-	res, err := syncSurvivingReconnects(ctx, nbc, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun}, stderr)
+	res, err := syncSurvivingReconnects(ctx, nbc, mon, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BeforeCommit: mon.stop}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
@@ -234,12 +259,18 @@ func refuseEmpty(ctx context.Context, set *manifest.Set, nb client.Client, insta
 // more, so that whatever a transaction cut by the loss committed is seen and
 // reconciled. The result merges every pass: each unit's changes of all
 // passes and its last error.
-func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *translator.Plan, opts kvnb.SyncOptions, stderr io.Writer) (*kvnb.SyncResult, error) {
+func syncSurvivingReconnects(ctx context.Context, nb client.Client, mon *oneShotMonitor, plan *translator.Plan, opts kvnb.SyncOptions, stderr io.Writer) (*kvnb.SyncResult, error) {
 	merged := &kvnb.SyncResult{}
 	index := map[translator.Unit]int{}
 	reconnected, settled := false, false
 	disconnections := kvnb.Disconnections(nb)
 	for pass := 1; ; pass++ {
+		if pass > 1 {
+			// Each pass reads what the NB holds now.
+			if err := mon.start(ctx); err != nil {
+				return nil, fmt.Errorf("monitoring the NB again: %w", err)
+			}
+		}
 		res, err := syncWithin(ctx, nb, plan, opts)
 		if err != nil {
 			return nil, err
@@ -267,6 +298,7 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, plan *transl
 			}
 		}
 		merged.Transactions += res.Transactions
+		merged.Operations += res.Operations
 		merged.TxTime += res.TxTime
 		if d := kvnb.Disconnections(nb); d != disconnections {
 			// Lost and regained during the pass, maybe with nothing
@@ -353,4 +385,55 @@ func printResult(w io.Writer, res *kvnb.SyncResult, dryRun bool) {
 
 func sortedTables(m map[string]map[string]int) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// oneShotMonitor is the monitor of a one-shot sync: it fills the cache with
+// our rows for the diff and is cancelled before the commit. Our writes
+// would otherwise come back as an update the client decodes into the cache
+// before it reads the transaction's reply: for a full sync, as long again
+// as the diff, for rows nobody reads.
+type oneShotMonitor struct {
+	c        client.Client
+	instance string
+	cookie   *client.MonitorCookie
+}
+
+// start monitors our rows into an emptied cache.
+func (m *oneShotMonitor) start(ctx context.Context) error {
+	m.stop()
+	m.c.Cache().Purge(m.c.Cache().DatabaseModel())
+	cookie, err := ovn.MonitorNB(ctx, m.c, m.instance)
+	if err != nil {
+		return err
+	}
+	m.cookie = &cookie
+	return nil
+}
+
+// stop cancels the monitor; the cache keeps what it holds.
+func (m *oneShotMonitor) stop() {
+	if m.cookie == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = m.c.MonitorCancel(ctx, *m.cookie) // a lost connection ends it too
+	m.cookie = nil
 }

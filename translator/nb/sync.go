@@ -34,6 +34,10 @@ type SyncOptions struct {
 	BumpNBCfg bool
 	// OnCommit observes every NB transaction: its duration and error.
 	OnCommit func(took time.Duration, err error)
+	// BeforeCommit runs once every unit is diffed, before the first
+	// transaction (a one-shot sync stops its monitor there, so that the
+	// rows it writes do not come back to fill a cache nobody reads).
+	BeforeCommit func()
 }
 
 // UnitResult is what a sync did to one unit.
@@ -204,6 +208,9 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 		}
 	}
 	if !opts.DryRun {
+		if opts.BeforeCommit != nil && len(diffs) > 0 {
+			opts.BeforeCommit()
+		}
 		failed := func(batch []*UnitDiff, err error) {
 			for _, ud := range batch {
 				results[index[ud]].Err = err
