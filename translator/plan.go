@@ -181,13 +181,32 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		}
 		return
 	}
-	if n := defs[0]; n.valid == nil {
-		up.Errs = append(up.Errs, n.errs...)
+	n := defs[0].valid
+	if n == nil {
+		up.Errs = append(up.Errs, defs[0].errs...)
 		return
 	}
-	n := defs[0].valid
 
-	u := up.Unit
+	// The VM interfaces on this network, as a snapshot lists them.
+	vmDecls := make([]*vmDecl, 0, len(in.vms[name]))
+	for d := range in.vms[name] {
+		if d.NetworkNamespace == n.Namespace {
+			vmDecls = append(vmDecls, d)
+		}
+	}
+	slices.SortFunc(vmDecls, func(a, b *vmDecl) int { return a.pos.compare(b.pos) })
+	vms := make([]*VMInterface, len(vmDecls))
+	for i, d := range vmDecls {
+		vms[i] = &d.VMInterface
+	}
+	up.Network = networkPlan(n, vms, instance, held)
+}
+
+// networkPlan plans the switch of valid network n and its ports, for the VM
+// interfaces vms on it.
+func networkPlan(n *network, vms []*VMInterface, instance string, held Held) *NetworkPlan {
+	name := n.Name
+	u := Unit{Kind: KindNetwork, Name: name}
 	np := &NetworkPlan{
 		Name:   name,
 		Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: OwnerIDs(instance, u)},
@@ -210,18 +229,6 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		np.Ports = append(np.Ports, ln)
 	}
 
-	// The VM interfaces on this network, as a snapshot lists them.
-	vmDecls := make([]*vmDecl, 0, len(in.vms[name]))
-	for d := range in.vms[name] {
-		if d.NetworkNamespace == n.Namespace {
-			vmDecls = append(vmDecls, d)
-		}
-	}
-	slices.SortFunc(vmDecls, func(a, b *vmDecl) int { return a.pos.compare(b.pos) })
-	vms := make([]*VMInterface, len(vmDecls))
-	for i, d := range vmDecls {
-		vms[i] = &d.VMInterface
-	}
 	for _, vp := range planVMPorts(vms, n, held) {
 		if vp.err != nil {
 			np.KeepPorts = append(np.KeepPorts, vp.port)
@@ -240,7 +247,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	}
 	slices.SortFunc(np.Ports, func(a, b *nbmodel.LogicalSwitchPort) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(np.KeepPorts)
-	up.Network = np
+	return np
 }
 
 // KeyVMI is the external_ids key naming the VirtualMachineInstance
