@@ -560,7 +560,10 @@ func (in *Input) firstExternal(network string) (string, bool) {
 	return first.Name, true
 }
 
-// validNetwork is network name when it is declared once and valid.
+// validNetwork is network name when it is declared once and valid. An
+// undecodable object of the same name in another source fails the network's
+// unit but does not hide the valid declaration from its routers, as in
+// Build; without one, routers fail as on an unknown network.
 func (in *Input) validNetwork(name string) (*network, bool) {
 	defs := in.networks[name]
 	if len(defs) != 1 {

@@ -690,3 +690,34 @@ func BenchmarkSetOneRouter(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuild plans every unit of an input of N routers, what each
+// reconcile of one unit cost before Input.
+func BenchmarkBuild(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			_, sources := costInput(n)
+			s := snapshotOf(sources, nil, false, nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				Build(s, testInstance)
+			}
+		})
+	}
+}
+
+// BenchmarkReferenceBuild is the former whole-input Build, for comparison.
+func BenchmarkReferenceBuild(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			_, sources := costInput(n)
+			s := snapshotOf(sources, nil, false, nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				referenceBuild(s, testInstance)
+			}
+		})
+	}
+}
