@@ -22,7 +22,20 @@ type Snapshot struct {
 	// Held is what the NB already gives to whom. The first claimant of an
 	// SNAT IP, an internal network or a VM's address keeps it, whatever
 	// creation times and names say, also across restarts and in file mode.
-	Held Claims
+	// Nil: nobody holds anything.
+	Held Held
+}
+
+// Held says who holds a claim in the NB now, "" for nobody.
+type Held interface {
+	// HeldSNATIP is the router whose gateway port has the (normalized)
+	// SNAT IP ip.
+	HeldSNATIP(ip string) string
+	// HeldInternal is the router attached to network as an internal
+	// network.
+	HeldInternal(network string) string
+	// HeldVMAddress is the VM port that has the MAC or IP addr on network.
+	HeldVMAddress(network, addr string) string
 }
 
 // Claims say who holds what, as read from the rows in the NB.
@@ -36,6 +49,24 @@ type Claims struct {
 	// has that address on that network.
 	VMAddresses map[string]string
 }
+
+// HeldSNATIP implements Held.
+func (c Claims) HeldSNATIP(ip string) string { return c.SNATIPs[ip] }
+
+// HeldInternal implements Held.
+func (c Claims) HeldInternal(network string) string { return c.Internal[network] }
+
+// HeldVMAddress implements Held.
+func (c Claims) HeldVMAddress(network, addr string) string {
+	return c.VMAddresses[network+" "+addr]
+}
+
+// noClaims is the Held of an NB where nobody holds anything.
+type noClaims struct{}
+
+func (noClaims) HeldSNATIP(string) string            { return "" }
+func (noClaims) HeldInternal(string) string          { return "" }
+func (noClaims) HeldVMAddress(string, string) string { return "" }
 
 // Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
 // accepted it.

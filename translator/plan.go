@@ -85,120 +85,169 @@ type network struct {
 	segment int
 }
 
+// UnitPlan is the plan of one unit.
+type UnitPlan struct {
+	Unit Unit
+	// Network is the network's plan when it is declared once and valid.
+	Network *NetworkPlan
+	// Router is the router's plan when it is declared once and valid.
+	Router *RouterPlan
+	// Errs say why the unit's input is invalid, sorted by message: its rows
+	// are left as they are. A network that did not decode from one source
+	// but is valid in another has both Errs and Network, as in Plan.
+	Errs []error
+	// Neither Network, Router nor Errs: the unit is not in the input and
+	// its rows go.
+
+	// Generation is the router's metadata.generation when the router is
+	// declared (also when invalid), of its first declaration by creation
+	// time.
+	Generation int64
+	// InInput is true when the unit is declared in the input, valid or not.
+	InInput bool
+}
+
 // Build computes the desired rows of every network and router in s. It is a
 // pure function: the same snapshot and instance give the same plan.
 func Build(s *Snapshot, instance string) *Plan {
+	in := NewInputFrom(s)
 	p := &Plan{Failed: map[Unit][]error{}}
-	fail := func(u Unit, err error) {
-		p.Failed[u] = append(p.Failed[u], err)
-	}
-
-	for u, err := range s.Invalid {
-		fail(u, err)
-	}
-	nets := p.planNetworks(s, instance, fail)
-	p.planRouters(s, instance, nets, fail)
-	// An undecodable network fails like an invalid one; routers on it fail
-	// as on an unknown network, since it is not in nets.
-
-	byMessage := func(a, b error) int { return strings.Compare(a.Error(), b.Error()) }
-	for u, errs := range p.Failed {
-		slices.SortStableFunc(errs, byMessage)
-		p.Failed[u] = errs
-		p.Errors = append(p.Errors, errs...)
+	for _, u := range in.Units() {
+		up := in.Plan(u, instance, s.Held)
+		if up.Network != nil {
+			p.Networks = append(p.Networks, *up.Network)
+			p.Errors = append(p.Errors, up.Network.VMErrors...)
+		}
+		if up.Router != nil {
+			p.Routers = append(p.Routers, *up.Router)
+		}
+		if len(up.Errs) > 0 {
+			p.Failed[u] = up.Errs
+			p.Errors = append(p.Errors, up.Errs...)
+		}
 	}
 	slices.SortStableFunc(p.Errors, byMessage)
 	p.Errors = slices.CompactFunc(p.Errors, func(a, b error) bool { return a.Error() == b.Error() })
 	return p
 }
 
-// planNetworks validates the networks and plans their switches and ports. It
-// returns the valid networks by name.
-func (p *Plan) planNetworks(s *Snapshot, instance string, fail func(Unit, error)) map[string]*network {
-	byName := map[string][]*Network{}
-	for i := range s.Networks {
-		n := &s.Networks[i]
-		byName[n.Name] = append(byName[n.Name], n)
+func byMessage(a, b error) int { return strings.Compare(a.Error(), b.Error()) }
+
+// Plan plans unit u from the current input; held says who holds claims in
+// the NB now (nil: nobody). It reads u's objects and the claims u competes
+// for, not the whole input.
+func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
+	if held == nil {
+		held = noClaims{}
 	}
-	valid := map[string]*network{}
-	for _, name := range sortedKeys(byName) {
-		defs := byName[name]
-		u := Unit{Kind: KindNetwork, Name: name}
-		if len(defs) > 1 {
-			var where []string
-			for _, d := range defs {
-				where = append(where, d.Namespace)
-			}
-			slices.Sort(where)
-			for _, d := range defs {
-				fail(u, networkErr(d, "metadata.name", "%s is defined in namespaces %s; network names must be unique", name, strings.Join(where, ", ")))
-			}
-			continue
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	up := UnitPlan{Unit: u}
+	if err := in.invalidErr(u); err != nil {
+		up.InInput = true
+		up.Errs = append(up.Errs, err)
+	}
+	switch u.Kind {
+	case KindNetwork:
+		in.planNetwork(&up, instance, held)
+	case KindRouter:
+		in.planRouter(&up, instance, held)
+	}
+	slices.SortStableFunc(up.Errs, byMessage)
+	return up
+}
+
+// planNetwork validates network up.Unit and plans its switch and ports. A
+// network name declared in two namespaces is an error of each declaration.
+func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
+	name := up.Unit.Name
+	defs := make([]*networkDecl, 0, len(in.networks[name]))
+	for d := range in.networks[name] {
+		defs = append(defs, d)
+	}
+	if len(defs) == 0 {
+		return
+	}
+	up.InInput = true
+	slices.SortFunc(defs, func(a, b *networkDecl) int { return a.pos.compare(b.pos) })
+	if len(defs) > 1 {
+		var where []string
+		for _, d := range defs {
+			where = append(where, d.Namespace)
 		}
-		n, errs := validateNetwork(defs[0])
-		if len(errs) > 0 {
-			for _, err := range errs {
-				fail(u, err)
-			}
-			continue
+		slices.Sort(where)
+		for _, d := range defs {
+			up.Errs = append(up.Errs, networkErr(&d.Network, "metadata.name", "%s is defined in namespaces %s; network names must be unique", name, strings.Join(where, ", ")))
 		}
-		valid[name] = n
+		return
+	}
+	n := defs[0].valid
+	if n == nil {
+		up.Errs = append(up.Errs, defs[0].errs...)
+		return
 	}
 
-	vmsByNet := map[string][]*VMInterface{}
-	for i := range s.VMs {
-		v := &s.VMs[i]
-		if n, ok := valid[v.Network]; ok && n.Namespace == v.NetworkNamespace {
-			vmsByNet[v.Network] = append(vmsByNet[v.Network], v)
+	// The VM interfaces on this network, as a snapshot lists them.
+	vmDecls := make([]*vmDecl, 0, len(in.vms[name]))
+	for d := range in.vms[name] {
+		if d.NetworkNamespace == n.Namespace {
+			vmDecls = append(vmDecls, d)
 		}
+	}
+	slices.SortFunc(vmDecls, func(a, b *vmDecl) int { return a.pos.compare(b.pos) })
+	vms := make([]*VMInterface, len(vmDecls))
+	for i, d := range vmDecls {
+		vms[i] = &d.VMInterface
+	}
+	up.Network = networkPlan(n, vms, instance, held)
+}
+
+// networkPlan plans the switch of valid network n and its ports, for the VM
+// interfaces vms on it.
+func networkPlan(n *network, vms []*VMInterface, instance string, held Held) *NetworkPlan {
+	name := n.Name
+	u := Unit{Kind: KindNetwork, Name: name}
+	np := &NetworkPlan{
+		Name:   name,
+		Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: OwnerIDs(instance, u)},
+	}
+	if n.Type == NetworkFlat || n.Type == NetworkVLAN {
+		ln := &nbmodel.LogicalSwitchPort{
+			Name:        LocalnetPortName(name),
+			Type:        "localnet",
+			Addresses:   []string{"unknown"},
+			Options:     map[string]string{"network_name": n.PhysicalNetworkName},
+			ExternalIDs: OwnerIDs(instance, u),
+		}
+		if n.PhysicalNetworkName == "" {
+			ln.Options["network_name"] = name
+		}
+		if n.Type == NetworkVLAN {
+			tag := n.segment
+			ln.Tag = &tag
+		}
+		np.Ports = append(np.Ports, ln)
 	}
 
-	for _, name := range sortedKeys(valid) {
-		n := valid[name]
-		u := Unit{Kind: KindNetwork, Name: name}
-		np := NetworkPlan{
-			Name:   name,
-			Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: OwnerIDs(instance, u)},
+	for _, vp := range planVMPorts(vms, n, held) {
+		if vp.err != nil {
+			np.KeepPorts = append(np.KeepPorts, vp.port)
+			np.VMErrors = append(np.VMErrors, vp.err)
+			continue
 		}
-		if n.Type == NetworkFlat || n.Type == NetworkVLAN {
-			ln := &nbmodel.LogicalSwitchPort{
-				Name:        LocalnetPortName(name),
-				Type:        "localnet",
-				Addresses:   []string{"unknown"},
-				Options:     map[string]string{"network_name": n.PhysicalNetworkName},
-				ExternalIDs: OwnerIDs(instance, u),
-			}
-			if n.PhysicalNetworkName == "" {
-				ln.Options["network_name"] = name
-			}
-			if n.Type == NetworkVLAN {
-				tag := n.segment
-				ln.Tag = &tag
-			}
-			np.Ports = append(np.Ports, ln)
-		}
-		for _, vp := range p.planVMPorts(vmsByNet[name], n, s.Held.VMAddresses) {
-			if vp.err != nil {
-				p.Errors = append(p.Errors, vp.err)
-				np.KeepPorts = append(np.KeepPorts, vp.port)
-				np.VMErrors = append(np.VMErrors, vp.err)
-				continue
-			}
-			addr := vp.mac + " " + vp.ip
-			ids := OwnerIDs(instance, u)
-			ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
-			np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
-				Name:         vp.port,
-				Addresses:    []string{addr},
-				PortSecurity: []string{addr},
-				ExternalIDs:  ids,
-			})
-		}
-		slices.SortFunc(np.Ports, func(a, b *nbmodel.LogicalSwitchPort) int { return strings.Compare(a.Name, b.Name) })
-		slices.Sort(np.KeepPorts)
-		p.Networks = append(p.Networks, np)
+		addr := vp.mac + " " + vp.ip
+		ids := OwnerIDs(instance, u)
+		ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
+		np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
+			Name:         vp.port,
+			Addresses:    []string{addr},
+			PortSecurity: []string{addr},
+			ExternalIDs:  ids,
+		})
 	}
-	return valid
+	slices.SortFunc(np.Ports, func(a, b *nbmodel.LogicalSwitchPort) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(np.KeepPorts)
+	return np
 }
 
 // KeyVMI is the external_ids key naming the VirtualMachineInstance
@@ -311,7 +360,7 @@ type vmPort struct {
 // (held, by "network MAC" and "network IP") keeps it, else the first by
 // port name; the other interfaces get an error and their ports stay as
 // they are.
-func (p *Plan) planVMPorts(vms []*VMInterface, n *network, held map[string]string) []vmPort {
+func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	out := make([]vmPort, 0, len(vms))
 	for _, v := range vms {
 		vp := vmPort{VMInterface: v, port: VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)}
@@ -333,7 +382,7 @@ func (p *Plan) planVMPorts(vms []*VMInterface, n *network, held map[string]strin
 	for i := range out {
 		if vp := &out[i]; vp.err == nil {
 			for _, a := range addresses(vp) {
-				if held[a.key] == vp.port {
+				if held.HeldVMAddress(n.Name, a.value) == vp.port {
 					owner[a.key] = vp
 				}
 			}
@@ -401,104 +450,58 @@ type router struct {
 	gateways []string
 }
 
-func (p *Plan) planRouters(s *Snapshot, instance string, nets map[string]*network, fail func(Unit, error)) {
-	order := make([]*Router, 0, len(s.Routers))
-	for i := range s.Routers {
-		order = append(order, &s.Routers[i])
+// planRouter validates router up.Unit, settles its claims and plans its
+// rows.
+//
+// Claims: an SNAT IP and an internal network belong to one router. The
+// router the NB shows holding it keeps it while its input still makes the
+// claim (the first claimant keeps it); otherwise the oldest router that
+// names it gets it, by creation time, then name. A network that is some
+// router's external network cannot be another's internal one. A router
+// declared twice is ambiguous, and an undecodable one unknown: neither is
+// planned nor takes part in a claim, and their rows are left as they are.
+func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
+	decls := in.routerDecls(up.Unit.Name)
+	if len(decls) == 0 {
+		return
 	}
-	slices.SortStableFunc(order, func(a, b *Router) int {
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-
-	// Claims: an SNAT IP and an internal network belong to one router, the
-	// oldest that names it; a network that is some router's external network
-	// cannot be another's internal one.
-	snatOwner := map[string]string{}
-	internalOwner := map[string]string{}
-	externalNets := map[string]string{}
-	for _, r := range order {
-		if r.External != nil && r.External.Network != "" {
-			if _, ok := externalNets[r.External.Network]; !ok {
-				externalNets[r.External.Network] = r.Name
-			}
-		}
+	up.InInput = true
+	up.Generation = decls[0].Generation
+	if len(up.Errs) > 0 {
+		return // undecodable
 	}
-
-	// A router declared twice is ambiguous: neither declaration is planned,
-	// and its rows are left as they are.
-	declared := map[string]int{}
-	for _, r := range order {
-		declared[r.Name]++
-	}
-	// A claim the NB shows held stays with its holder while the holder's
-	// input still makes it: the first claimant keeps it.
-	for _, r := range order {
-		if declared[r.Name] != 1 || s.Invalid[Unit{Kind: KindRouter, Name: r.Name}] != nil {
-			continue
-		}
-		if r.External != nil && r.External.IP != "" {
-			if key := normalizeIP(r.External.IP); s.Held.SNATIPs[key] == r.Name {
-				snatOwner[key] = r.Name
-			}
-		}
-		for _, in := range r.Internal {
-			if s.Held.Internal[in] == r.Name {
-				internalOwner[in] = r.Name
-			}
-		}
+	r := decls[0]
+	if len(decls) > 1 {
+		up.Errs = append(up.Errs, routerErr(r.Name, "metadata.name", "is declared %d times", len(decls)))
+		return
 	}
 
-	var valid []*router
-	for _, r := range order {
-		u := Unit{Kind: KindRouter, Name: r.Name}
-		if s.Invalid[u] != nil {
-			continue
+	vr, errs := validateRouter(&r.Router, in.validNetwork, in.candidates, in.chassisKnown)
+	if r.snat != "" {
+		if owner, ok := in.claimOwner(in.snatClaims[r.snat], held.HeldSNATIP(r.snat)); ok && owner != r.Name {
+			errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
 		}
-		if n := declared[r.Name]; n > 1 {
-			if p.Failed[u] == nil {
-				fail(u, routerErr(r.Name, "metadata.name", "is declared %d times", n))
-			}
-			continue
-		}
-		vr, errs := validateRouter(r, s, nets)
-		if r.External != nil && r.External.IP != "" {
-			key := normalizeIP(r.External.IP)
-			if owner, ok := snatOwner[key]; ok && owner != r.Name {
-				errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
-			} else {
-				snatOwner[key] = r.Name
-			}
-		}
-		for i, in := range r.Internal {
-			field := fmt.Sprintf("spec.internal[%d]", i)
-			if owner, ok := internalOwner[in]; ok && owner != r.Name {
-				errs = append(errs, routerErr(r.Name, field, "network %s is already an internal network of VirtualRouter %s", in, owner))
-			} else {
-				internalOwner[in] = r.Name
-			}
-			if owner, ok := externalNets[in]; ok {
-				errs = append(errs, routerErr(r.Name, field, "network %s is the external network of VirtualRouter %s", in, owner))
-			}
-		}
-		if len(errs) > 0 {
-			for _, err := range errs {
-				fail(u, err)
-			}
-			continue
-		}
-		valid = append(valid, vr)
 	}
-
-	slices.SortFunc(valid, func(a, b *router) int { return strings.Compare(a.Name, b.Name) })
-	for _, r := range valid {
-		p.Routers = append(p.Routers, planRouter(r, instance))
+	for i, n := range r.Internal {
+		field := fmt.Sprintf("spec.internal[%d]", i)
+		if owner, ok := in.claimOwner(in.internalClaims[n], held.HeldInternal(n)); ok && owner != r.Name {
+			errs = append(errs, routerErr(r.Name, field, "network %s is already an internal network of VirtualRouter %s", n, owner))
+		}
+		if owner, ok := in.firstExternal(n); ok {
+			errs = append(errs, routerErr(r.Name, field, "network %s is the external network of VirtualRouter %s", n, owner))
+		}
 	}
+	if len(errs) > 0 {
+		up.Errs = append(up.Errs, errs...)
+		return
+	}
+	rp := planRouter(vr, instance)
+	up.Router = &rp
 }
 
-func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, []error) {
+// validateRouter checks router r on its own: against the valid networks
+// (nets) and the gateway candidates (chassis; known false: no SB).
+func validateRouter(r *Router, nets func(string) (*network, bool), chassis []Chassis, known bool) (*router, []error) {
 	vr := &router{Router: r}
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -523,7 +526,7 @@ func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, 
 	seenNet := map[string]bool{}
 	for i, name := range r.Internal {
 		field := fmt.Sprintf("spec.internal[%d]", i)
-		n, ok := nets[name]
+		n, ok := nets(name)
 		switch {
 		case seenNet[name]:
 			bad(field, "lists network %s twice", name)
@@ -545,7 +548,7 @@ func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, 
 	}
 
 	if r.External != nil {
-		ext, ok := nets[r.External.Network]
+		ext, ok := nets(r.External.Network)
 		switch {
 		case r.External.Network == "":
 			bad("spec.external.network", "is required with spec.external.ip")
@@ -598,7 +601,7 @@ func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, 
 	}
 
 	if r.External != nil && r.EnableSNAT {
-		gws, err := chooseGateways(r, s)
+		gws, err := chooseGateways(r, chassis, known)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -610,15 +613,15 @@ func validateRouter(r *Router, s *Snapshot, nets map[string]*network) (*router, 
 // chooseGateways orders the gateway candidates of r: the spec's gateway
 // first, then the other candidates by rendezvous hash of router and chassis
 // name, so that adding or removing a chassis moves only the routers it must.
-func chooseGateways(r *Router, s *Snapshot) ([]string, error) {
-	if !s.ChassisKnown {
+func chooseGateways(r *Router, chassis []Chassis, known bool) ([]string, error) {
+	if !known {
 		if r.Gateway == "" {
 			return nil, routerErr(r.Name, "spec.gateway", "is required when the Southbound database is not given (--sb)")
 		}
 		return []string{r.Gateway}, nil
 	}
 	var cands []Chassis
-	for _, c := range s.Chassis {
+	for _, c := range chassis {
 		if c.Gateway {
 			cands = append(cands, c)
 		}

@@ -1361,7 +1361,7 @@ func TestVMAddressClaims(t *testing.T) {
 			for _, order := range [][]VMInterface{{a, bb}, {bb, a}} {
 				s := validationSnapshot()
 				s.VMs = order
-				s.Held.VMAddresses = tc.held
+				s.Held = Claims{VMAddresses: tc.held}
 				p := Build(s, testInstance)
 				assert.Equal(t, []string{tc.msg}, errTexts(p.Errors))
 				assert.Empty(t, p.Failed, "a VM address conflict fails no unit")

@@ -1,0 +1,576 @@
+package translator
+
+import (
+	"cmp"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Objects are the input objects of one source: a file, a Kubernetes object.
+type Objects struct {
+	Routers  []Router
+	Networks []Network
+	VMs      []VMInterface
+	// Invalid are objects that did not decode: their unit fails and keeps
+	// its rows.
+	Invalid map[Unit]error
+}
+
+// Input is the translator's input indexed for planning one unit at a time:
+// Plan of one unit reads that unit's objects and the indexes of the claims
+// it competes for, never the whole input. The cross-router rules (one
+// router per SNAT IP and per internal network, an external network is
+// nobody's internal one, a name declared once) are maintained indexes.
+//
+// Input is safe for concurrent use: a source calls Set and SetChassis while
+// workers call Plan.
+type Input struct {
+	mu      sync.RWMutex
+	sources map[string]*source
+
+	routers  map[string]set[*routerDecl]  // by router name
+	networks map[string]set[*networkDecl] // by network name
+	vms      map[string]set[*vmDecl]      // by VMInterface.Network
+	invalid  map[Unit]map[string]error    // unit, then source
+
+	// The claims, by normalized SNAT IP and by network name, of every
+	// declaration, eligible or not: who wins is decided when planning.
+	snatClaims     map[string]set[*routerDecl]
+	internalClaims map[string]set[*routerDecl]
+	// externalDecls are the declarations with each external network.
+	externalDecls map[string]set[*routerDecl]
+	// gatewayRouters counts the declarations of a router name whose plan
+	// chooses gateways (an external network and SNAT).
+	gatewayRouters map[string]int
+
+	// candidates are the SB chassis that may be gateways, by name.
+	candidates   []Chassis
+	chassisKnown bool
+}
+
+type set[K comparable] map[K]struct{}
+
+func (s set[K]) add(k K) { s[k] = struct{}{} }
+
+func addTo[K comparable, V comparable](m map[K]set[V], k K, v V) {
+	s := m[k]
+	if s == nil {
+		s = set[V]{}
+		m[k] = s
+	}
+	s.add(v)
+}
+
+func removeFrom[K comparable, V comparable](m map[K]set[V], k K, v V) {
+	if s := m[k]; s != nil {
+		delete(s, v)
+		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+// source is what one source last Set, grouped by the key a change is
+// compared by: routers and networks by name, VMs by network.
+type source struct {
+	routers  map[string][]*routerDecl
+	networks map[string][]*networkDecl
+	vms      map[string][]*vmDecl
+	invalid  map[Unit]error
+}
+
+// pos orders the declarations of one key across sources as a Snapshot that
+// concatenates the sources by name would: by source, then position.
+type pos struct {
+	source string
+	idx    int
+}
+
+func (a pos) compare(b pos) int {
+	return cmp.Or(strings.Compare(a.source, b.source), cmp.Compare(a.idx, b.idx))
+}
+
+type routerDecl struct {
+	Router
+	pos
+	snat string // normalized SNAT IP this declaration claims, "" for none
+}
+
+type networkDecl struct {
+	Network
+	pos
+	valid *network // nil when errs
+	errs  []error
+}
+
+type vmDecl struct {
+	VMInterface
+	pos
+}
+
+// NewInput returns an empty input without Southbound chassis.
+func NewInput() *Input {
+	return &Input{
+		sources:        map[string]*source{},
+		routers:        map[string]set[*routerDecl]{},
+		networks:       map[string]set[*networkDecl]{},
+		vms:            map[string]set[*vmDecl]{},
+		invalid:        map[Unit]map[string]error{},
+		snatClaims:     map[string]set[*routerDecl]{},
+		internalClaims: map[string]set[*routerDecl]{},
+		externalDecls:  map[string]set[*routerDecl]{},
+		gatewayRouters: map[string]int{},
+	}
+}
+
+// NewInputFrom returns the input of snapshot s: one source holding all its
+// objects, and its chassis. s.Held is not part of the input.
+func NewInputFrom(s *Snapshot) *Input {
+	in := NewInput()
+	in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid})
+	in.SetChassis(s.Chassis, s.ChassisKnown)
+	return in
+}
+
+// Set replaces the objects last set under source name with objs (empty objs
+// remove them) and returns the units whose plan may have changed, sorted
+// networks first: the units of the objects that changed and the units that
+// share a claim or a network with them. Setting the same objects again
+// returns nothing. Set costs what the source and the affected units cost.
+func (in *Input) Set(name string, objs Objects) []Unit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+
+	old := in.sources[name]
+	if old == nil {
+		old = &source{}
+	}
+	nw := &source{
+		routers:  map[string][]*routerDecl{},
+		networks: map[string][]*networkDecl{},
+		vms:      map[string][]*vmDecl{},
+		invalid:  map[Unit]error{},
+	}
+	for i, r := range objs.Routers {
+		d := &routerDecl{Router: r, pos: pos{name, i}}
+		d.Internal = slices.Clone(r.Internal)
+		if r.External != nil {
+			ext := *r.External
+			d.External = &ext
+			if ext.IP != "" {
+				d.snat = normalizeIP(ext.IP)
+			}
+		}
+		if r.PeerRouter != nil {
+			pr := *r.PeerRouter
+			d.PeerRouter = &pr
+		}
+		nw.routers[r.Name] = append(nw.routers[r.Name], d)
+	}
+	for i, n := range objs.Networks {
+		d := &networkDecl{Network: cloneNetwork(n), pos: pos{name, i}}
+		nw.networks[n.Name] = append(nw.networks[n.Name], d)
+	}
+	for i, v := range objs.VMs {
+		nw.vms[v.Network] = append(nw.vms[v.Network], &vmDecl{VMInterface: v, pos: pos{name, i}})
+	}
+	for u, err := range objs.Invalid {
+		if err != nil {
+			nw.invalid[u] = err
+		}
+	}
+
+	affected := set[Unit]{}
+	touched := set[string]{}  // router names whose declarations or eligibility changed
+	var removed []*routerDecl // declarations gone, for the claims they made
+	for key, olds := range old.routers {
+		news, ok := nw.routers[key]
+		if ok && slices.EqualFunc(olds, news, func(a, b *routerDecl) bool { return sameRouter(&a.Router, &b.Router) }) {
+			nw.routers[key] = olds
+			continue
+		}
+		for _, d := range olds {
+			in.removeRouter(d)
+			removed = append(removed, d)
+		}
+		for _, d := range news {
+			in.addRouter(d)
+		}
+		touched.add(key)
+	}
+	for key, news := range nw.routers {
+		if _, ok := old.routers[key]; ok {
+			continue
+		}
+		for _, d := range news {
+			in.addRouter(d)
+		}
+		touched.add(key)
+	}
+
+	changedNets := set[string]{}
+	for key, olds := range old.networks {
+		news, ok := nw.networks[key]
+		if ok && slices.EqualFunc(olds, news, func(a, b *networkDecl) bool { return reflect.DeepEqual(a.Network, b.Network) }) {
+			nw.networks[key] = olds
+			continue
+		}
+		for _, d := range olds {
+			removeFrom(in.networks, key, d)
+		}
+		for _, d := range news {
+			in.addNetwork(d)
+		}
+		changedNets.add(key)
+	}
+	for key, news := range nw.networks {
+		if _, ok := old.networks[key]; !ok {
+			for _, d := range news {
+				in.addNetwork(d)
+			}
+			changedNets.add(key)
+		}
+	}
+
+	for key, olds := range old.vms {
+		news, ok := nw.vms[key]
+		if ok && slices.EqualFunc(olds, news, func(a, b *vmDecl) bool { return a.VMInterface == b.VMInterface }) {
+			nw.vms[key] = olds
+			continue
+		}
+		for _, d := range olds {
+			removeFrom(in.vms, key, d)
+		}
+		for _, d := range news {
+			addTo(in.vms, key, d)
+		}
+		affected.add(Unit{Kind: KindNetwork, Name: key})
+	}
+	for key, news := range nw.vms {
+		if _, ok := old.vms[key]; !ok {
+			for _, d := range news {
+				addTo(in.vms, key, d)
+			}
+			affected.add(Unit{Kind: KindNetwork, Name: key})
+		}
+	}
+
+	for u, err := range old.invalid {
+		if e, ok := nw.invalid[u]; !ok || e.Error() != err.Error() {
+			in.invalidChanged(u, touched, affected)
+		}
+		if _, ok := nw.invalid[u]; !ok {
+			delete(in.invalid[u], name)
+			if len(in.invalid[u]) == 0 {
+				delete(in.invalid, u)
+			}
+		}
+	}
+	for u, err := range nw.invalid {
+		if _, ok := old.invalid[u]; !ok {
+			in.invalidChanged(u, touched, affected)
+		}
+		if in.invalid[u] == nil {
+			in.invalid[u] = map[string]error{}
+		}
+		in.invalid[u][name] = err
+	}
+
+	if len(objs.Routers)+len(objs.Networks)+len(objs.VMs)+len(nw.invalid) == 0 {
+		delete(in.sources, name)
+	} else {
+		in.sources[name] = nw
+	}
+
+	// A network's routers validate against it.
+	for n := range changedNets {
+		affected.add(Unit{Kind: KindNetwork, Name: n})
+		in.addRouterNames(affected, in.internalClaims[n])
+		in.addRouterNames(affected, in.externalDecls[n])
+	}
+	// A router that changed, or whose eligibility for claims did, affects
+	// the routers competing for any claim one of its declarations makes or
+	// made, and the routers whose internal network is its external one
+	// (their error names the first router with that external network).
+	byName := map[string][]*routerDecl{}
+	for _, d := range removed {
+		byName[d.Name] = append(byName[d.Name], d)
+	}
+	for r := range touched {
+		affected.add(Unit{Kind: KindRouter, Name: r})
+		decls := byName[r]
+		for d := range in.routers[r] {
+			decls = append(decls, d)
+		}
+		for _, d := range decls {
+			if d.snat != "" {
+				in.addRouterNames(affected, in.snatClaims[d.snat])
+			}
+			for _, n := range d.Internal {
+				in.addRouterNames(affected, in.internalClaims[n])
+			}
+			if d.External != nil && d.External.Network != "" {
+				in.addRouterNames(affected, in.internalClaims[d.External.Network])
+			}
+		}
+	}
+	return sortedUnits(affected)
+}
+
+// invalidChanged records that the undecodable object of unit u changed.
+func (in *Input) invalidChanged(u Unit, touched set[string], affected set[Unit]) {
+	affected.add(u)
+	if u.Kind == KindRouter {
+		// An undecodable router takes part in no claim.
+		touched.add(u.Name)
+	}
+}
+
+func (in *Input) addRouterNames(affected set[Unit], decls set[*routerDecl]) {
+	for d := range decls {
+		affected.add(Unit{Kind: KindRouter, Name: d.Name})
+	}
+}
+
+func (in *Input) addRouter(d *routerDecl) {
+	addTo(in.routers, d.Name, d)
+	if d.snat != "" {
+		addTo(in.snatClaims, d.snat, d)
+	}
+	for _, n := range d.Internal {
+		addTo(in.internalClaims, n, d)
+	}
+	if d.External != nil {
+		if d.External.Network != "" {
+			addTo(in.externalDecls, d.External.Network, d)
+		}
+		if d.EnableSNAT {
+			in.gatewayRouters[d.Name]++
+		}
+	}
+}
+
+func (in *Input) removeRouter(d *routerDecl) {
+	removeFrom(in.routers, d.Name, d)
+	if d.snat != "" {
+		removeFrom(in.snatClaims, d.snat, d)
+	}
+	for _, n := range d.Internal {
+		removeFrom(in.internalClaims, n, d)
+	}
+	if d.External != nil {
+		if d.External.Network != "" {
+			removeFrom(in.externalDecls, d.External.Network, d)
+		}
+		if d.EnableSNAT {
+			if in.gatewayRouters[d.Name]--; in.gatewayRouters[d.Name] == 0 {
+				delete(in.gatewayRouters, d.Name)
+			}
+		}
+	}
+}
+
+func (in *Input) addNetwork(d *networkDecl) {
+	d.valid, d.errs = validateNetwork(&d.Network)
+	if len(d.errs) > 0 {
+		d.valid = nil
+	}
+	addTo(in.networks, d.Name, d)
+}
+
+// SetChassis sets the SB chassis (known false: no SB is given) and returns
+// the routers whose gateway choice may change: those with an external
+// network and SNAT. It returns nothing when the gateway candidates are
+// unchanged.
+func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
+	var cands []Chassis
+	for _, c := range chassis {
+		if c.Gateway {
+			cands = append(cands, c)
+		}
+	}
+	slices.SortFunc(cands, func(a, b Chassis) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Hostname, b.Hostname))
+	})
+
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	same := known == in.chassisKnown && (!known || slices.Equal(cands, in.candidates))
+	in.candidates, in.chassisKnown = cands, known
+	if same {
+		return nil
+	}
+	affected := set[Unit]{}
+	for r := range in.gatewayRouters {
+		affected.add(Unit{Kind: KindRouter, Name: r})
+	}
+	return sortedUnits(affected)
+}
+
+// Units lists every unit of the input, valid or not, networks first, then by
+// name.
+func (in *Input) Units() []Unit {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	units := set[Unit]{}
+	for n := range in.networks {
+		units.add(Unit{Kind: KindNetwork, Name: n})
+	}
+	for r := range in.routers {
+		units.add(Unit{Kind: KindRouter, Name: r})
+	}
+	for u := range in.invalid {
+		units.add(u)
+	}
+	return sortedUnits(units)
+}
+
+// Counts says how many router and network names the input declares.
+func (in *Input) Counts() (routers, networks int) {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	return len(in.routers), len(in.networks)
+}
+
+// Empty reports whether the input declares no router and no network.
+func (in *Input) Empty() bool {
+	r, n := in.Counts()
+	return r == 0 && n == 0
+}
+
+func sortedUnits(s set[Unit]) []Unit {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make([]Unit, 0, len(s))
+	for u := range s {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, unitOrder)
+	return out
+}
+
+// unitOrder orders networks before routers, then by name.
+func unitOrder(a, b Unit) int {
+	rank := func(k OwnerKind) int {
+		if k == KindNetwork {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Name, b.Name))
+}
+
+// sameRouter reports whether a and b plan alike: equal fields, creation
+// times equal as instants.
+func sameRouter(a, b *Router) bool {
+	return a.Name == b.Name && a.MAC == b.MAC && a.Description == b.Description &&
+		a.EnableSNAT == b.EnableSNAT && slices.Equal(a.Internal, b.Internal) &&
+		equalPtr(a.External, b.External) && equalPtr(a.PeerRouter, b.PeerRouter) &&
+		a.Gateway == b.Gateway && a.Created.Equal(b.Created) && a.Generation == b.Generation
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == b || a != nil && b != nil && *a == *b
+}
+
+func cloneNetwork(n Network) Network {
+	n.HostRoutes = slices.Clone(n.HostRoutes)
+	n.DNSes = slices.Clone(n.DNSes)
+	if n.IPPool != nil {
+		p := *n.IPPool
+		n.IPPool = &p
+	}
+	return n
+}
+
+// invalidErr is the decoding error of unit u, from the first source by
+// name when several give one.
+func (in *Input) invalidErr(u Unit) error {
+	var first string
+	var err error
+	for src, e := range in.invalid[u] {
+		if err == nil || src < first {
+			first, err = src, e
+		}
+	}
+	return err
+}
+
+// routerDecls are the declarations of router name in claim order: by
+// creation time, then (the name being the same) as a snapshot lists them.
+func (in *Input) routerDecls(name string) []*routerDecl {
+	out := make([]*routerDecl, 0, len(in.routers[name]))
+	for d := range in.routers[name] {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *routerDecl) int {
+		return cmp.Or(a.Created.Compare(b.Created), a.pos.compare(b.pos))
+	})
+	return out
+}
+
+// eligible reports whether declaration d takes part in claims: its router
+// is declared once and decoded.
+func (in *Input) eligible(d *routerDecl) bool {
+	return len(in.routers[d.Name]) == 1 && len(in.invalid[Unit{Kind: KindRouter, Name: d.Name}]) == 0
+}
+
+// claimOwner is who gets a claim among claimants (the declarations that
+// make it): the router the NB shows holding it while that router's input
+// still makes the claim, else the first eligible claimant by creation time
+// and name. ok is false when no claimant is eligible.
+func (in *Input) claimOwner(claimants set[*routerDecl], holder string) (owner string, ok bool) {
+	var first *routerDecl
+	for d := range claimants {
+		if !in.eligible(d) {
+			continue
+		}
+		if d.Name == holder {
+			return d.Name, true
+		}
+		if first == nil || compareClaimOrder(d, first) < 0 {
+			first = d
+		}
+	}
+	if first == nil {
+		return "", false
+	}
+	return first.Name, true
+}
+
+func compareClaimOrder(a, b *routerDecl) int {
+	return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Name, b.Name), a.pos.compare(b.pos))
+}
+
+// firstExternal is the first router, by creation time and name, of all
+// declarations that have network as their external network.
+func (in *Input) firstExternal(network string) (string, bool) {
+	var first *routerDecl
+	for d := range in.externalDecls[network] {
+		if first == nil || compareClaimOrder(d, first) < 0 {
+			first = d
+		}
+	}
+	if first == nil {
+		return "", false
+	}
+	return first.Name, true
+}
+
+// validNetwork is network name when it is declared once and valid. An
+// undecodable object of the same name in another source fails the network's
+// unit but does not hide the valid declaration from its routers, as in
+// Build; without one, routers fail as on an unknown network.
+func (in *Input) validNetwork(name string) (*network, bool) {
+	defs := in.networks[name]
+	if len(defs) != 1 {
+		return nil, false
+	}
+	for d := range defs {
+		return d.valid, d.valid != nil
+	}
+	return nil, false
+}
