@@ -116,7 +116,7 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 			return err
 		}
 		ctrl := controller.New(nb, sb, files, nil, opts)
-		go files.Watch(ctx, f.fileInterval, func() { ctrl.EnqueueAll(ctx) })
+		go files.Watch(ctx, f.fileInterval, ctrl.EnqueueUnits)
 		if err := serve(ctx, f.addr, metrics, func() error { return connected(nb) }, log); err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 	}
 	source := kube.NewSource(dyn, f.resync, recorder, log.WithName("kube"))
 	ctrl := controller.New(nb, sb, source, source, opts)
-	if err := source.Notify(ctrl); err != nil {
+	if err := source.Notify(ctrl.EnqueueUnits); err != nil {
 		return err
 	}
 	source.Start(ctx)

@@ -33,11 +33,13 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
-// Source is the input: Kubernetes informers or manifests on disk.
+// Source is the input: Kubernetes informers or manifests on disk. It keeps
+// an indexed Input up to date, object by object, and enqueues the units each
+// change affects (translator.Input.Set says which).
 type Source interface {
-	// Snapshot is the current input. Objects being deleted are left out:
+	// Input is the current input. Objects being deleted are left out:
 	// their rows go.
-	Snapshot() (*translator.Snapshot, error)
+	Input() *translator.Input
 	// HasSynced is true once the first complete input is known; before
 	// that nothing is written (an empty input would delete everything).
 	HasSynced() bool
@@ -89,6 +91,8 @@ type Controller struct {
 	nb     client.Client
 	sb     client.Client // nil: gateways come from the routers' specs
 	source Source
+	input  *translator.Input
+	held   *nb.HeldIndex
 	status Status
 	opts   Options
 	queue  workqueue.TypedRateLimitingInterface[translator.Unit]
@@ -103,7 +107,7 @@ type Controller struct {
 }
 
 // New returns a controller; Run starts it.
-func New(nb, sb client.Client, source Source, status Status, opts Options) *Controller {
+func New(nbc, sb client.Client, source Source, status Status, opts Options) *Controller {
 	if opts.Instance == "" {
 		opts.Instance = translator.DefaultInstance
 	}
@@ -114,7 +118,8 @@ func New(nb, sb client.Client, source Source, status Status, opts Options) *Cont
 		opts.Resync = 5 * time.Minute
 	}
 	c := &Controller{
-		nb: nb, sb: sb, source: source, status: status, opts: opts,
+		nb: nbc, sb: sb, source: source, status: status, opts: opts,
+		input: source.Input(), held: nb.NewHeldIndex(nbc, opts.Instance),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
@@ -134,18 +139,7 @@ func (c *Controller) Enqueue(u translator.Unit) { c.queue.Add(u) }
 // EnqueueAll schedules every unit in the input and every unit owning rows,
 // networks first: routers hang from their switches.
 func (c *Controller) EnqueueAll(ctx context.Context) {
-	var units []translator.Unit
-	if snap, err := c.source.Snapshot(); err == nil {
-		for _, n := range snap.Networks {
-			units = append(units, translator.Unit{Kind: translator.KindNetwork, Name: n.Name})
-		}
-		for _, r := range snap.Routers {
-			units = append(units, translator.Unit{Kind: translator.KindRouter, Name: r.Name})
-		}
-		for u := range snap.Invalid {
-			units = append(units, u)
-		}
-	}
+	units := c.input.Units()
 	if present, err := nb.PresentUnits(ctx, c.nb, c.opts.Instance); err == nil {
 		units = append(units, present...)
 	}
@@ -153,6 +147,14 @@ func (c *Controller) EnqueueAll(ctx context.Context) {
 	slices.SortStableFunc(units, func(a, b translator.Unit) int {
 		return cmpBool(networksFirst(a), networksFirst(b))
 	})
+	for _, u := range units {
+		c.Enqueue(u)
+	}
+}
+
+// EnqueueUnits schedules units, networks first; a source calls it with
+// what translator.Input.Set returned.
+func (c *Controller) EnqueueUnits(units []translator.Unit) {
 	for _, u := range units {
 		c.Enqueue(u)
 	}
@@ -169,20 +171,15 @@ func cmpBool(a, b bool) int {
 	return -1
 }
 
-// EnqueueRouters schedules every router of the input and of the NB.
-func (c *Controller) EnqueueRouters(ctx context.Context) {
-	if snap, err := c.source.Snapshot(); err == nil {
-		for _, r := range snap.Routers {
-			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r.Name})
-		}
+// refreshChassis reads the SB chassis into the input and enqueues the
+// routers whose gateway candidates changed.
+func (c *Controller) refreshChassis(ctx context.Context) {
+	chassis, err := ovn.GatewayChassis(ctx, c.sb)
+	if err != nil {
+		c.opts.Log.Info("reading SB chassis", "error", err.Error())
+		return
 	}
-	if present, err := nb.PresentUnits(ctx, c.nb, c.opts.Instance); err == nil {
-		for _, u := range present {
-			if u.Kind == translator.KindRouter {
-				c.Enqueue(u)
-			}
-		}
-	}
+	c.EnqueueUnits(c.input.SetChassis(chassis, true))
 }
 
 // Run reconciles until ctx ends. It waits for the source to sync, watches
@@ -215,7 +212,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.sb != nil {
 		onChassis := func(table string) {
 			if table == sbmodel.ChassisTable {
-				c.EnqueueRouters(ctx)
+				c.refreshChassis(ctx)
 			}
 		}
 		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
@@ -223,6 +220,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			UpdateFunc: func(table string, _, _ model.Model) { onChassis(table) },
 			DeleteFunc: func(table string, _ model.Model) { onChassis(table) },
 		})
+	}
+	if c.sb != nil {
+		c.refreshChassis(ctx)
 	}
 	go c.watchReconnect(ctx, c.nbState())
 	c.EnqueueAll(ctx)
@@ -324,41 +324,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // status.
 func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	log := c.opts.Log.WithValues("kind", u.Kind, "name", u.Name)
-	snap, err := c.source.Snapshot()
-	if err != nil {
-		return fmt.Errorf("reading input: %w", err)
+	up := c.input.Plan(u, c.opts.Instance, c.held)
+	rp := up.Router
+	if len(up.Errs) > 0 {
+		rp = nil
 	}
-	if c.sb != nil {
-		if snap.Chassis, err = ovn.GatewayChassis(ctx, c.sb); err != nil {
-			return err
-		}
-		snap.ChassisKnown = true
-	}
-	if snap.Held, err = nb.HeldClaims(ctx, c.nb, c.opts.Instance); err != nil {
-		return err
-	}
-	plan := translator.Build(snap, c.opts.Instance)
-
-	var rp *translator.RouterPlan
-	var generation int64
-	inInput := false
+	generation, inInput := up.Generation, up.InInput
 	if u.Kind == translator.KindRouter {
-		for i := range plan.Routers {
-			if plan.Routers[i].Name == u.Name {
-				rp = &plan.Routers[i]
-			}
-		}
 		if rp != nil && c.parkUntilSwitches(ctx, rp) {
 			log.V(2).Info("waiting for the switches of its networks")
 			c.opts.Metrics.observeParked()
 			return nil
 		}
-		for _, r := range snap.Routers {
-			if r.Name == u.Name {
-				inInput, generation = true, r.Generation
-			}
-		}
-		inInput = inInput || snap.Invalid[u] != nil
 		if inInput && c.status != nil {
 			if err := c.status.Prepare(ctx, u.Name); err != nil {
 				return err
@@ -370,7 +347,16 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		// Stopped while planning: write nothing.
 		return err
 	}
-	res, err := nb.SyncUnits(ctx, fenced{c.nb}, plan, []translator.Unit{u}, nb.SyncOptions{
+	work := nb.Work{Desired: nb.Desired{Unit: u}}
+	switch {
+	case len(up.Errs) > 0:
+		work.Err = errors.Join(up.Errs...)
+	case up.Network != nil:
+		work.Rows, work.Keep = up.Network.Rows(), up.Network.KeepPorts
+	case up.Router != nil:
+		work.Rows = up.Router.Rows()
+	}
+	res, err := nb.SyncWork(ctx, fenced{c.nb}, []nb.Work{work}, nb.SyncOptions{
 		Instance:  c.opts.Instance,
 		BumpNBCfg: true,
 		OnCommit:  c.opts.Metrics.observeCommit,
@@ -397,11 +383,9 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	if u.Kind != translator.KindRouter {
 		// A VM interface with bad input leaves only its port as it is; say
 		// why, since no unit fails for it.
-		for i := range plan.Networks {
-			if np := &plan.Networks[i]; np.Name == u.Name {
-				for _, e := range np.VMErrors {
-					log.Info("VM interface left as it is", "error", e.Error())
-				}
+		if up.Network != nil {
+			for _, e := range up.Network.VMErrors {
+				log.Info("VM interface left as it is", "error", e.Error())
 			}
 		}
 		if unitErr == nil && u.Kind == translator.KindNetwork {
@@ -526,7 +510,7 @@ func (c *Controller) unpark(network string) {
 // fenced is the NB client of a reconcile: it sends no transaction once the
 // context has ended. libovsdb's Transact sends even with an ended context;
 // and when a transaction in flight is abandoned because the context ended
-// (it may still commit), SyncUnits retries its unit alone, which must not
+// (it may still commit), SyncWork retries its unit alone, which must not
 // reach the NB either.
 type fenced struct{ client.Client }
 

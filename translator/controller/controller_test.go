@@ -35,8 +35,8 @@ func ctrlNB(t *testing.T) client.Client {
 // staticSource is an input that never changes.
 type staticSource struct{ snap *tr.Snapshot }
 
-func (s staticSource) Snapshot() (*tr.Snapshot, error) { return s.snap, nil }
-func (s staticSource) HasSynced() bool                 { return true }
+func (s staticSource) Input() *tr.Input { return tr.NewInputFrom(s.snap) }
+func (s staticSource) HasSynced() bool  { return true }
 
 // example is deploy/examples: router1 on net-a and net-b, external network
 // public.

@@ -50,6 +50,17 @@ type FileSource struct {
 	log   logr.Logger
 	opts  FileOptions
 
+	// loader re-decodes only the files that changed; input holds each
+	// file's objects as one source, so a change enqueues only the units
+	// whose plan it may change.
+	loader *manifest.Loader
+	input  *translator.Input
+	// applied are the files input holds objects of.
+	applied map[string]bool
+	// affected are the units the changes applied since the last
+	// takeAffected may have changed.
+	affected []translator.Unit
+
 	mu   sync.Mutex
 	snap *translator.Snapshot
 
@@ -69,12 +80,12 @@ type FileSource struct {
 // being written, or read as empty while units own rows in the NB (without
 // opts.AllowEmpty).
 func NewFileSource(paths []string, log logr.Logger, opts FileOptions) (*FileSource, error) {
-	f := &FileSource{paths: paths, log: log, opts: opts}
+	f := &FileSource{paths: paths, log: log, opts: opts, loader: manifest.NewLoader(), input: translator.NewInput(), applied: map[string]bool{}}
 	digest, err := fingerprint(paths)
 	if err != nil {
 		return nil, err
 	}
-	set, err := manifest.LoadPaths(paths)
+	set, changes, err := f.loader.Load(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +98,15 @@ func NewFileSource(paths []string, log logr.Logger, opts FileOptions) (*FileSour
 			return nil, fmt.Errorf("the manifests in %s declare no router and no network, but %d routers and networks own rows in the NB: refusing to delete them all without --allow-empty", strings.Join(paths, ", "), owned)
 		}
 	}
-	f.apply(set, digest)
+	f.apply(set, changes, digest)
+	f.affected = nil // the controller starts with every unit
 	return f, nil
 }
 
-// Snapshot is the last good input.
+// Input is the last good input.
+func (f *FileSource) Input() *translator.Input { return f.input }
+
+// Snapshot is the last good input as one snapshot.
 func (f *FileSource) Snapshot() (*translator.Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -102,9 +117,10 @@ func (f *FileSource) Snapshot() (*translator.Snapshot, error) {
 // HasSynced is true: the files were read by NewFileSource.
 func (f *FileSource) HasSynced() bool { return true }
 
-// Watch polls the files every interval and calls changed after a reload
-// that was applied, until ctx ends.
-func (f *FileSource) Watch(ctx context.Context, interval time.Duration, changed func()) {
+// Watch polls the files every interval and, after a reload that was
+// applied, calls changed with the units it may have changed, until ctx
+// ends.
+func (f *FileSource) Watch(ctx context.Context, interval time.Duration, changed func([]translator.Unit)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -113,7 +129,7 @@ func (f *FileSource) Watch(ctx context.Context, interval time.Duration, changed 
 			return
 		case <-t.C:
 			if f.poll() {
-				changed()
+				changed(f.takeAffected())
 			}
 		}
 	}
@@ -135,7 +151,7 @@ func (f *FileSource) poll() bool {
 		f.pending = digest
 		return false
 	}
-	set, err := manifest.LoadPaths(f.paths)
+	set, changes, err := f.loader.Load(f.paths)
 	if errors.Is(err, manifest.ErrIncomplete) {
 		f.waits++
 		log := f.log
@@ -165,23 +181,61 @@ func (f *FileSource) poll() bool {
 				log = log.WithValues("error", err.Error())
 			}
 			log.Info("manifests changed and declare no router and no network; keeping the last good input (run with --allow-empty to let an empty input delete the rows we own)")
+			// The loader has moved on to the refused files: the next
+			// input is read whole and compared with what is applied.
+			f.loader = manifest.NewLoader()
 			return false
 		}
 	}
-	f.apply(set, digest)
+	f.apply(set, changes, digest)
 	f.lastErr = ""
 	f.log.Info("manifests changed; reconciling")
 	return true
 }
 
-func (f *FileSource) apply(set *manifest.Set, digest string) {
+// apply sets each changed file's objects as one source of the input. A
+// file the input holds that is neither changed nor still read (after a
+// refused input, the loader reads everything anew) is gone.
+func (f *FileSource) apply(set *manifest.Set, changes []manifest.FileChange, digest string) {
 	for _, n := range set.Notes {
 		f.log.V(1).Info("note", "note", n)
+	}
+	seen := map[string]bool{}
+	for _, ch := range changes {
+		seen[ch.Path] = true
+		var objs translator.Objects
+		if ch.New != nil {
+			s := &ch.New.Snapshot
+			objs = translator.Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+			f.applied[ch.Path] = true
+		} else {
+			delete(f.applied, ch.Path)
+		}
+		f.affected = append(f.affected, f.input.Set(ch.Path, objs)...)
+	}
+	if files, err := manifest.Files(f.paths); err == nil {
+		current := map[string]bool{}
+		for _, p := range files {
+			current[p] = true
+		}
+		for p := range f.applied {
+			if !current[p] && !seen[p] {
+				delete(f.applied, p)
+				f.affected = append(f.affected, f.input.Set(p, translator.Objects{})...)
+			}
+		}
 	}
 	f.mu.Lock()
 	f.snap = &set.Snapshot
 	f.mu.Unlock()
 	f.empty, f.digest = set.Empty(), digest
+}
+
+// takeAffected returns the units the applied changes may have changed.
+func (f *FileSource) takeAffected() []translator.Unit {
+	out := f.affected
+	f.affected = nil
+	return out
 }
 
 func (f *FileSource) owned() (int, error) {

@@ -16,8 +16,8 @@ import (
 
 type connSource struct{ snap translator.Snapshot }
 
-func (s *connSource) Snapshot() (*translator.Snapshot, error) { cp := s.snap; return &cp, nil }
-func (s *connSource) HasSynced() bool                         { return true }
+func (s *connSource) Input() *translator.Input { return translator.NewInputFrom(&s.snap) }
+func (s *connSource) HasSynced() bool          { return true }
 
 // When the NB connection comes back, every unit is enqueued at once
 // (not after its backoff or the resync).

@@ -57,13 +57,19 @@ type Source struct {
 	vmis     cache.SharedIndexInformer
 	recorder record.EventRecorder
 	log      logr.Logger
+
+	// input holds each object as one source, keyed by kind and name.
+	input *translator.Input
+	// handlers are the event handlers' registrations: synced once every
+	// object listed at start has been set in input.
+	handlers []cache.ResourceEventHandlerRegistration
 }
 
 // NewSource prepares the informers; Start runs them. recorder may be nil.
 func NewSource(client dynamic.Interface, resync time.Duration, recorder record.EventRecorder, log logr.Logger) *Source {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(client, resync)
 	return &Source{
-		client: client, factory: f, recorder: recorder, log: log,
+		client: client, factory: f, recorder: recorder, log: log, input: translator.NewInput(),
 		routers: f.ForResource(RouterGVR).Informer(),
 		nads:    f.ForResource(NADGVR).Informer(),
 		vmis:    f.ForResource(VMIGVR).Informer(),
@@ -73,60 +79,108 @@ func NewSource(client dynamic.Interface, resync time.Duration, recorder record.E
 // Start runs the informers until ctx ends.
 func (s *Source) Start(ctx context.Context) { s.factory.Start(ctx.Done()) }
 
-// HasSynced is true once every informer has listed its objects.
+// HasSynced is true once every informer has listed its objects and they
+// are in the input.
 func (s *Source) HasSynced() bool {
-	return s.routers.HasSynced() && s.nads.HasSynced() && s.vmis.HasSynced()
+	if !s.routers.HasSynced() || !s.nads.HasSynced() || !s.vmis.HasSynced() || len(s.handlers) < 3 {
+		return false
+	}
+	for _, h := range s.handlers {
+		if !h.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
-// Notify makes informer events enqueue the units they affect on c: a router
-// its own unit; a NAD its network and the routers attached to it; a VMI the
-// networks of its interfaces (VM ports belong to networks).
-func (s *Source) Notify(c *controller.Controller) error {
-	router := func(obj any) {
-		if u, ok := asUnstructured(obj); ok {
-			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: u.GetName()})
-		}
-	}
-	nad := func(obj any) {
-		u, ok := asUnstructured(obj)
-		if !ok {
-			return
-		}
-		c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: u.GetName()})
-		for _, r := range s.routersOn(u.GetName()) {
-			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
-		}
-	}
-	vmi := func(obj any) {
-		u, ok := asUnstructured(obj)
-		if !ok {
-			return
-		}
-		nets, _, _ := unstructured.NestedSlice(u.Object, "spec", "networks")
-		for _, n := range nets {
-			name, _, _ := unstructured.NestedString(asMap(n), "multus", "networkName")
-			if i := strings.IndexByte(name, '/'); i >= 0 {
-				name = name[i+1:]
-			}
-			if name != "" {
-				c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: name})
-			}
-		}
-	}
+// Input is the objects of the informers, indexed for planning.
+func (s *Source) Input() *translator.Input { return s.input }
+
+// Notify keeps the input up to date from informer events and passes to
+// enqueue (the controller's EnqueueUnits) the units each event affects: the input compares the object's old and
+// new conversion and says which units' plans may change (a router, the
+// routers competing for its claims, a network and the routers on it, the
+// networks of a VMI's interfaces).
+func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 	for _, h := range []struct {
-		inf cache.SharedIndexInformer
-		f   func(any)
-	}{{s.routers, router}, {s.nads, nad}, {s.vmis, vmi}} {
-		f := h.f
-		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    f,
-			UpdateFunc: func(old, cur any) { f(old); f(cur) },
-			DeleteFunc: f,
-		}); err != nil {
+		inf     cache.SharedIndexInformer
+		kind    string
+		convert func(*unstructured.Unstructured) translator.Objects
+	}{{s.routers, "VirtualRouter", s.routerObjects}, {s.nads, "NetworkAttachmentDefinition", s.nadObjects}, {s.vmis, "VirtualMachineInstance", s.vmiObjects}} {
+		kind, convert := h.kind, h.convert
+		set := func(obj any, deleted bool) {
+			u, ok := asUnstructured(obj)
+			if !ok {
+				return
+			}
+			key := kind + "/" + u.GetNamespace() + "/" + u.GetName()
+			var objs translator.Objects
+			if !deleted && u.GetDeletionTimestamp() == nil {
+				// An object being deleted is left out: its rows go.
+				objs = convert(u)
+			}
+			enqueue(s.input.Set(key, objs))
+		}
+		reg, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { set(obj, false) },
+			UpdateFunc: func(_, cur any) { set(cur, false) },
+			DeleteFunc: func(obj any) { set(obj, true) },
+		})
+		if err != nil {
 			return err
 		}
+		s.handlers = append(s.handlers, reg)
 	}
 	return nil
+}
+
+// routerObjects converts a VirtualRouter; one that does not convert fails
+// its unit and keeps its rows.
+func (s *Source) routerObjects(u *unstructured.Unstructured) translator.Objects {
+	unit := translator.Unit{Kind: translator.KindRouter, Name: u.GetName()}
+	invalid := func(err error) translator.Objects {
+		return translator.Objects{Invalid: map[translator.Unit]error{
+			unit: &translator.InputError{Kind: translator.ObjVirtualRouter, Object: u.GetName(), Msg: err.Error()}}}
+	}
+	var vr manifest.VirtualRouter
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vr); err != nil {
+		return invalid(err)
+	}
+	r, err := manifest.RouterFrom(&vr)
+	if err != nil {
+		return invalid(err)
+	}
+	r.Generation = u.GetGeneration()
+	return translator.Objects{Routers: []translator.Router{r}}
+}
+
+// nadObjects converts a NetworkAttachmentDefinition: nothing when it is
+// not one of ours (no network-config).
+func (s *Source) nadObjects(u *unstructured.Unstructured) translator.Objects {
+	var nad manifest.NetworkAttachmentDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nad); err != nil {
+		return translator.Objects{} // not readable as a NAD: not one of ours
+	}
+	n, ours, err := manifest.NetworkFrom(&nad)
+	switch {
+	case !ours:
+		return translator.Objects{}
+	case err != nil:
+		return translator.Objects{Invalid: map[translator.Unit]error{
+			{Kind: translator.KindNetwork, Name: nad.Name}: &translator.InputError{Kind: translator.ObjNAD, Object: nad.Namespace + "/" + nad.Name, Msg: err.Error()}}}
+	}
+	return translator.Objects{Networks: []translator.Network{n}}
+}
+
+// vmiObjects converts a VirtualMachineInstance into its interfaces.
+func (s *Source) vmiObjects(u *unstructured.Unstructured) translator.Objects {
+	var vmi manifest.VirtualMachineInstance
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vmi); err != nil {
+		s.log.V(1).Info("skipping a VirtualMachineInstance that does not convert", "vmi", u.GetNamespace()+"/"+u.GetName(), "error", err.Error())
+		return translator.Objects{}
+	}
+	ifaces, _ := manifest.VMInterfacesFrom(&vmi)
+	return translator.Objects{VMs: ifaces}
 }
 
 func asMap(v any) map[string]any {
@@ -140,83 +194,6 @@ func asUnstructured(obj any) (*unstructured.Unstructured, bool) {
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	return u, ok
-}
-
-// routersOn lists the routers whose spec names network.
-func (s *Source) routersOn(network string) []string {
-	var out []string
-	for _, obj := range s.routers.GetStore().List() {
-		u, ok := asUnstructured(obj)
-		if !ok {
-			continue
-		}
-		internal, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "internal")
-		ext, _, _ := unstructured.NestedString(u.Object, "spec", "external", "network")
-		if slices.Contains(internal, network) || ext == network {
-			out = append(out, u.GetName())
-		}
-	}
-	return out
-}
-
-// Snapshot converts the informers' objects into the translator's input.
-// Routers being deleted are left out (their rows go, then the finalizer);
-// objects that do not convert fail their unit and keep their rows.
-func (s *Source) Snapshot() (*translator.Snapshot, error) {
-	snap := &translator.Snapshot{Invalid: map[translator.Unit]error{}}
-	for _, obj := range s.routers.GetStore().List() {
-		u, ok := asUnstructured(obj)
-		if !ok || u.GetDeletionTimestamp() != nil {
-			continue
-		}
-		unit := translator.Unit{Kind: translator.KindRouter, Name: u.GetName()}
-		var vr manifest.VirtualRouter
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vr); err != nil {
-			snap.Invalid[unit] = &translator.InputError{Kind: translator.ObjVirtualRouter, Object: u.GetName(), Msg: err.Error()}
-			continue
-		}
-		r, err := manifest.RouterFrom(&vr)
-		if err != nil {
-			snap.Invalid[unit] = &translator.InputError{Kind: translator.ObjVirtualRouter, Object: u.GetName(), Msg: err.Error()}
-			continue
-		}
-		r.Generation = u.GetGeneration()
-		snap.Routers = append(snap.Routers, r)
-	}
-	for _, obj := range s.nads.GetStore().List() {
-		u, ok := asUnstructured(obj)
-		if !ok || u.GetDeletionTimestamp() != nil {
-			continue
-		}
-		var nad manifest.NetworkAttachmentDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nad); err != nil {
-			continue // not readable as a NAD: not one of ours
-		}
-		n, ours, err := manifest.NetworkFrom(&nad)
-		if !ours {
-			continue
-		}
-		if err != nil {
-			snap.Invalid[translator.Unit{Kind: translator.KindNetwork, Name: nad.Name}] = &translator.InputError{
-				Kind: translator.ObjNAD, Object: nad.Namespace + "/" + nad.Name, Msg: err.Error()}
-			continue
-		}
-		snap.Networks = append(snap.Networks, n)
-	}
-	for _, obj := range s.vmis.GetStore().List() {
-		u, ok := asUnstructured(obj)
-		if !ok || u.GetDeletionTimestamp() != nil {
-			continue
-		}
-		var vmi manifest.VirtualMachineInstance
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vmi); err != nil {
-			s.log.V(1).Info("skipping a VirtualMachineInstance that does not convert", "vmi", u.GetNamespace()+"/"+u.GetName(), "error", err.Error())
-			continue
-		}
-		ifaces, _ := manifest.VMInterfacesFrom(&vmi)
-		snap.VMs = append(snap.VMs, ifaces...)
-	}
-	return snap, nil
 }
 
 // Prepare adds the finalizer to a router that lacks it.

@@ -36,6 +36,7 @@ func startSource(t *testing.T, objs ...runtime.Object) (*Source, *dynamicfake.Fa
 	}, objs...)
 	rec := record.NewFakeRecorder(10)
 	s := NewSource(client, 0, rec, logr.Discard())
+	require.NoError(t, s.Notify(func([]translator.Unit) {}))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.Start(ctx)
@@ -127,7 +128,7 @@ func TestFinalizerAddedAndRemoved(t *testing.T) {
 	assert.NoError(t, s.Removed(ctx, "gone"), "a router already gone is fine")
 }
 
-func TestSnapshotSkipsDeletingRoutersAndReportsUndecodable(t *testing.T) {
+func TestInputSkipsDeletingRoutersAndReportsUndecodable(t *testing.T) {
 	deleting := router("old")
 	now := metav1.Now()
 	deleting.SetDeletionTimestamp(&now)
@@ -135,14 +136,16 @@ func TestSnapshotSkipsDeletingRoutersAndReportsUndecodable(t *testing.T) {
 	broken := router("broken")
 	broken.Object["spec"].(map[string]any)["enableSnat"] = "yes"
 	s, _, _ := startSource(t, router("r1"), deleting, broken)
-	snap, err := s.Snapshot()
-	require.NoError(t, err)
-	require.Len(t, snap.Routers, 1)
-	assert.Equal(t, "r1", snap.Routers[0].Name)
-	assert.Equal(t, int64(3), snap.Routers[0].Generation)
-	err = snap.Invalid[translator.Unit{Kind: translator.KindRouter, Name: "broken"}]
-	require.Error(t, err)
-	var in *translator.InputError
-	assert.True(t, errors.As(err, &in))
+	in := s.Input()
+	assert.Equal(t, []translator.Unit{{Kind: translator.KindRouter, Name: "broken"}, {Kind: translator.KindRouter, Name: "r1"}}, in.Units(),
+		"the router being deleted is not in the input")
+	r1 := in.Plan(translator.Unit{Kind: translator.KindRouter, Name: "r1"}, "test", nil)
+	assert.True(t, r1.InInput)
+	assert.Equal(t, int64(3), r1.Generation)
+	bad := in.Plan(translator.Unit{Kind: translator.KindRouter, Name: "broken"}, "test", nil)
+	require.Len(t, bad.Errs, 1)
+	err := bad.Errs[0]
+	var ie *translator.InputError
+	assert.True(t, errors.As(err, &ie))
 	assert.Contains(t, err.Error(), "VirtualRouter broken")
 }

@@ -135,18 +135,17 @@ func (d *Differ) has(t *Table) bool {
 // Owned lists the rows of table t that unit u owns, through the client
 // indexes (owner name in external_ids, or logical_port), lowest UUID first.
 func (d *Differ) Owned(t *Table, u translator.Unit) ([]model.Model, error) {
-	m := t.New()
-	var cond model.Condition
+	probe := t.New()
 	switch {
 	case t.ByPort:
 		if u.Kind != translator.KindRouter {
 			return nil, nil
 		}
-		cond = model.Condition{Field: fieldPtr(m, "logical_port"), Function: ovsdb.ConditionEqual, Value: translator.GatewayPortName(u.Name)}
+		field(probe, "logical_port").SetString(translator.GatewayPortName(u.Name))
 	default:
-		cond = model.Condition{Field: fieldPtr(m, "external_ids"), Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyOwner: u.Name}}
+		field(probe, "external_ids").Set(reflect.ValueOf(map[string]string{translator.KeyOwner: u.Name}))
 	}
-	rows, err := d.list(m, cond)
+	rows, err := d.lookup(t, probe)
 	if err != nil {
 		return nil, err
 	}
@@ -158,15 +157,23 @@ func (d *Differ) Owned(t *Table, u translator.Unit) ([]model.Model, error) {
 	return rows, nil
 }
 
-// list returns the cached rows of m's table that match cond.
-func (d *Differ) list(m model.Model, cond model.Condition) ([]model.Model, error) {
-	slice := reflect.New(reflect.SliceOf(reflect.TypeOf(m)))
-	if err := d.c.WhereAll(m, cond).List(d.ctx, slice.Interface()); err != nil {
+// lookup returns copies of the cached rows of table t that an index finds
+// for probe: a schema index, else a client index, whose columns probe sets.
+func (d *Differ) lookup(t *Table, probe model.Model) ([]model.Model, error) {
+	if err := d.ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]model.Model, slice.Elem().Len())
-	for i := range out {
-		out[i] = slice.Elem().Index(i).Interface().(model.Model)
+	rc := d.c.Cache().Table(t.Name)
+	if rc == nil {
+		return nil, nil
+	}
+	found, err := rc.RowsByModels([]model.Model{probe})
+	if err != nil {
+		return nil, fmt.Errorf("looking up %s rows: %w", t.Name, err)
+	}
+	out := make([]model.Model, 0, len(found))
+	for _, m := range found {
+		out = append(out, m)
 	}
 	return out, nil
 }
@@ -178,8 +185,9 @@ func (d *Differ) rowByName(t *Table, name string) (model.Model, error) {
 	if m, ok := d.byName[k]; ok {
 		return m, nil
 	}
-	m := t.New()
-	rows, err := d.list(m, model.Condition{Field: fieldPtr(m, "name"), Function: ovsdb.ConditionEqual, Value: name})
+	probe := t.New()
+	field(probe, "name").SetString(name)
+	rows, err := d.lookup(t, probe)
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,11 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
@@ -160,4 +163,104 @@ func claimsOf(u translator.Unit, row any) []claim {
 		}
 	}
 	return nil
+}
+
+// HeldIndex is who holds what in the NB, kept up to date from the NB
+// cache's events, for a controller that plans one unit at a time: reading
+// it costs a map lookup, not a walk over every row. It implements
+// translator.Held. It trails the cache by the events not yet delivered; a
+// claim read in that moment is the one before, and the event that changes
+// it enqueues its owner again.
+type HeldIndex struct {
+	instance string
+	mu       sync.RWMutex
+	rows     map[string][]claim // row UUID -> what it holds
+	held     translator.Claims
+}
+
+// NewHeldIndex indexes c's cache for instance: its rows now and every
+// change after.
+func NewHeldIndex(c client.Client, instance string) *HeldIndex {
+	h := &HeldIndex{instance: instance, rows: map[string][]claim{},
+		held: translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{}}}
+	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, m model.Model) { h.update(table, m, false) },
+		UpdateFunc: func(table string, _, m model.Model) { h.update(table, m, false) },
+		DeleteFunc: func(table string, m model.Model) { h.update(table, m, true) },
+	})
+	// Rows the cache held before the handler: an event for one of them
+	// replaces what this walk put, so the order does not matter.
+	eachOwned(c, instance, func(t *Table, _ translator.Unit, row any) {
+		h.update(t.Name, row.(model.Model), false)
+	})
+	return h
+}
+
+func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
+	t := Lookup(table)
+	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable) {
+		return
+	}
+	uuid := uuidOf(m)
+	var now []claim
+	if u, ok := t.owner(m, h.instance); ok && !deleted {
+		now = claimsOf(u, m)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cl := range h.rows[uuid] {
+		if cl.get(h.held) == cl.owner {
+			cl.drop(h.held)
+		}
+	}
+	if len(now) == 0 {
+		delete(h.rows, uuid)
+		return
+	}
+	h.rows[uuid] = now
+	for _, cl := range now {
+		cl.put(h.held)
+	}
+}
+
+// HeldSNATIP implements translator.Held.
+func (h *HeldIndex) HeldSNATIP(ip string) string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.held.HeldSNATIP(ip)
+}
+
+// HeldInternal implements translator.Held.
+func (h *HeldIndex) HeldInternal(network string) string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.held.HeldInternal(network)
+}
+
+// HeldVMAddress implements translator.Held.
+func (h *HeldIndex) HeldVMAddress(network, addr string) string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.held.HeldVMAddress(network, addr)
+}
+
+func (cl claim) get(held translator.Claims) string {
+	switch cl.kind {
+	case claimSNAT:
+		return held.SNATIPs[cl.key]
+	case claimInternal:
+		return held.Internal[cl.key]
+	}
+	return held.VMAddresses[cl.key]
+}
+
+func (cl claim) drop(held translator.Claims) {
+	switch cl.kind {
+	case claimSNAT:
+		delete(held.SNATIPs, cl.key)
+	case claimInternal:
+		delete(held.Internal, cl.key)
+	case claimVM:
+		delete(held.VMAddresses, cl.key)
+	}
 }
