@@ -183,22 +183,22 @@ func LoadPaths(paths []string) (*Set, error) {
 // source and adds its objects to the set.
 func (s *Set) Add(source string, data []byte) error {
 	if f, err := decodeFast(source, data); err == nil {
-		s.merge(f)
+		s.merge(&f.Snapshot, f.Notes)
 		return nil
 	}
 	return s.addGeneral(source, data)
 }
 
-// merge adds the objects of f (one file's) to s, in order; an invalid unit
-// named again replaces the earlier entry, as a second Add would.
-func (s *Set) merge(f *Set) {
-	s.Snapshot.Routers = append(s.Snapshot.Routers, f.Snapshot.Routers...)
-	s.Snapshot.Networks = append(s.Snapshot.Networks, f.Snapshot.Networks...)
-	s.Snapshot.VMs = append(s.Snapshot.VMs, f.Snapshot.VMs...)
-	for u, err := range f.Snapshot.Invalid {
+// merge adds the objects and notes of one file to s, in order; an invalid
+// unit named again replaces the earlier entry, as a second Add would.
+func (s *Set) merge(snap *translator.Snapshot, notes []string) {
+	s.Snapshot.Routers = append(s.Snapshot.Routers, snap.Routers...)
+	s.Snapshot.Networks = append(s.Snapshot.Networks, snap.Networks...)
+	s.Snapshot.VMs = append(s.Snapshot.VMs, snap.VMs...)
+	for u, err := range snap.Invalid {
 		s.invalid(u, err)
 	}
-	s.Notes = append(s.Notes, f.Notes...)
+	s.Notes = append(s.Notes, notes...)
 }
 
 // addGeneral is the general path: each document converted from YAML to

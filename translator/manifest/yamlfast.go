@@ -318,12 +318,14 @@ func (p *yparser) inline(text string) (int32, error) {
 	return n, nil
 }
 
-// plain adds a plain scalar: null, or text whose type decides later.
+// plain adds a plain scalar: null, or text whose type is decided where it
+// is decoded (a number is fine in a field nobody reads, a float JSON cannot
+// hold is not).
 func (p *yparser) plain(v string) (int32, error) {
 	switch plainKind(v) {
 	case plainNull:
 		return p.node(ynode{kind: yNull}), nil
-	case plainUnsupported:
+	case plainNonFinite:
 		return 0, errUnsupported
 	}
 	return p.node(ynode{kind: yScalar, value: v}), nil
@@ -454,7 +456,8 @@ const (
 	plainNull
 	plainTrue
 	plainFalse
-	plainUnsupported // a number, a date, or something the fast reader leaves alone
+	plainUnsupported // a number, a date, or something the fast reader does not decode
+	plainNonFinite   // a float JSON cannot hold
 )
 
 // plainKind says what a plain scalar resolves to under YAML 1.1 as the
@@ -469,6 +472,8 @@ func plainKind(s string) plainType {
 		return plainTrue
 	case "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
 		return plainFalse
+	case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN":
+		return plainNonFinite
 	}
 	switch c := s[0]; {
 	case c == '.':
