@@ -39,10 +39,12 @@ type ynode struct {
 type yline struct {
 	indent int
 	text   string // after the indentation, trailing spaces removed
+	num    int    // index in raw
 }
 
 type yparser struct {
-	lines []yline
+	lines []yline // the lines that are not blank or comments
+	raw   []string
 	i     int
 	nodes []ynode
 	depth int
@@ -70,7 +72,7 @@ func plainASCII(data []byte) bool {
 // parse reads one document (without its separator line) into p.nodes and
 // returns its root.
 func (p *yparser) parse(doc string) (int32, error) {
-	p.lines = p.lines[:0]
+	p.lines, p.raw = p.lines[:0], p.raw[:0]
 	p.nodes = p.nodes[:0]
 	p.i, p.depth = 0, 0
 	first := true
@@ -81,6 +83,7 @@ func (p *yparser) parse(doc string) (int32, error) {
 		} else {
 			line, doc = doc, ""
 		}
+		p.raw = append(p.raw, line)
 		if first && strings.HasPrefix(line, "---") {
 			// The first document's start marker.
 			rest := strings.TrimLeft(line[3:], " ")
@@ -99,7 +102,7 @@ func (p *yparser) parse(doc string) (int32, error) {
 		if text == "" || text[0] == '#' {
 			continue
 		}
-		p.lines = append(p.lines, yline{indent: indent, text: text})
+		p.lines = append(p.lines, yline{indent: indent, text: text, num: len(p.raw) - 1})
 	}
 	root, err := p.block(-1)
 	if err != nil {
@@ -168,6 +171,8 @@ func (p *yparser) mapping(indent int) (int32, error) {
 		var err error
 		p.i++
 		switch {
+		case rest == "|" || rest == "|-" || strings.HasPrefix(rest, "| #") || strings.HasPrefix(rest, "|- #"):
+			v, err = p.literal(l.num, indent, strings.HasPrefix(rest, "|-"))
 		case rest != "":
 			if v, err = p.inline(rest); err != nil {
 				return 0, err
@@ -235,6 +240,51 @@ func (p *yparser) seq(indent int) (int32, error) {
 		p.link(s, &last, v)
 	}
 	return s, nil
+}
+
+// literal reads the literal block scalar (|, or |- that strips the final
+// line break) whose header ends raw line header, the value of a key indented
+// by parent. Its lines are the raw ones: comments and trailing spaces in it
+// are text. Leading empty lines, an empty scalar, explicit indentation, and
+// keeping trailing line breaks (|+) are left to the general path.
+func (p *yparser) literal(header, parent int, strip bool) (int32, error) {
+	j := header + 1
+	if j >= len(p.raw) {
+		return 0, errUnsupported
+	}
+	ind := 0
+	for ind < len(p.raw[j]) && p.raw[j][ind] == ' ' {
+		ind++
+	}
+	if ind <= parent || ind == len(p.raw[j]) {
+		return 0, errUnsupported
+	}
+	var b strings.Builder
+	pending := 0 // empty lines not yet known to be inside the text
+	for ; j < len(p.raw); j++ {
+		line := p.raw[j]
+		if len(line) > ind && strings.TrimLeft(line[:ind], " ") == "" {
+			for ; pending > 0; pending-- {
+				b.WriteByte('\n')
+			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(line[ind:])
+			continue
+		}
+		if strings.TrimLeft(line, " ") != "" {
+			break
+		}
+		pending++
+	}
+	if !strip {
+		b.WriteByte('\n')
+	}
+	for p.i < len(p.lines) && p.lines[p.i].num < j {
+		p.i++
+	}
+	return p.node(ynode{kind: yScalar, quoted: true, value: b.String()}), nil
 }
 
 // splitKey reads "key: rest" or "key:": the key node and what follows the
