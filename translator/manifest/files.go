@@ -163,7 +163,7 @@ func readOnce(path string) (data []byte, changed bool, err error) {
 	if before.Mode().IsRegular() && openForWriting(f) {
 		return nil, false, fmt.Errorf("manifest %s is %w (open for writing by another process)", path, ErrIncomplete)
 	}
-	data, err = io.ReadAll(f)
+	data, err = readAll(f, before.Size())
 	if err != nil {
 		return nil, false, fmt.Errorf("manifest: %w", err)
 	}
@@ -185,4 +185,23 @@ func readOnce(path string) (data []byte, changed bool, err error) {
 // would delete every row kubevirt-ovn owns.
 func (s *Set) Empty() bool {
 	return len(s.Snapshot.Routers) == 0 && len(s.Snapshot.Networks) == 0 && len(s.Snapshot.Invalid) == 0
+}
+
+// readAll reads r to its end into a buffer sized for a file of size bytes
+// (io.ReadAll would grow it, allocating about twice the file).
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	data := make([]byte, 0, max(size, 0)+1)
+	for {
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if errors.Is(err, io.EOF) {
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }

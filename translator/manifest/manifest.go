@@ -182,6 +182,30 @@ func LoadPaths(paths []string) (*Set, error) {
 // Add decodes the (multi-document YAML or JSON) manifest data read from
 // source and adds its objects to the set.
 func (s *Set) Add(source string, data []byte) error {
+	if f, err := decodeFast(source, data); err == nil {
+		s.merge(&f.Snapshot, f.Notes)
+		return nil
+	}
+	return s.addGeneral(source, data)
+}
+
+// merge adds the objects and notes of one file to s, in order; an invalid
+// unit named again replaces the earlier entry, as a second Add would.
+func (s *Set) merge(snap *translator.Snapshot, notes []string) {
+	s.Snapshot.Routers = append(s.Snapshot.Routers, snap.Routers...)
+	s.Snapshot.Networks = append(s.Snapshot.Networks, snap.Networks...)
+	s.Snapshot.VMs = append(s.Snapshot.VMs, snap.VMs...)
+	for u, err := range snap.Invalid {
+		s.invalid(u, err)
+	}
+	s.Notes = append(s.Notes, notes...)
+}
+
+// addGeneral is the general path: each document converted from YAML to
+// JSON, then decoded as JSON, as Kubernetes reads manifests. It reads
+// whatever the fast path (yamlfast.go) leaves to it, and says what is wrong
+// with a manifest.
+func (s *Set) addGeneral(source string, data []byte) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for doc := 1; ; doc++ {
 		var raw json.RawMessage
@@ -201,17 +225,24 @@ func (s *Set) Add(source string, data []byte) error {
 	}
 }
 
+// objectMeta is what every object is first decoded into.
+type objectMeta struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Items             []json.RawMessage `json:"items,omitempty"`
+}
+
+func isList(kind string, hasItems bool) bool {
+	return kind == "List" || strings.HasSuffix(kind, "List") && hasItems
+}
+
 func (s *Set) addObject(where string, raw json.RawMessage) error {
-	var meta struct {
-		metav1.TypeMeta   `json:",inline"`
-		metav1.ObjectMeta `json:"metadata,omitempty"`
-		Items             []json.RawMessage `json:"items,omitempty"`
-	}
+	var meta objectMeta
 	if err := json.Unmarshal(raw, &meta); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	switch {
-	case meta.Kind == "List" || strings.HasSuffix(meta.Kind, "List") && meta.Items != nil:
+	case isList(meta.Kind, meta.Items != nil):
 		for i, item := range meta.Items {
 			if err := s.addObject(fmt.Sprintf("%s: items[%d]", where, i), item); err != nil {
 				return err
@@ -225,8 +256,12 @@ func (s *Set) addObject(where string, raw json.RawMessage) error {
 	case meta.APIVersion == KubevirtV1 && meta.Kind == KindVMI:
 		return s.addVMI(where, raw)
 	}
-	s.Notes = append(s.Notes, fmt.Sprintf("%s: ignored %s %s %s: not a kind kubevirt-ovn reads", where, meta.APIVersion, meta.Kind, meta.Name))
+	s.ignored(where, &meta.TypeMeta, &meta.ObjectMeta)
 	return nil
+}
+
+func (s *Set) ignored(where string, tm *metav1.TypeMeta, om *metav1.ObjectMeta) {
+	s.Notes = append(s.Notes, fmt.Sprintf("%s: ignored %s %s %s: not a kind kubevirt-ovn reads", where, tm.APIVersion, tm.Kind, om.Name))
 }
 
 func decodeErr(where, kind, name string, err error) error {
@@ -240,7 +275,11 @@ func (s *Set) addRouter(where string, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &vr); err != nil {
 		return decodeErr(where, KindRouter, vr.Name, err)
 	}
-	r, err := RouterFrom(&vr)
+	return s.applyRouter(where, &vr)
+}
+
+func (s *Set) applyRouter(where string, vr *VirtualRouter) error {
+	r, err := RouterFrom(vr)
 	switch {
 	case err == nil:
 		s.Snapshot.Routers = append(s.Snapshot.Routers, r)
@@ -299,10 +338,14 @@ func (s *Set) addNAD(where string, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &nad); err != nil {
 		return decodeErr(where, KindNAD, nad.Name, err)
 	}
+	return s.applyNAD(where, &nad)
+}
+
+func (s *Set) applyNAD(where string, nad *NetworkAttachmentDefinition) error {
 	if nad.Namespace == "" {
 		nad.Namespace = "default"
 	}
-	n, ok, err := NetworkFrom(&nad)
+	n, ok, err := NetworkFrom(nad)
 	if err != nil {
 		return decodeErr(where, KindNAD, nad.Namespace+"/"+nad.Name, err)
 	}
@@ -361,12 +404,16 @@ func (s *Set) addVMI(where string, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &vmi); err != nil {
 		return decodeErr(where, KindVMI, vmi.Namespace+"/"+vmi.Name, err)
 	}
-	ifaces, notes := VMInterfacesFrom(&vmi)
+	s.applyVMI(where, &vmi)
+	return nil
+}
+
+func (s *Set) applyVMI(where string, vmi *VirtualMachineInstance) {
+	ifaces, notes := VMInterfacesFrom(vmi)
 	for _, n := range notes {
 		s.Notes = append(s.Notes, where+": "+n)
 	}
 	s.Snapshot.VMs = append(s.Snapshot.VMs, ifaces...)
-	return nil
 }
 
 // VMInterfacesFrom returns the multus interfaces of a VMI that have a MAC and

@@ -1,0 +1,147 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// FileObjects are the objects one file declares.
+type FileObjects struct {
+	Path     string
+	Snapshot translator.Snapshot // only Routers, Networks, VMs, Invalid filled
+	Notes    []string
+}
+
+// FileChange is how one file's objects changed between two successful
+// Loads: Old is nil for a new file, New is nil for a file gone.
+type FileChange struct {
+	Path     string
+	Old, New *FileObjects
+}
+
+// Loader loads manifests, re-decoding only the files whose fingerprint
+// (resolved path, inode/dev, size, mtime ns) changed since its last Load.
+// It is not safe for concurrent use.
+type Loader struct {
+	files map[string]loadedFile
+	order []string
+}
+
+type loadedFile struct {
+	fp      fileFingerprint
+	objects *FileObjects
+}
+
+// fileFingerprint identifies a file's content without reading it. A file
+// that is not regular (a pipe) has none: it is read on every Load.
+type fileFingerprint struct {
+	resolved string
+	id       string
+	size     int64
+	mtime    int64
+}
+
+// NewLoader returns a Loader that has loaded nothing yet.
+func NewLoader() *Loader {
+	return &Loader{files: map[string]loadedFile{}}
+}
+
+// decodeHook, when set (by tests), is called with each file a Loader
+// decodes.
+var decodeHook func(path string)
+
+// Load reads paths like LoadPaths (same errors, same ErrIncomplete handling,
+// same completeness checks for the files it reads) and returns the aggregate
+// Set (as LoadPaths does) plus the per-file changes since the previous
+// successful Load: files added, changed (old and new objects) or removed, in
+// the order of the listing, removed files last. A file whose fingerprint
+// changed but whose objects did not (touched, or rewritten the same) is not
+// a change. A failed Load changes nothing in the Loader.
+func (l *Loader) Load(paths []string) (*Set, []FileChange, error) {
+	files, err := Files(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	next := make(map[string]loadedFile, len(files))
+	set := &Set{}
+	var changes []FileChange
+	for _, path := range files {
+		fp, ok := fingerprintOf(path)
+		prev, had := l.files[path]
+		cur := prev
+		if !ok || !had || fp != prev.fp {
+			objects, err := loadFile(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			cur = loadedFile{fp: fp, objects: objects}
+			switch {
+			case !had:
+				changes = append(changes, FileChange{Path: path, New: objects})
+			case reflect.DeepEqual(prev.objects, objects):
+				cur.objects = prev.objects
+			default:
+				changes = append(changes, FileChange{Path: path, Old: prev.objects, New: objects})
+			}
+			if !ok {
+				// Without a fingerprint the file is read again next time.
+				cur.fp = fileFingerprint{}
+			}
+		}
+		next[path] = cur
+		set.merge(&cur.objects.Snapshot, cur.objects.Notes)
+	}
+	for _, path := range l.order {
+		if _, ok := next[path]; !ok {
+			changes = append(changes, FileChange{Path: path, Old: l.files[path].objects})
+		}
+	}
+	l.files, l.order = next, files
+	return set, changes, nil
+}
+
+// fingerprintOf returns the fingerprint of the regular file path names;
+// ok is false when it has none (not a regular file, or it cannot be
+// looked at: reading it then says why).
+func fingerprintOf(path string) (fileFingerprint, bool) {
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fileFingerprint{}, false
+	}
+	st, err := os.Stat(resolved)
+	if err != nil || !st.Mode().IsRegular() {
+		return fileFingerprint{}, false
+	}
+	return fileFingerprint{resolved: resolved, id: FileID(st), size: st.Size(), mtime: st.ModTime().UnixNano()}, true
+}
+
+// loadFile reads and decodes one manifest file, as LoadPaths does.
+func loadFile(path string) (*FileObjects, error) {
+	data, err := readComplete(path)
+	if err != nil {
+		return nil, err
+	}
+	if decodeHook != nil {
+		decodeHook(path)
+	}
+	s, err := decodeFile(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return &FileObjects{Path: path, Snapshot: s.Snapshot, Notes: s.Notes}, nil
+}
+
+// decodeFile decodes one file's manifests into a new set.
+func decodeFile(source string, data []byte) (*Set, error) {
+	if s, err := decodeFast(source, data); err == nil {
+		return s, nil
+	}
+	s := &Set{}
+	if err := s.addGeneral(source, data); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
