@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -104,6 +105,11 @@ type Controller struct {
 	gateway map[string]string
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
+
+	// onReconcile, for tests, sees every unit reconciled; active counts
+	// the reconciles in progress.
+	onReconcile func(translator.Unit)
+	active      atomic.Int32
 }
 
 // New returns a controller; Run starts it.
@@ -305,7 +311,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	start := time.Now()
+	if c.onReconcile != nil {
+		c.onReconcile(u)
+	}
+	c.active.Add(1)
 	err := c.reconcile(ctx, u)
+	c.active.Add(-1)
 	if ctx.Err() != nil {
 		// Stopped mid-reconcile: not a failure, and not retried.
 		return false

@@ -119,6 +119,7 @@ func connect(ctx context.Context, db, dbName string, modelFor func(ovsdb.Databas
 		}
 	}
 	retry := reconnectBackoff()
+	var last error
 	for {
 		err := c.connectOnce(ctx, modelFor)
 		if err == nil {
@@ -127,13 +128,19 @@ func connect(ctx context.Context, db, dbName string, modelFor func(ovsdb.Databas
 			return c, nil
 		}
 		if ctx.Err() != nil {
+			// An attempt the caller's deadline cut short says less than
+			// the last whole one ("no connection" rather than why).
+			if last != nil {
+				err = last
+			}
 			return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, err)
 		}
+		last = err
 		wait := retry.NextBackOff()
 		log.Info("could not connect; retrying", "database", db, "in", wait.String(), "error", err.Error())
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, err)
+			return nil, fmt.Errorf("connecting to %s %s: %w", db, ep.Address, last)
 		case <-time.After(wait):
 		}
 	}
