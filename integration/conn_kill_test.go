@@ -11,9 +11,14 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 )
 
-// connRouters is the size of the input the kill tests write: large enough
-// that a sync commits it in several transactions.
-const connRouters = 400
+// connRouters is the size of the input the kill tests write, and
+// connBatch the --batch-ops of their syncs: the sync commits it in about a
+// hundred transactions, so that the NB can be killed between two (a sync
+// that fits commits in one transaction).
+const (
+	connRouters = 400
+	connBatch   = "50"
+)
 
 // The NB ovsdb-server SIGKILLed in the middle of a large sync and
 // restarted on the same socket, port and database: the same sync waits for
@@ -26,7 +31,7 @@ func TestConnSyncSurvivesNBKilledMidSync(t *testing.T) {
 	manifests := manyRouters(t, connRouters)
 	want := connFresh(t, manifests)
 
-	p := connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests, "--timeout", "120s")
+	p := connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests, "--timeout", "120s", "--batch-ops", connBatch)
 	require.NoError(t, sandbox.Poll(60*time.Second, "the sync's first routers in the NB", func() (bool, error) {
 		return connCount(c, "Logical_Router") > 0 || p.exited(), nil
 	}))
@@ -128,7 +133,7 @@ func TestConnSyncNBNotBackBeforeTimeoutThenRerunConverges(t *testing.T) {
 	manifests := manyRouters(t, connRouters)
 	want := connFresh(t, manifests)
 
-	p := connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests, "--timeout", "15s")
+	p := connStart(t, "sync", "--nb", c.NBTCP, "--from-file", manifests, "--timeout", "15s", "--batch-ops", connBatch)
 	require.NoError(t, sandbox.Poll(60*time.Second, "the sync's first routers in the NB", func() (bool, error) {
 		return connCount(c, "Logical_Router") > 0 || p.exited(), nil
 	}))

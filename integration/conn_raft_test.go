@@ -40,7 +40,7 @@ func TestConnSyncSurvivesRaftLeaderKilled(t *testing.T) {
 	manifests := manyRouters(t, connRouters)
 	want := connFresh(t, manifests)
 
-	p := connStart(t, "sync", "--nb", c.NB, "--from-file", manifests, "--timeout", "120s")
+	p := connStart(t, "sync", "--nb", c.NB, "--from-file", manifests, "--timeout", "120s", "--batch-ops", connBatch)
 	require.NoError(t, sandbox.Poll(60*time.Second, "the sync's first routers in the NB", func() (bool, error) {
 		return connCount(c, "Logical_Router") > 0 || p.exited(), nil
 	}))

@@ -123,6 +123,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	verbose := fs.Bool("v", false, "log OVSDB client activity to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the sync to this file (go tool pprof reads it)")
+	batchOps := fs.Int("batch-ops", kvnb.MaxBatchOps, "most operations in one NB transaction: a sync that needs more commits in several, never splitting a router or a network")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -164,9 +165,11 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer nbc.Close()
-	mon := &oneShotMonitor{c: nbc, instance: *instance}
-	if err := mon.start(ctx); err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn sync: monitoring NB %s: %v\n", nb.Address, err)
+	// A one-shot sync reads our rows once, without a monitor: a monitor
+	// would send back every row it writes.
+	read := func(ctx context.Context) error { return ovn.ReadOwned(ctx, nbc, *instance) }
+	if err := read(ctx); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
 	}
 	l := <-loading
@@ -202,7 +205,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
-	res, err := syncSurvivingReconnects(ctx, nbc, mon, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BeforeCommit: mon.stop}, stderr)
+	res, err := syncSurvivingReconnects(ctx, nbc, read, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BatchOps: *batchOps}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
@@ -259,7 +262,7 @@ func refuseEmpty(ctx context.Context, set *manifest.Set, nb client.Client, insta
 // more, so that whatever a transaction cut by the loss committed is seen and
 // reconciled. The result merges every pass: each unit's changes of all
 // passes and its last error.
-func syncSurvivingReconnects(ctx context.Context, nb client.Client, mon *oneShotMonitor, plan *translator.Plan, opts kvnb.SyncOptions, stderr io.Writer) (*kvnb.SyncResult, error) {
+func syncSurvivingReconnects(ctx context.Context, nb client.Client, read func(context.Context) error, plan *translator.Plan, opts kvnb.SyncOptions, stderr io.Writer) (*kvnb.SyncResult, error) {
 	merged := &kvnb.SyncResult{}
 	index := map[translator.Unit]int{}
 	reconnected, settled := false, false
@@ -267,8 +270,8 @@ func syncSurvivingReconnects(ctx context.Context, nb client.Client, mon *oneShot
 	for pass := 1; ; pass++ {
 		if pass > 1 {
 			// Each pass reads what the NB holds now.
-			if err := mon.start(ctx); err != nil {
-				return nil, fmt.Errorf("monitoring the NB again: %w", err)
+			if err := read(ctx); err != nil {
+				return nil, fmt.Errorf("reading the NB again: %w", err)
 			}
 		}
 		res, err := syncWithin(ctx, nb, plan, opts)
@@ -402,38 +405,4 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
-}
-
-// oneShotMonitor is the monitor of a one-shot sync: it fills the cache with
-// our rows for the diff and is cancelled before the commit. Our writes
-// would otherwise come back as an update the client decodes into the cache
-// before it reads the transaction's reply: for a full sync, as long again
-// as the diff, for rows nobody reads.
-type oneShotMonitor struct {
-	c        client.Client
-	instance string
-	cookie   *client.MonitorCookie
-}
-
-// start monitors our rows into an emptied cache.
-func (m *oneShotMonitor) start(ctx context.Context) error {
-	m.stop()
-	m.c.Cache().Purge(m.c.Cache().DatabaseModel())
-	cookie, err := ovn.MonitorNB(ctx, m.c, m.instance)
-	if err != nil {
-		return err
-	}
-	m.cookie = &cookie
-	return nil
-}
-
-// stop cancels the monitor; the cache keeps what it holds.
-func (m *oneShotMonitor) stop() {
-	if m.cookie == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = m.c.MonitorCancel(ctx, *m.cookie) // a lost connection ends it too
-	m.cookie = nil
 }

@@ -94,7 +94,30 @@ func runRun(args []string, stderr io.Writer) int {
 }
 
 func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
+	// Manifests are decoded while the NB connects and sends our rows; the
+	// NB is asked only whether we own rows, when they declare nothing.
+	var nb client.Client
+	nbDone := make(chan struct{})
+	type loaded struct {
+		files *controller.FileSource
+		err   error
+	}
+	loading := make(chan loaded, 1)
+	if len(f.paths) > 0 {
+		owned := func() (int, error) {
+			<-nbDone
+			if nb == nil {
+				return 0, errors.New("no NB connection")
+			}
+			return controller.OwnedUnits(ctx, nb, f.instance)()
+		}
+		go func() {
+			files, err := controller.NewFileSource(f.paths, log.WithName("files"), controller.FileOptions{AllowEmpty: f.allowEmpty, Owned: owned})
+			loading <- loaded{files, err}
+		}()
+	}
 	nb, err := ovn.ConnectNB(ctx, f.nb, f.instance, log.WithName("nb"))
+	close(nbDone)
 	if err != nil {
 		return err
 	}
@@ -110,11 +133,11 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics}
 
 	if len(f.paths) > 0 {
-		files, err := controller.NewFileSource(f.paths, log.WithName("files"),
-			controller.FileOptions{AllowEmpty: f.allowEmpty, Owned: controller.OwnedUnits(ctx, nb, f.instance)})
-		if err != nil {
-			return err
+		l := <-loading
+		if l.err != nil {
+			return l.err
 		}
+		files := l.files
 		ctrl := controller.New(nb, sb, files, nil, opts)
 		go files.Watch(ctx, f.fileInterval, ctrl.EnqueueUnits)
 		if err := serve(ctx, f.addr, metrics, func() error { return connected(nb) }, log); err != nil {

@@ -28,16 +28,15 @@ type SyncOptions struct {
 	Instance string
 	// DryRun computes the changes and writes nothing.
 	DryRun bool
+	// BatchOps bounds the operations of one transaction; MaxBatchOps when
+	// zero.
+	BatchOps int
 	// BumpNBCfg increments NB_Global.nb_cfg in every transaction that writes,
 	// so that NB_Global.hv_cfg reaching SyncResult.NBCfg says the chassis
 	// have realized it (what ovn-nbctl --wait=hv does).
 	BumpNBCfg bool
 	// OnCommit observes every NB transaction: its duration and error.
 	OnCommit func(took time.Duration, err error)
-	// BeforeCommit runs once every unit is diffed, before the first
-	// transaction (a one-shot sync stops its monitor there, so that the
-	// rows it writes do not come back to fill a cache nobody reads).
-	BeforeCommit func()
 }
 
 // UnitResult is what a sync did to one unit.
@@ -208,18 +207,19 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 		}
 	}
 	if !opts.DryRun {
-		if opts.BeforeCommit != nil && len(diffs) > 0 {
-			opts.BeforeCommit()
-		}
 		failed := func(batch []*UnitDiff, err error) {
 			for _, ud := range batch {
 				results[index[ud]].Err = err
 				results[index[ud]].Changes = nil
 			}
 		}
+		limit := opts.BatchOps
+		if limit <= 0 {
+			limit = MaxBatchOps
+		}
 		for start := 0; start < len(diffs); {
 			end, n := start, 0
-			for end < len(diffs) && (end == start || n+diffs[end].opCount() <= MaxBatchOps) {
+			for end < len(diffs) && (end == start || n+diffs[end].opCount() <= limit) {
 				n += diffs[end].opCount()
 				end++
 			}

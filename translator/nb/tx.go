@@ -123,11 +123,11 @@ func (d *Differ) Ops(batch []*UnitDiff) ([]ovsdb.Operation, error) {
 					}
 					ops = append(ops, guard...)
 				}
-				op, err := d.c.Create(m)
+				op, err := d.insertOp(t, m)
 				if err != nil {
 					return nil, fmt.Errorf("%s: building the insert of %s %s: %w", ud.Unit, t.Name, ins.key, err)
 				}
-				ops = append(ops, op...)
+				ops = append(ops, op)
 			}
 		}
 	}
@@ -202,4 +202,33 @@ func (u *UnitDiff) opCount() int {
 		}
 	}
 	return n
+}
+
+// insertOp is the insert of new row m (its _uuid a named UUID): the
+// columns that hold a value, in OVSDB notation. It is libovsdb's Create
+// without its per-row reflection over the model and validation: a full
+// sync inserts tens of thousands of rows.
+func (d *Differ) insertOp(t *Table, m model.Model) (ovsdb.Operation, error) {
+	ts := d.c.Cache().DatabaseModel().Schema.Table(t.Name)
+	if ts == nil {
+		return ovsdb.Operation{}, fmt.Errorf("the NB schema has no table %s", t.Name)
+	}
+	v := reflect.ValueOf(m).Elem()
+	row := ovsdb.Row{}
+	for col, i := range columnFields(v.Type()) {
+		f := v.Field(i)
+		if col == "_uuid" || emptyValue(f) {
+			continue
+		}
+		cs := ts.Column(col)
+		if cs == nil {
+			return ovsdb.Operation{}, fmt.Errorf("the NB schema's %s table has no column %s", t.Name, col)
+		}
+		ov, err := ovsdb.NativeToOvs(cs, f.Interface())
+		if err != nil {
+			return ovsdb.Operation{}, fmt.Errorf("%s.%s: %w", t.Name, col, err)
+		}
+		row[col] = ov
+	}
+	return ovsdb.Operation{Op: ovsdb.OperationInsert, Table: t.Name, Row: row, UUIDName: uuidOf(m)}, nil
 }

@@ -341,23 +341,8 @@ func getSchema(ctx context.Context, addr string, tlsCfg *tls.Config, dbName stri
 func call(ctx context.Context, addr string, tlsCfg *tls.Config, timeout time.Duration, method string, params []any) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	scheme, rest, _ := strings.Cut(addr, ":")
-	var nc net.Conn
-	var err error
-	switch scheme {
-	case "unix":
-		nc, err = (&net.Dialer{}).DialContext(ctx, "unix", rest)
-	case "tcp":
-		nc, err = (&net.Dialer{}).DialContext(ctx, "tcp", rest)
-	case "ssl":
-		nc, err = (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", rest)
-	default:
-		return nil, fmt.Errorf("unknown scheme %q (unix:, tcp: or ssl:)", scheme)
-	}
+	nc, err := dialEndpoint(ctx, addr, tlsCfg, timeout)
 	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, fmt.Errorf("no connection within %s", timeout)
-		}
 		return nil, err
 	}
 	defer nc.Close()
@@ -390,4 +375,31 @@ func call(ctx context.Context, addr string, tlsCfg *tls.Config, timeout time.Dur
 		}
 		return msg.Result, nil
 	}
+}
+
+// dialEndpoint connects to an OVSDB endpoint (unix:, tcp: or ssl:) within
+// timeout.
+func dialEndpoint(ctx context.Context, addr string, tlsCfg *tls.Config, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	scheme, rest, _ := strings.Cut(addr, ":")
+	var nc net.Conn
+	var err error
+	switch scheme {
+	case "unix":
+		nc, err = (&net.Dialer{}).DialContext(ctx, "unix", rest)
+	case "tcp":
+		nc, err = (&net.Dialer{}).DialContext(ctx, "tcp", rest)
+	case "ssl":
+		nc, err = (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", rest)
+	default:
+		return nil, fmt.Errorf("unknown scheme %q (unix:, tcp: or ssl:)", scheme)
+	}
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, fmt.Errorf("no connection within %s", timeout)
+		}
+		return nil, err
+	}
+	return nc, nil
 }
