@@ -645,3 +645,31 @@ func TestSyncStoppedWritesNothing(t *testing.T) {
 	assert.Empty(t, list[nbmodel.LogicalSwitch](t, raw))
 	assert.Empty(t, list[nbmodel.LogicalRouter](t, raw))
 }
+
+// TestUnitThatCannotBeDiffedFailsAlone: an error building one unit's
+// operations (here a row of a table kubevirt-ovn does not write) fails that
+// unit, named, and the other units of the sync commit.
+func TestUnitThatCannotBeDiffedFailsAlone(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := example()
+	s.Networks = append(s.Networks, tr.Network{Name: "net-c", Namespace: "default", Type: "GENEVE", CIDR: "10.30.0.0/24", GatewayIP: "10.30.0.1"})
+	plan := tr.Build(s, instance)
+	units := []tr.Unit{{Kind: tr.KindNetwork, Name: "net-a"}, {Kind: tr.KindNetwork, Name: "net-b"}, {Kind: tr.KindNetwork, Name: "net-c"},
+		{Kind: tr.KindNetwork, Name: "public"}, {Kind: tr.KindRouter, Name: "router1"}}
+	work := nb.PlanWork(plan, units)
+	for i := range work {
+		if work[i].Unit.Name == "net-c" {
+			work[i].Rows = append(work[i].Rows, tr.Row{Model: &nbmodel.ACL{Action: "drop"}})
+		}
+	}
+	res, err := nb.SyncWork(context.Background(), ours, work, nb.SyncOptions{Instance: instance})
+	require.NoError(t, err)
+	failed := res.Failed()
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0].Error(), "Network net-c")
+	assert.Contains(t, failed[0].Error(), "no NB table for *nbmodel.ACL")
+	assert.Contains(t, lrByName(t, raw), "kv-router1", "the other units committed")
+	assert.Contains(t, lsByName(t, raw), "kv-net-a")
+	assert.NotContains(t, lsByName(t, raw), "kv-net-c")
+	assert.Equal(t, 1, res.Transactions)
+}
