@@ -2,6 +2,7 @@ package controller
 
 import (
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -159,6 +160,9 @@ func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) Handler(ready func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	// Go's profiles, for "where does the time go" on a live controller.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := ready(); err != nil {

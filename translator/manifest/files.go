@@ -49,10 +49,23 @@ func Files(paths []string) ([]string, error) {
 // already visited, whatever the path that led to them.
 type walker struct {
 	files []string
-	seen  []fs.FileInfo
+	// ids are the visited files' device and inode; seen the visited files
+	// of a system without them, compared one by one.
+	ids  map[string]bool
+	seen []fs.FileInfo
 }
 
 func (w *walker) visited(st fs.FileInfo) bool {
+	if id := FileID(st); id != "" {
+		if w.ids == nil {
+			w.ids = map[string]bool{}
+		}
+		if w.ids[id] {
+			return true
+		}
+		w.ids[id] = true
+		return false
+	}
 	for _, s := range w.seen {
 		if os.SameFile(s, st) {
 			return true
