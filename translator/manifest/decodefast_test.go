@@ -40,6 +40,10 @@ func TestDecodeFast_CommonFormatsAreFast(t *testing.T) {
 		"list":          "apiVersion: v1\nkind: List\nitems:\n" + yamlListItem(routerYAML) + yamlListItem(nadAYAML) + yamlListItem(vmiYAML),
 		"ignored kinds": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {app: web}\nspec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n      - name: c\n        image: x:1\n        args: [\"--a\", b]\n",
 	}
+	inputs["multus config block"] = strings.Replace(nadAYAML, "spec:\n  config: '{\"cniVersion\": \"0.3.1\", \"type\": \"kubevirt-ovn\", \"name\": \"net-a\"}'\n",
+		"spec:\n  config: |\n    {\n      \"cniVersion\": \"0.3.1\",\n      \"type\": \"kubevirt-ovn\"\n    }\n", 1)
+	require.Contains(t, inputs["multus config block"], "config: |")
+	inputs["block in a list"] = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: kubevirt.io/v1\n  kind: VirtualRouter\n  metadata: {name: r}\n  spec:\n    description: |\n      in a list\n    gateway: g\n"
 	for _, p := range examples {
 		b, err := os.ReadFile(p)
 		require.NoError(t, err)
@@ -161,6 +165,7 @@ var edgeInputs = []string{
 	"apiVersion: v1\n kind: A\n",
 	"apiVersion: v1\nkind: A\n# end\n",
 	"#only a comment\n",
+	"apiVersion: v1\nkind: List\nitems:\n- apiVersion: kubevirt.io/v1\n  kind: VirtualRouter\n  metadata: {name: r}\n  spec:\n    description: |\n      in a list\n    gateway: g\n- apiVersion: kubevirt.io/v1\n  kind: VirtualRouter\n  spec:\n    name: |-\n      r2\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: r}\nspec:\n  description: |\n    line one  \n\n      indented # not a comment\n   \n    last\n\n\n  gateway: |-\n    g\n  mac: |\n   m\n# c\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: r}\nspec:\n  description: |-\n    a\n        \n    b",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: r}\nspec:\n  internal:\n  - |\n    x\n",
