@@ -8,7 +8,9 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
 
-// FileObjects are the objects one file declares.
+// FileObjects are the objects one file declares. A Loader keeps them to
+// compare with the next Load, and the Sets it returns share their contents:
+// read them, do not change them.
 type FileObjects struct {
 	Path     string
 	Snapshot translator.Snapshot // only Routers, Networks, VMs, Invalid filled
