@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"flag"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,6 +42,10 @@ func TestDecodeFast_CommonFormatsAreFast(t *testing.T) {
 		"list":          "apiVersion: v1\nkind: List\nitems:\n" + yamlListItem(routerYAML) + yamlListItem(nadAYAML) + yamlListItem(vmiYAML),
 		"ignored kinds": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {app: web}\nspec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n      - name: c\n        image: x:1\n        args: [\"--a\", b]\n",
 	}
+	inputs["multus config block"] = strings.Replace(nadAYAML, "spec:\n  config: '{\"cniVersion\": \"0.3.1\", \"type\": \"kubevirt-ovn\", \"name\": \"net-a\"}'\n",
+		"spec:\n  config: |\n    {\n      \"cniVersion\": \"0.3.1\",\n      \"type\": \"kubevirt-ovn\"\n    }\n", 1)
+	require.Contains(t, inputs["multus config block"], "config: |")
+	inputs["block in a list"] = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: kubevirt.io/v1\n  kind: VirtualRouter\n  metadata: {name: r}\n  spec:\n    description: |\n      in a list\n    gateway: g\n"
 	for _, p := range examples {
 		b, err := os.ReadFile(p)
 		require.NoError(t, err)
@@ -161,6 +167,7 @@ var edgeInputs = []string{
 	"apiVersion: v1\n kind: A\n",
 	"apiVersion: v1\nkind: A\n# end\n",
 	"#only a comment\n",
+	"apiVersion: v1\nkind: List\nitems:\n- apiVersion: kubevirt.io/v1\n  kind: VirtualRouter\n  metadata: {name: r}\n  spec:\n    description: |\n      in a list\n    gateway: g\n- apiVersion: kubevirt.io/v1\n  kind: VirtualRouter\n  spec:\n    name: |-\n      r2\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: r}\nspec:\n  description: |\n    line one  \n\n      indented # not a comment\n   \n    last\n\n\n  gateway: |-\n    g\n  mac: |\n   m\n# c\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: r}\nspec:\n  description: |-\n    a\n        \n    b",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: r}\nspec:\n  internal:\n  - |\n    x\n",
@@ -218,4 +225,89 @@ func FuzzFastMatchesGeneral(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		requireSameAsGeneral(t, "fuzz", data)
 	})
+}
+
+var diffRounds = flag.Int("diff-rounds", 3000, "random documents TestDecodeFast_RandomDocuments compares")
+
+// TestDecodeFast_RandomDocuments compares the two paths on documents made
+// of random lines from the shapes manifests use, with random indentation:
+// structure is where byte-level fuzzing is weakest.
+func TestDecodeFast_RandomDocuments(t *testing.T) {
+	keys := []string{"name", "mac", "description", "enableSnat", "internal", "external", "peerRouter", "gateway",
+		"ip", "network", "metadata", "spec", "status", "networks", "multus", "networkName", "interfaces",
+		"ipAddress", "ipAddresses", "nodeName", "annotations", "labels", "namespace", "items", "creationTimestamp",
+		"network-config", "Name", "y", "1", `"name"`, "'mac'", "a b", "apiVersion", "kind", "pod"}
+	values := []string{"", "r1", "yes", "no", "True", "~", "null", "1", "1.5", "10.0.0.1", "fa:16:3e:00:00:01",
+		"'quoted'", `"dq"`, `"a\"b"`, "'it''s'", "[a, b]", "[]", "{}", "{name: x}", "{networkName: net}", "{ip: 1.2.3.4, network: n}",
+		"|", "|-", ">", "&a x", "*a", "!!str x", "a # c", "a#b", "kubevirt.io/v1", "VirtualRouter",
+		"VirtualMachineInstance", "NetworkAttachmentDefinition", "k8s.cni.cncf.io/v1", "List",
+		`'{"type": "FLAT", "mtu": 1500}'`, "2024-01-01", `"2024-03-04T05:06:07Z"`, "-1", ".inf", "a: b", "'open", "[a,", "x]"}
+	kinds := []string{"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\n", "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\n",
+		"apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n", "apiVersion: v1\nkind: List\n", ""}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+	// A value: mostly plain, sometimes whatever values holds.
+	value := func() string {
+		if rng.IntN(4) == 0 {
+			return pick(values)
+		}
+		return pick([]string{"r1", "net-a", "10.0.0.1", "true", "false", `"50:54:00:00:00:05"`, "tenant/net-b", "edge router, of {a}"})
+	}
+	// off returns the indentation, now and then one space off.
+	off := func(indent int) int {
+		if rng.IntN(40) == 0 {
+			return max(0, indent+rng.IntN(3)-1)
+		}
+		return indent
+	}
+	var gen func(b *strings.Builder, indent, depth int, inSeq bool)
+	gen = func(b *strings.Builder, indent, depth int, inSeq bool) {
+		for i := range 1 + rng.IntN(4) {
+			pad := strings.Repeat(" ", off(indent))
+			if inSeq && i == 0 {
+				pad = "" // the entry's "- " is written
+			}
+			key := pick(keys)
+			switch r := rng.IntN(10); {
+			case depth < 4 && r < 3:
+				b.WriteString(pad + key + ":\n")
+				gen(b, indent+2, depth+1, false)
+			case depth < 4 && r < 5:
+				b.WriteString(pad + key + ":\n")
+				seqIndent := indent + 2*rng.IntN(2)
+				for range 1 + rng.IntN(3) {
+					b.WriteString(strings.Repeat(" ", off(seqIndent)) + "- ")
+					if rng.IntN(2) == 0 {
+						b.WriteString(value() + "\n")
+					} else {
+						gen(b, seqIndent+2, depth+1, true)
+					}
+				}
+			case r < 6:
+				b.WriteString(pad + key + ": |" + pick([]string{"", "-", "+", "2"}) + "\n")
+				for range 1 + rng.IntN(3) {
+					b.WriteString(strings.Repeat(" ", off(indent+2+rng.IntN(2))) + pick([]string{"text", "{\"type\": \"FLAT\"}", "# not a comment", ""}) + "\n")
+				}
+			case r < 7:
+				b.WriteString(pad + "# comment\n" + pad + key + ": " + pick(values) + "\n")
+			default:
+				b.WriteString(pad + key + ": " + value() + "\n")
+			}
+		}
+	}
+	fast := 0
+	for round := range *diffRounds {
+		var b strings.Builder
+		b.WriteString(pick(kinds))
+		b.WriteString("metadata:\n  name: " + value() + "\n")
+		gen(&b, 0, 0, false)
+		if rng.IntN(3) == 0 {
+			b.WriteString("---\n")
+			gen(&b, 0, 0, false)
+		}
+		if requireSameAsGeneral(t, "random document "+strconv.Itoa(round), []byte(b.String())) {
+			fast++
+		}
+	}
+	t.Logf("%d of %d random documents read fast", fast, *diffRounds)
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
 
-// FileObjects are the objects one file declares.
+// FileObjects are the objects one file declares. A Loader keeps them to
+// compare with the next Load, and the Sets it returns share their contents:
+// read them, do not change them.
 type FileObjects struct {
 	Path     string
 	Snapshot translator.Snapshot // only Routers, Networks, VMs, Invalid filled
@@ -92,8 +94,8 @@ func (l *Loader) Load(paths []string) (*Set, []FileChange, error) {
 			}
 		}
 		next[path] = cur
-		set.merge(&cur.objects.Snapshot, cur.objects.Notes)
 	}
+	set.mergeAll(files, next)
 	for _, path := range l.order {
 		if _, ok := next[path]; !ok {
 			changes = append(changes, FileChange{Path: path, Old: l.files[path].objects})
@@ -105,17 +107,22 @@ func (l *Loader) Load(paths []string) (*Set, []FileChange, error) {
 
 // fingerprintOf returns the fingerprint of the regular file path names;
 // ok is false when it has none (not a regular file, or it cannot be
-// looked at: reading it then says why).
+// looked at: reading it then says why). Where files have an identity
+// (FileID: device and inode), it stands for the resolved path: another
+// file behind the same path (a ConfigMap volume's ..data swapped) is
+// another inode.
 func fingerprintOf(path string) (fileFingerprint, bool) {
-	resolved, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return fileFingerprint{}, false
-	}
-	st, err := os.Stat(resolved)
+	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
 		return fileFingerprint{}, false
 	}
-	return fileFingerprint{resolved: resolved, id: FileID(st), size: st.Size(), mtime: st.ModTime().UnixNano()}, true
+	fp := fileFingerprint{id: FileID(st), size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if fp.id == "" {
+		if fp.resolved, err = filepath.EvalSymlinks(path); err != nil {
+			return fileFingerprint{}, false
+		}
+	}
+	return fp, true
 }
 
 // loadFile reads and decodes one manifest file, as LoadPaths does.
@@ -144,4 +151,32 @@ func decodeFile(source string, data []byte) (*Set, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// mergeAll adds the objects of files, in order, with the slices sized once.
+func (s *Set) mergeAll(files []string, loaded map[string]loadedFile) {
+	var routers, networks, vms, notes int
+	for _, path := range files {
+		o := loaded[path].objects
+		routers += len(o.Snapshot.Routers)
+		networks += len(o.Snapshot.Networks)
+		vms += len(o.Snapshot.VMs)
+		notes += len(o.Notes)
+	}
+	if routers > 0 {
+		s.Snapshot.Routers = make([]translator.Router, 0, routers)
+	}
+	if networks > 0 {
+		s.Snapshot.Networks = make([]translator.Network, 0, networks)
+	}
+	if vms > 0 {
+		s.Snapshot.VMs = make([]translator.VMInterface, 0, vms)
+	}
+	if notes > 0 {
+		s.Notes = make([]string, 0, notes)
+	}
+	for _, path := range files {
+		o := loaded[path].objects
+		s.merge(&o.Snapshot, o.Notes)
+	}
 }

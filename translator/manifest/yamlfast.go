@@ -9,11 +9,13 @@ import (
 // one pass into a flat tree of nodes whose strings are slices of the input,
 // then decoded into the typed objects (decodefast.go). It is exact or it
 // gives up: anything outside the subset it knows to read exactly as the
-// YAML→JSON→struct path does (anchors, tags, block scalars, multi-line
-// scalars and flows, tabs, non-ASCII text, scalars that may not be strings,
-// fields matched only case-insensitively, duplicate fields, any error)
-// returns errUnsupported, and the file is read by the general path, which
-// also produces the error messages.
+// YAML→JSON→struct path does (JSON streams, anchors, tags, folded block
+// scalars, multi-line plain or quoted scalars and flows, tabs, CRLF,
+// non-ASCII text, scalars that may not be strings, fields matched only
+// case-insensitively, duplicate fields, any error) returns errUnsupported,
+// and the file is read by the general path, which also writes the error
+// messages. FuzzFastMatchesGeneral checks that whatever it reads, the
+// general path reads the same.
 
 // errUnsupported says the fast reader cannot read a file exactly.
 var errUnsupported = errors.New("outside the fast YAML subset")
@@ -85,7 +87,8 @@ func (p *yparser) parse(doc string) (int32, error) {
 		}
 		p.raw = append(p.raw, line)
 		if first && strings.HasPrefix(line, "---") {
-			// The first document's start marker.
+			// A start marker: the splitter leaves one only on a
+			// document's first line.
 			rest := strings.TrimLeft(line[3:], " ")
 			if rest != "" && (rest[0] != '#' || len(rest) == len(line)-3) {
 				return 0, errUnsupported
@@ -222,7 +225,7 @@ func (p *yparser) seq(indent int) (int32, error) {
 			if _, _, isKey := splitKey(rest); isKey {
 				// A mapping that starts on the entry's line, indented
 				// where its first key is.
-				p.lines[p.i] = yline{indent: indent + len(l.text) - len(rest), text: rest}
+				p.lines[p.i] = yline{indent: indent + len(l.text) - len(rest), text: rest, num: l.num}
 				v, err = p.mapping(p.lines[p.i].indent)
 				break
 			}
