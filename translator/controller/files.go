@@ -1,10 +1,15 @@
 package controller
 
 import (
+	"io/fs"
+	"path/filepath"
+	"slices"
+
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/fsnotify/fsnotify"
 	"os"
 	"sort"
 	"strings"
@@ -60,6 +65,11 @@ type FileSource struct {
 	// affected are the units the changes applied since the last
 	// takeAffected may have changed.
 	affected []translator.Unit
+	// Used by Watch only: pendingFiles are the files events named, with
+	// their state at the last interval; fullPending says the listing must
+	// be read whole.
+	pendingFiles map[string]string
+	fullPending  bool
 
 	mu   sync.Mutex
 	snap *translator.Snapshot
@@ -117,10 +127,61 @@ func (f *FileSource) Snapshot() (*translator.Snapshot, error) {
 // HasSynced is true: the files were read by NewFileSource.
 func (f *FileSource) HasSynced() bool { return true }
 
-// Watch polls the files every interval and, after a reload that was
-// applied, calls changed with the units it may have changed, until ctx
-// ends.
+// Watch follows the files until ctx ends and, after a change that was
+// applied, calls changed with the units it may have changed. The
+// directories are watched (inotify): a manifest file an event names is
+// read alone once it has stayed the same for one interval, so that an
+// event costs what that file costs; anything else (a ConfigMap's ..data
+// swap, a new directory, a symlink, a lost event) reads the listing again,
+// as a full poll does every fullPollRounds intervals whatever happens.
+// Without a watcher it polls every interval.
 func (f *FileSource) Watch(ctx context.Context, interval time.Duration, changed func([]translator.Unit)) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		f.log.Info("cannot watch the manifest directories; polling them", "interval", interval.String(), "error", err.Error())
+		f.pollEvery(ctx, interval, changed)
+		return
+	}
+	defer w.Close()
+	f.watchDirs(w)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	rounds := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				f.pollEvery(ctx, interval, changed)
+				return
+			}
+			f.noteEvent(ev)
+		case err, ok := <-w.Errors:
+			if !ok {
+				f.pollEvery(ctx, interval, changed)
+				return
+			}
+			// An overflow: events were lost.
+			f.log.V(1).Info("file watcher error; reading the listing again", "error", err.Error())
+			f.fullPending = true
+		case <-tick.C:
+			if rounds++; rounds >= fullPollRounds {
+				rounds, f.fullPending = 0, true
+			}
+			if f.settle(w) {
+				changed(f.takeAffected())
+			}
+		}
+	}
+}
+
+// fullPollRounds is how many intervals a watching FileSource goes without
+// reading the whole listing.
+const fullPollRounds = 60
+
+// pollEvery polls the whole listing every interval.
+func (f *FileSource) pollEvery(ctx context.Context, interval time.Duration, changed func([]translator.Unit)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -133,6 +194,147 @@ func (f *FileSource) Watch(ctx context.Context, interval time.Duration, changed 
 			}
 		}
 	}
+}
+
+// watchDirs watches the directories the manifests are in (also those of
+// the files symlinks resolve to).
+func (f *FileSource) watchDirs(w *fsnotify.Watcher) {
+	dirs := map[string]bool{}
+	for _, p := range f.paths {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			dirs[p] = true
+		} else {
+			dirs[filepath.Dir(p)] = true
+		}
+	}
+	if files, err := manifest.Files(f.paths); err == nil {
+		for _, file := range files {
+			dirs[filepath.Dir(file)] = true
+			if real, err := filepath.EvalSymlinks(file); err == nil {
+				dirs[filepath.Dir(real)] = true
+			}
+		}
+	}
+	for d := range dirs {
+		if err := w.Add(d); err != nil {
+			f.log.V(1).Info("cannot watch a manifest directory; the periodic full poll covers it", "dir", d, "error", err.Error())
+		}
+	}
+}
+
+// noteEvent sorts an event: a manifest file (a regular file, or one gone)
+// is read alone; a name starting with ".." (a ConfigMap volume's swap), a
+// symlink or a directory reads the listing again; other names are not
+// manifests.
+func (f *FileSource) noteEvent(ev fsnotify.Event) {
+	base := filepath.Base(ev.Name)
+	switch {
+	case strings.HasPrefix(base, ".."):
+		f.fullPending = true
+		return
+	case strings.HasPrefix(base, "."):
+		return
+	}
+	st, err := os.Lstat(ev.Name)
+	switch {
+	case err == nil && st.IsDir(), err == nil && st.Mode()&fs.ModeSymlink != 0:
+		f.fullPending = true
+	case !manifest.IsManifestName(base):
+	case err == nil && !st.Mode().IsRegular():
+	default:
+		if f.pendingFiles == nil {
+			f.pendingFiles = map[string]string{}
+		}
+		if _, ok := f.pendingFiles[ev.Name]; !ok {
+			f.pendingFiles[ev.Name] = fileState(ev.Name)
+		}
+	}
+}
+
+// fileState identifies a file's content by device, inode, size and
+// time; "gone" when it is not there.
+func fileState(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "gone"
+	}
+	return fmt.Sprintf("%s %d %d", manifest.FileID(st), st.Size(), st.ModTime().UnixNano())
+}
+
+// settle reads what the events said changed, once it has stayed the same
+// for one interval, and reports whether it applied a change.
+func (f *FileSource) settle(w *fsnotify.Watcher) bool {
+	if f.fullPending {
+		applied := f.poll()
+		if f.pending == "" && f.waits == 0 {
+			// The listing was read whole: it covers the files events named.
+			f.fullPending = false
+			f.pendingFiles = nil
+			f.watchDirs(w)
+		}
+		return applied
+	}
+	var ready []string
+	for path, seen := range f.pendingFiles {
+		if now := fileState(path); now != seen {
+			f.pendingFiles[path] = now
+			continue
+		}
+		ready = append(ready, path)
+	}
+	if len(ready) == 0 {
+		return false
+	}
+	slices.Sort(ready)
+	changes, err := f.loader.LoadFiles(ready)
+	switch {
+	case errors.Is(err, manifest.ErrIncomplete):
+		f.log.V(1).Info("a manifest is being written; keeping the last good input until it is complete", "error", err.Error())
+		for _, p := range ready {
+			f.pendingFiles[p] = ""
+		}
+		return false
+	case err != nil:
+		for _, p := range ready {
+			delete(f.pendingFiles, p)
+		}
+		f.log.Info("manifests changed but do not parse; keeping the last good input", "error", err.Error())
+		return false
+	}
+	for _, p := range ready {
+		delete(f.pendingFiles, p)
+	}
+	if len(changes) == 0 {
+		return false
+	}
+	if !f.opts.AllowEmpty && f.wouldEmpty(changes) {
+		// Let the full poll decide, with everything it knows of an empty
+		// input; the loader reads everything anew.
+		f.loader = manifest.NewLoader()
+		f.fullPending = true
+		return false
+	}
+	for _, ch := range changes {
+		f.applyChange(ch)
+	}
+	f.log.Info("manifests changed; reconciling", "files", ready)
+	return true
+}
+
+// wouldEmpty says whether changes would leave the input without routers
+// and networks.
+func (f *FileSource) wouldEmpty(changes []manifest.FileChange) bool {
+	routers, networks := f.input.Counts()
+	n := routers + networks
+	for _, ch := range changes {
+		if ch.Old != nil {
+			n -= len(ch.Old.Snapshot.Routers) + len(ch.Old.Snapshot.Networks)
+		}
+		if ch.New != nil {
+			n += len(ch.New.Snapshot.Routers) + len(ch.New.Snapshot.Networks)
+		}
+	}
+	return n <= 0
 }
 
 // poll looks at the files once and reports whether it applied a new input.
@@ -189,6 +391,10 @@ func (f *FileSource) poll() bool {
 	}
 	f.apply(set, changes, digest)
 	f.lastErr = ""
+	if len(changes) == 0 {
+		// Files touched, or read alone since the last full read.
+		return false
+	}
 	f.log.Info("manifests changed; reconciling")
 	return true
 }
@@ -203,15 +409,7 @@ func (f *FileSource) apply(set *manifest.Set, changes []manifest.FileChange, dig
 	seen := map[string]bool{}
 	for _, ch := range changes {
 		seen[ch.Path] = true
-		var objs translator.Objects
-		if ch.New != nil {
-			s := &ch.New.Snapshot
-			objs = translator.Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
-			f.applied[ch.Path] = true
-		} else {
-			delete(f.applied, ch.Path)
-		}
-		f.affected = append(f.affected, f.input.Set(ch.Path, objs)...)
+		f.applyChange(ch)
 	}
 	if files, err := manifest.Files(f.paths); err == nil {
 		current := map[string]bool{}
@@ -229,6 +427,19 @@ func (f *FileSource) apply(set *manifest.Set, changes []manifest.FileChange, dig
 	f.snap = &set.Snapshot
 	f.mu.Unlock()
 	f.empty, f.digest = set.Empty(), digest
+}
+
+// applyChange sets one file's objects as one source of the input.
+func (f *FileSource) applyChange(ch manifest.FileChange) {
+	var objs translator.Objects
+	if ch.New != nil {
+		s := &ch.New.Snapshot
+		objs = translator.Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+		f.applied[ch.Path] = true
+	} else {
+		delete(f.applied, ch.Path)
+	}
+	f.affected = append(f.affected, f.input.Set(ch.Path, objs)...)
 }
 
 // takeAffected returns the units the applied changes may have changed.

@@ -177,4 +177,14 @@ func TestOneEditReconcilesOnlyItsUnits(t *testing.T) {
 	t.Logf("VM added on net-3-0: %d reconciles: %v", len(got), got)
 	assert.Equal(t, []tr.Unit{{Kind: tr.KindNetwork, Name: "net-3-0"}}, distinct(got), "only the VM's network is reconciled")
 	assert.LessOrEqual(t, len(got), 3)
+
+	// A router's file removed: its router and its networks go, nothing
+	// else is reconciled but public, whose switch lost the router's port
+	// (the monitor's echo of that commit enqueues the switch's owner).
+	require.NoError(t, os.Remove(filepath.Join(dir, "r05.yaml")))
+	require.Eventually(t, func() bool { return gatewayIP("r5") == "" && idle() }, 60*time.Second, 10*time.Millisecond)
+	got = take()
+	t.Logf("r5's file removed: %d reconciles: %v", len(got), got)
+	assert.Subset(t, []tr.Unit{{Kind: tr.KindNetwork, Name: "net-5-0"}, {Kind: tr.KindNetwork, Name: "net-5-1"}, {Kind: tr.KindNetwork, Name: "public"}, {Kind: tr.KindRouter, Name: "r5"}}, distinct(got))
+	assert.Contains(t, got, tr.Unit{Kind: tr.KindRouter, Name: "r5"})
 }
