@@ -167,6 +167,30 @@ func modelColumns(m model.Model) []any {
 	return out
 }
 
+// monitorColumns are pointers to the fields of m (a row of t) of the
+// columns a reconcile reads: every column of a root (the diff reports
+// values another tool set in them), the compared and reference columns of
+// a child table (at thousands of routers, the other columns of their ports
+// would only cost the monitor's first reply).
+func monitorColumns(t *nb.Table, m model.Model) []any {
+	if t.Root() {
+		return modelColumns(m)
+	}
+	v := reflect.ValueOf(m).Elem()
+	var out []any
+	for _, col := range readColumns(t) {
+		if col == "_uuid" {
+			continue
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).Tag.Get("ovsdb") == col {
+				out = append(out, v.Field(i).Addr().Interface())
+			}
+		}
+	}
+	return out
+}
+
 // ConnectNB connects to the NB and starts one monitor: the rows of instance
 // in the registry's tables with external_ids (so that a large
 // ovn-kubernetes NB costs us nothing), its tables without them
@@ -206,12 +230,12 @@ func MonitorNB(ctx context.Context, c client.Client, instance string) (client.Mo
 		}
 		m := t.New()
 		if t.ByPort {
-			tables = append(tables, client.WithTable(m, modelColumns(m)...))
+			tables = append(tables, client.WithTable(m, monitorColumns(t, m)...))
 			continue
 		}
 		ids := reflect.ValueOf(m).Elem().FieldByName("ExternalIDs").Addr().Interface()
 		cond := model.Condition{Field: ids, Function: ovsdb.ConditionIncludes, Value: mine}
-		tables = append(tables, client.WithConditionalTable(m, []model.Condition{cond}, modelColumns(m)...))
+		tables = append(tables, client.WithConditionalTable(m, []model.Condition{cond}, monitorColumns(t, m)...))
 	}
 	g := &nbmodel.NBGlobal{}
 	tables = append(tables, client.WithTable(g, modelColumns(g)...))
