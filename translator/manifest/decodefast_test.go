@@ -311,3 +311,31 @@ func TestDecodeFast_RandomDocuments(t *testing.T) {
 	}
 	t.Logf("%d of %d random documents read fast", fast, *diffRounds)
 }
+
+// Quoted scalars whose escapes come first, last or alone.
+const escapesYAML = `apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: r}
+spec:
+  description: "\""
+  gateway: "\\"
+  mac: "\"a\\"
+  peerRouter: {ip: ''''}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: "a'"}
+spec: {name: 'a'''}
+`
+
+func TestDecodeFast_Escapes(t *testing.T) {
+	require.True(t, requireSameAsGeneral(t, "escapes", []byte(escapesYAML)), "read fast")
+	s, err := decodeFast("in.yaml", []byte(escapesYAML))
+	require.NoError(t, err)
+	assert.Equal(t, `"`, s.Snapshot.Routers[0].Description)
+	assert.Equal(t, `\`, s.Snapshot.Routers[0].Gateway)
+	assert.Equal(t, `"a\`, s.Snapshot.Routers[0].MAC)
+	assert.Equal(t, "'", s.Snapshot.Routers[0].PeerRouter.IP)
+	assert.Equal(t, "a'", s.Snapshot.Routers[1].Name)
+	assert.Empty(t, s.Snapshot.Invalid)
+}
