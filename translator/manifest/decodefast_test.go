@@ -251,7 +251,8 @@ func TestDecodeFast_RandomDocuments(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			return pick(values)
 		}
-		return pick([]string{"r1", "net-a", "10.0.0.1", "true", "false", `"50:54:00:00:00:05"`, "tenant/net-b", "edge router, of {a}"})
+		return pick([]string{"r1", "net-a", "10.0.0.1", "true", "false", `"50:54:00:00:00:05"`, "tenant/net-b", "edge router, of {a}",
+			`"\""`, `"\\"`, `"a\"b\\"`, `''''`, `'''a'''`, `''`, `""`, `{ip: '''', mac: "\""}`})
 	}
 	// off returns the indentation, now and then one space off.
 	off := func(indent int) int {
