@@ -251,7 +251,8 @@ func TestDecodeFast_RandomDocuments(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			return pick(values)
 		}
-		return pick([]string{"r1", "net-a", "10.0.0.1", "true", "false", `"50:54:00:00:00:05"`, "tenant/net-b", "edge router, of {a}"})
+		return pick([]string{"r1", "net-a", "10.0.0.1", "true", "false", `"50:54:00:00:00:05"`, "tenant/net-b", "edge router, of {a}",
+			`"\""`, `"\\"`, `"a\"b\\"`, `''''`, `'''a'''`, `''`, `""`, `{ip: '''', mac: "\""}`})
 	}
 	// off returns the indentation, now and then one space off.
 	off := func(indent int) int {
@@ -310,4 +311,32 @@ func TestDecodeFast_RandomDocuments(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d random documents read fast", fast, *diffRounds)
+}
+
+// Quoted scalars whose escapes come first, last or alone.
+const escapesYAML = `apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: r}
+spec:
+  description: "\""
+  gateway: "\\"
+  mac: "\"a\\"
+  peerRouter: {ip: ''''}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: "a'"}
+spec: {name: 'a'''}
+`
+
+func TestDecodeFast_Escapes(t *testing.T) {
+	require.True(t, requireSameAsGeneral(t, "escapes", []byte(escapesYAML)), "read fast")
+	s, err := decodeFast("in.yaml", []byte(escapesYAML))
+	require.NoError(t, err)
+	assert.Equal(t, `"`, s.Snapshot.Routers[0].Description)
+	assert.Equal(t, `\`, s.Snapshot.Routers[0].Gateway)
+	assert.Equal(t, `"a\`, s.Snapshot.Routers[0].MAC)
+	assert.Equal(t, "'", s.Snapshot.Routers[0].PeerRouter.IP)
+	assert.Equal(t, "a'", s.Snapshot.Routers[1].Name)
+	assert.Empty(t, s.Snapshot.Invalid)
 }

@@ -472,6 +472,7 @@ func (p *yparser) flowScalar(text string, key bool) (int32, string, error) {
 func quoted(text string) (string, int, bool) {
 	q := text[0]
 	var b []byte
+	escaped := false // b holds the value so far
 	start := 1
 	for i := 1; i < len(text); i++ {
 		c := text[i]
@@ -479,6 +480,7 @@ func quoted(text string) (string, int, bool) {
 		case q == '\'' && c == '\'':
 			if i+1 < len(text) && text[i+1] == '\'' {
 				b = append(b, text[start:i+1]...)
+				escaped = true
 				i++
 				start = i + 1
 				continue
@@ -488,13 +490,14 @@ func quoted(text string) (string, int, bool) {
 				return "", 0, false
 			}
 			b = append(b, text[start:i]...)
+			escaped = true
 			i++
 			start = i
 			continue
 		case c != q:
 			continue
 		}
-		if b == nil {
+		if !escaped {
 			return text[1:i], i + 1, true
 		}
 		return string(append(b, text[start:i]...)), i + 1, true
