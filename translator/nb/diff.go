@@ -185,15 +185,19 @@ func (d *Differ) rowByName(t *Table, name string) (model.Model, error) {
 	if m, ok := d.byName[k]; ok {
 		return m, nil
 	}
-	probe := t.New()
-	field(probe, "name").SetString(name)
-	rows, err := d.lookup(t, probe)
-	if err != nil {
+	// An explicit condition, evaluated on the name index's candidates: a
+	// probe model would also match a row whose owner keys are missing
+	// through the first index whose key it lacks.
+	m := t.New()
+	slice := reflect.New(reflect.SliceOf(reflect.TypeOf(m)))
+	cond := model.Condition{Field: fieldPtr(m, "name"), Function: ovsdb.ConditionEqual, Value: name}
+	if err := d.c.WhereAll(m, cond).List(d.ctx, slice.Interface()); err != nil {
 		return nil, err
 	}
 	var best model.Model
-	for _, r := range rows {
-		if ids := externalIDs(r); ids[translator.KeyManagedBy] != d.instance {
+	for i := 0; i < slice.Elem().Len(); i++ {
+		r := slice.Elem().Index(i).Interface().(model.Model)
+		if ids := externalIDs(r); ids[translator.KeyManagedBy] != d.instance || field(r, "name").String() != name {
 			continue
 		}
 		if best == nil || uuidOf(r) < uuidOf(best) {
@@ -311,6 +315,8 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 	// every writer keeps the same one.
 	kept := map[string]model.Model{}
 	var dups []model.Model
+	// unmatched are the kept rows no desired row has claimed yet.
+	unmatched := map[string]model.Model{}
 	for _, r := range st.cur[t] {
 		if !t.Root() {
 			if p, ok := st.parent[uuidOf(r)]; ok && st.deleted[p] {
@@ -324,6 +330,7 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 			continue
 		}
 		kept[k] = r
+		unmatched[k] = r
 	}
 	st.kept[t] = kept
 	for _, r := range dups {
@@ -355,7 +362,7 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 			}
 		}
 
-		have, ok := kept[k]
+		have, ok := unmatched[k]
 		if !ok {
 			m := model.Clone(w.Model)
 			setUUID(m, d.named())
@@ -369,7 +376,7 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 			ud.Changes = append(ud.Changes, Change{Action: Create, Table: t.Name, Name: k, Detail: detail})
 			continue
 		}
-		delete(kept, k)
+		delete(unmatched, k)
 		if err := d.update(ud, t, have, w.Model, k); err != nil {
 			return err
 		}
@@ -401,11 +408,11 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 		ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: k, Detail: "moved to " + w.Parent})
 	}
 
-	for _, k := range sortedKeys(kept) {
+	for _, k := range sortedKeys(unmatched) {
 		if slices.Contains(keep, k) {
 			continue
 		}
-		if err := d.remove(ud, st, t, kept[k], "", keep); err != nil {
+		if err := d.remove(ud, st, t, unmatched[k], "", keep); err != nil {
 			return err
 		}
 	}

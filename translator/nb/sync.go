@@ -62,6 +62,10 @@ type SyncResult struct {
 	// NBCfg is NB_Global.nb_cfg after the last transaction, with
 	// BumpNBCfg; 0 when nothing was written.
 	NBCfg int
+
+	// clashed are the units not sent because they would create a root
+	// named like a row that is not ours.
+	clashed map[*UnitDiff]error
 }
 
 // Failed returns the error of every unit left as it was: invalid input or a
@@ -165,7 +169,7 @@ func instanceOf(opts SyncOptions) string {
 // ports hang from network switches); among those, syncs before removals.
 func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOptions) (*SyncResult, error) {
 	d := NewDiffer(ctx, c, instanceOf(opts))
-	res := &SyncResult{}
+	res := &SyncResult{clashed: map[*UnitDiff]error{}}
 	rank := func(w *Work) int {
 		switch {
 		case w.Unit.Kind == translator.KindNetwork && len(w.Rows) > 0:
@@ -226,6 +230,9 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 			res.commitSplitting(ctx, c, d, diffs[start:end], opts, failed)
 			start = end
 		}
+		for ud, err := range res.clashed {
+			failed([]*UnitDiff{ud}, err)
+		}
 	}
 	for _, r := range results {
 		if len(r.Changes) > 0 || r.Err != nil || len(r.Notes) > 0 {
@@ -265,7 +272,17 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, d *Differ
 	if len(names) > 3 {
 		what = fmt.Sprintf("%s, %s and %d other units", names[0], names[1], len(names)-2)
 	}
-	ops, err := d.Ops(batch)
+	guards, batch, clashed, err := d.Guards(ctx, c, batch)
+	if err != nil {
+		return err
+	}
+	for ud, err := range clashed {
+		r.clashed[ud] = err
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	ops, err := d.Ops(batch, guards)
 	if err != nil {
 		return err
 	}

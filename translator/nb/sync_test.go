@@ -3,6 +3,7 @@ package nb_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -672,4 +673,86 @@ func TestUnitThatCannotBeDiffedFailsAlone(t *testing.T) {
 	assert.Contains(t, lsByName(t, raw), "kv-net-a")
 	assert.NotContains(t, lsByName(t, raw), "kv-net-c")
 	assert.Equal(t, 1, res.Transactions)
+}
+
+// manyRouters is n routers, each with one internal network, sharing the
+// example's public network.
+func manyRouters(n int) *tr.Snapshot {
+	s := example()
+	s.Routers, s.VMs = nil, nil
+	for i := 0; i < n; i++ {
+		net := fmt.Sprintf("net-%d", i)
+		s.Networks = append(s.Networks, tr.Network{Name: net, Namespace: "default", Type: "GENEVE",
+			CIDR: fmt.Sprintf("10.%d.0.0/24", 100+i), GatewayIP: fmt.Sprintf("10.%d.0.1", 100+i)})
+		s.Routers = append(s.Routers, tr.Router{Name: fmt.Sprintf("r%d", i), EnableSNAT: true, Internal: []string{net},
+			External: &tr.External{IP: fmt.Sprintf("172.16.0.%d", 100+i), Network: "public"}, Gateway: "gw1"})
+	}
+	return s
+}
+
+// TestBulkInsertGuardsEachTableOnce: a sync creating many routers and
+// switches sends one wait per table over the rows that are not ours, not a
+// wait per new row; a router whose name a foreign row holds fails alone,
+// named, before anything is sent, and the others commit in one
+// transaction.
+func TestBulkInsertGuardsEachTableOnce(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	op, err := raw.Create(&nbmodel.LogicalRouter{Name: "kv-r7", ExternalIDs: map[string]string{"owner": "someone-else"}})
+	require.NoError(t, err)
+	_, err = nb.Commit(context.Background(), raw, "seed", op)
+	require.NoError(t, err)
+	counting := &countingClient{Client: ours}
+	res, err := nb.Sync(context.Background(), counting, tr.Build(manyRouters(20), instance), nb.SyncOptions{Instance: instance})
+	require.NoError(t, err)
+	failed := res.Failed()
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0].Error(), "VirtualRouter r7")
+	assert.Contains(t, failed[0].Error(), "Logical_Router kv-r7 already exists in the NB and is not this kubevirt-ovn instance's row")
+	assert.Equal(t, 1, res.Transactions)
+	assert.Len(t, lrByName(t, raw), 20, "19 routers of ours and the foreign kv-r7")
+	assert.Equal(t, 2, counting.waits, "one wait for Logical_Router, one for Logical_Switch")
+}
+
+// TestBulkInsertGuardSeesAnotherWriter: a foreign row created between the
+// read of the foreign names and the commit fails the transaction (the
+// table's wait), and the units are committed again in smaller batches that
+// read the names anew.
+func TestBulkInsertGuardSeesAnotherWriter(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	racing := &countingClient{Client: ours, afterSelect: func() {
+		op, err := raw.Create(&nbmodel.LogicalSwitch{Name: "someone-elses", ExternalIDs: map[string]string{"owner": "someone-else"}})
+		require.NoError(t, err)
+		_, err = nb.Commit(context.Background(), raw, "race", op)
+		require.NoError(t, err)
+	}}
+	res, err := nb.Sync(context.Background(), racing, tr.Build(manyRouters(20), instance), nb.SyncOptions{Instance: instance})
+	require.NoError(t, err)
+	require.Empty(t, res.Failed())
+	assert.Greater(t, res.Transactions, 1, "the first transaction failed its wait")
+	assert.Len(t, lrByName(t, raw), 20)
+	assert.Contains(t, lsByName(t, raw), "someone-elses")
+	requireIdle(t, ours, manyRouters(20))
+}
+
+// countingClient counts the wait operations sent and runs afterSelect
+// once, after the first select.
+type countingClient struct {
+	client.Client
+	waits       int
+	afterSelect func()
+}
+
+func (c *countingClient) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	res, err := c.Client.Transact(ctx, ops...)
+	for _, op := range ops {
+		if op.Op == ovsdb.OperationWait {
+			c.waits++
+		}
+	}
+	if len(ops) > 0 && ops[0].Op == ovsdb.OperationSelect && c.afterSelect != nil {
+		f := c.afterSelect
+		c.afterSelect = nil
+		f()
+	}
+	return res, err
 }

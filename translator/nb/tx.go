@@ -1,10 +1,12 @@
 package nb
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
@@ -40,7 +42,12 @@ func (p *parentMut) ref(col, child string, remove bool) {
 // new name-keyed root. A parent that neither exists nor is inserted in the
 // transaction (another unit's, committed alone) is found by name, after a
 // wait that exactly one row of ours has that name.
-func (d *Differ) Ops(batch []*UnitDiff) ([]ovsdb.Operation, error) {
+//
+// guards holds, per table, the names of the rows of that table that are
+// not ours, as read just before (Differ.Guards): a table in it gets one wait
+// that those rows are still exactly these instead of a wait per new root
+// (each wait is a scan of the table on the server).
+func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Operation, error) {
 	inserted := map[string]*insert{}
 	for _, ud := range batch {
 		for _, ins := range ud.inserts {
@@ -99,6 +106,11 @@ func (d *Differ) Ops(batch []*UnitDiff) ([]ovsdb.Operation, error) {
 	}
 
 	var ops []ovsdb.Operation
+	for _, t := range Registry {
+		if names, ok := guards[t.Name]; ok {
+			ops = append(ops, d.tableGuard(t, names))
+		}
+	}
 	// Children before parents, so that a parent's insert row names
 	// children already inserted.
 	for i := len(Registry) - 1; i >= 0; i-- {
@@ -116,7 +128,7 @@ func (d *Differ) Ops(batch []*UnitDiff) ([]ovsdb.Operation, error) {
 						f.Set(reflect.AppendSlice(f, reflect.ValueOf(ex[col])))
 					}
 				}
-				if t.Guard {
+				if _, bulk := guards[t.Name]; t.Guard && !bulk {
 					guard, err := d.nameGuard(m, ovsdb.WaitConditionNotEqual, false)
 					if err != nil {
 						return nil, err
@@ -231,4 +243,89 @@ func (d *Differ) insertOp(t *Table, m model.Model) (ovsdb.Operation, error) {
 		row[col] = ov
 	}
 	return ovsdb.Operation{Op: ovsdb.OperationInsert, Table: t.Name, Row: row, UUIDName: uuidOf(m)}, nil
+}
+
+// bulkGuard is how many new roots of one table a transaction inserts
+// before one wait over the table's other rows replaces a wait per root.
+const bulkGuard = 16
+
+// notOursCond selects the rows that are not this instance's.
+func (d *Differ) notOursCond() ovsdb.Condition {
+	return ovsdb.Condition{Column: "external_ids", Function: ovsdb.ConditionExcludes,
+		Value: ovsdb.OvsMap{GoMap: map[any]any{translator.KeyManagedBy: d.instance}}}
+}
+
+// tableGuard waits, with timeout 0, until the rows of t that are not ours
+// are, by name, exactly names: no row of another writer appeared (with a
+// name we insert or any other) since they were read.
+func (d *Differ) tableGuard(t *Table, names []string) ovsdb.Operation {
+	zero := 0
+	rows := make([]ovsdb.Row, len(names))
+	for i, n := range names {
+		rows[i] = ovsdb.Row{"name": n}
+	}
+	return ovsdb.Operation{Op: ovsdb.OperationWait, Table: t.Name, Where: []ovsdb.Condition{d.notOursCond()},
+		Columns: []string{"name"}, Until: string(ovsdb.WaitConditionEqual), Rows: rows, Timeout: &zero}
+}
+
+// Guards reads, for each guarded table in which batch inserts many roots,
+// the names of the rows that are not ours, and splits off the units that
+// would insert a root with one of those names: they fail now, named, and
+// the others commit with one wait per such table (see Ops).
+func (d *Differ) Guards(ctx context.Context, c client.Client, batch []*UnitDiff) (map[string][]string, []*UnitDiff, map[*UnitDiff]error, error) {
+	count := map[*Table]int{}
+	for _, ud := range batch {
+		for _, ins := range ud.inserts {
+			if ins.t.Guard {
+				count[ins.t]++
+			}
+		}
+	}
+	var tables []*Table
+	var ops []ovsdb.Operation
+	for _, t := range Registry {
+		if count[t] >= bulkGuard {
+			tables = append(tables, t)
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t.Name, Where: []ovsdb.Condition{d.notOursCond()}, Columns: []string{"name"}})
+		}
+	}
+	if len(ops) == 0 {
+		return nil, batch, nil, nil
+	}
+	results, err := c.Transact(ctx, ops...)
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(results, ops)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading the names of the rows that are not ours: %w", err)
+	}
+	guards := map[string][]string{}
+	taken := map[string]bool{}
+	for i, t := range tables {
+		names := []string{}
+		for _, r := range results[i].Rows {
+			if n, ok := r["name"].(string); ok {
+				names = append(names, n)
+				taken[t.Name+"\x00"+n] = true
+			}
+		}
+		guards[t.Name] = names
+	}
+	var keep []*UnitDiff
+	failed := map[*UnitDiff]error{}
+	for _, ud := range batch {
+		var clash error
+		for _, ins := range ud.inserts {
+			if ins.t.Guard && taken[ins.t.Name+"\x00"+ins.key] {
+				clash = fmt.Errorf("%s %s %s", ins.t.Name, ins.key, notOurs)
+				break
+			}
+		}
+		if clash != nil {
+			failed[ud] = fmt.Errorf("%s: NB transaction not sent: %w", ud.Unit, clash)
+			continue
+		}
+		keep = append(keep, ud)
+	}
+	return guards, keep, failed, nil
 }
