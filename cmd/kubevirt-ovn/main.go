@@ -13,6 +13,7 @@ import (
 	"log"
 	"maps"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -123,6 +124,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
 	verbose := fs.Bool("v", false, "log OVSDB client activity to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the sync to this file (go tool pprof reads it)")
+	memProfile := fs.String("memprofile", "", "write a heap profile of the sync, once it has committed, to this file")
 	batchOps := fs.Int("batch-ops", kvnb.MaxBatchOps, "most operations in one NB transaction: a sync that needs more commits in several, never splitting a router or a network")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -134,6 +136,12 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer stop()
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A sync allocates its input, plan and operations in one go: let
+		// the GC collect what each step leaves behind before the heap
+		// doubles (GOMEMLIMIT overrides it).
+		debug.SetMemoryLimit(syncMemoryLimit)
 	}
 	if nb.Address == "" || len(paths) == 0 {
 		fmt.Fprintln(stderr, "kubevirt-ovn sync: --nb and --from-file are required")
@@ -205,10 +213,16 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
+	set = nil // the decoded manifests are not needed any more: let the GC have them
 	res, err := syncSurvivingReconnects(ctx, nbc, read, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BatchOps: *batchOps}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
+	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: --memprofile: %v\n", err)
+		}
 	}
 	printResult(stdout, res, *dryRun)
 	if res.Transactions > 0 {
@@ -406,3 +420,17 @@ func startCPUProfile(path string) (func(), error) {
 		f.Close()
 	}, nil
 }
+
+// writeHeapProfile writes the heap profile to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.WriteHeapProfile(f)
+}
+
+// syncMemoryLimit is the soft memory limit of a sync: at 1,000 routers its
+// live heap peaks near 100 MiB.
+const syncMemoryLimit = 128 << 20

@@ -113,6 +113,8 @@ type Differ struct {
 	parentScan map[string]map[string]string
 	// byName caches parent rows looked up by name.
 	byName map[string]model.Model
+	// arena holds the JSON of the values the inserts write.
+	arena arena
 }
 
 // NewDiffer returns a Differ reading c's cache, for rows of instance, as

@@ -257,7 +257,12 @@ func (r *SyncResult) commitSplitting(ctx context.Context, c client.Client, d *Di
 		// sync reads what the NB holds.
 		failed(batch, err)
 	default:
-		half := len(batch) / 2
+		// Units refused before anything was sent are not sent again.
+		batch = slices.DeleteFunc(slices.Clone(batch), func(ud *UnitDiff) bool { return r.clashed[ud] != nil })
+		if len(batch) == 0 {
+			return
+		}
+		half := (len(batch) + 1) / 2
 		r.commitSplitting(ctx, c, d, batch[:half], opts, failed)
 		r.commitSplitting(ctx, c, d, batch[half:], opts, failed)
 	}

@@ -690,13 +690,13 @@ func manyRouters(n int) *tr.Snapshot {
 	return s
 }
 
-// TestBulkInsertGuardsEachTableOnce: a sync creating many routers and
-// switches sends one wait per table over the rows that are not ours, not a
+// TestBulkInsertGuardsEachTableOnce (on ovsdb-server): a sync creating
+// many routers and switches sends one wait per table over its names, not a
 // wait per new row; a router whose name a foreign row holds fails alone,
 // named, before anything is sent, and the others commit in one
 // transaction.
 func TestBulkInsertGuardsEachTableOnce(t *testing.T) {
-	ours, raw := connect(t, startNB(t))
+	ours, raw := connect(t, "unix:"+nbtest.Real(t))
 	op, err := raw.Create(&nbmodel.LogicalRouter{Name: "kv-r7", ExternalIDs: map[string]string{"owner": "someone-else"}})
 	require.NoError(t, err)
 	_, err = nb.Commit(context.Background(), raw, "seed", op)
@@ -709,8 +709,9 @@ func TestBulkInsertGuardsEachTableOnce(t *testing.T) {
 	assert.Contains(t, failed[0].Error(), "VirtualRouter r7")
 	assert.Contains(t, failed[0].Error(), "Logical_Router kv-r7 already exists in the NB and is not this kubevirt-ovn instance's row")
 	assert.Equal(t, 1, res.Transactions)
-	assert.Len(t, lrByName(t, raw), 20, "19 routers of ours and the foreign kv-r7")
+	assert.Eventually(t, func() bool { return len(lrByName(t, raw)) == 20 }, 10*time.Second, 10*time.Millisecond, "19 routers of ours and the foreign kv-r7")
 	assert.Equal(t, 2, counting.waits, "one wait for Logical_Router, one for Logical_Switch")
+	assert.Empty(t, counting.errs)
 }
 
 // TestBulkInsertGuardSeesAnotherWriter: a foreign row created between the
@@ -718,7 +719,7 @@ func TestBulkInsertGuardsEachTableOnce(t *testing.T) {
 // table's wait), and the units are committed again in smaller batches that
 // read the names anew.
 func TestBulkInsertGuardSeesAnotherWriter(t *testing.T) {
-	ours, raw := connect(t, startNB(t))
+	ours, raw := connect(t, "unix:"+nbtest.Real(t))
 	racing := &countingClient{Client: ours, afterSelect: func() {
 		op, err := raw.Create(&nbmodel.LogicalSwitch{Name: "someone-elses", ExternalIDs: map[string]string{"owner": "someone-else"}})
 		require.NoError(t, err)
@@ -729,7 +730,7 @@ func TestBulkInsertGuardSeesAnotherWriter(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Failed())
 	assert.Greater(t, res.Transactions, 1, "the first transaction failed its wait")
-	assert.Len(t, lrByName(t, raw), 20)
+	assert.Eventually(t, func() bool { return len(lrByName(t, raw)) == 20 }, 10*time.Second, 10*time.Millisecond)
 	assert.Contains(t, lsByName(t, raw), "someone-elses")
 	requireIdle(t, ours, manyRouters(20))
 }
@@ -739,11 +740,17 @@ func TestBulkInsertGuardSeesAnotherWriter(t *testing.T) {
 type countingClient struct {
 	client.Client
 	waits       int
+	errs        []string
 	afterSelect func()
 }
 
 func (c *countingClient) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	res, err := c.Client.Transact(ctx, ops...)
+	for i, r := range res {
+		if r.Error != "" && i < len(ops) {
+			c.errs = append(c.errs, fmt.Sprintf("%s %s: %s %s", ops[i].Op, ops[i].Table, r.Error, r.Details))
+		}
+	}
 	for _, op := range ops {
 		if op.Op == ovsdb.OperationWait {
 			c.waits++

@@ -105,12 +105,11 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 		}
 	}
 
-	var ops []ovsdb.Operation
-	for _, t := range Registry {
-		if names, ok := guards[t.Name]; ok {
-			ops = append(ops, d.tableGuard(t, names))
-		}
+	n := len(order) + 2*len(guards)
+	for _, ud := range batch {
+		n += ud.opCount()
 	}
+	ops := make([]ovsdb.Operation, 0, n)
 	// Children before parents, so that a parent's insert row names
 	// children already inserted.
 	for i := len(Registry) - 1; i >= 0; i-- {
@@ -141,6 +140,11 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 				}
 				ops = append(ops, op)
 			}
+		}
+		if foreign, ok := guards[t.Name]; ok {
+			// After the table's new rows, so that the rows it expects are
+			// never none, which a wait operation cannot say.
+			ops = append(ops, d.tableGuard(t, d.guardNames(t, foreign, batch)))
 		}
 	}
 	for _, ud := range batch {
@@ -217,9 +221,9 @@ func (u *UnitDiff) opCount() int {
 }
 
 // insertOp is the insert of new row m (its _uuid a named UUID): the
-// columns that hold a value, in OVSDB notation. It is libovsdb's Create
-// without its per-row reflection over the model and validation: a full
-// sync inserts tens of thousands of rows.
+// columns that hold a value, each already in OVSDB's JSON notation. It is
+// libovsdb's Create without its per-row reflection, validation and
+// generic notation values: a full sync inserts tens of thousands of rows.
 func (d *Differ) insertOp(t *Table, m model.Model) (ovsdb.Operation, error) {
 	ts := d.c.Cache().DatabaseModel().Schema.Table(t.Name)
 	if ts == nil {
@@ -236,17 +240,17 @@ func (d *Differ) insertOp(t *Table, m model.Model) (ovsdb.Operation, error) {
 		if cs == nil {
 			return ovsdb.Operation{}, fmt.Errorf("the NB schema's %s table has no column %s", t.Name, col)
 		}
-		ov, err := ovsdb.NativeToOvs(cs, f.Interface())
+		b, err := d.arena.encode(cs, f)
 		if err != nil {
 			return ovsdb.Operation{}, fmt.Errorf("%s.%s: %w", t.Name, col, err)
 		}
-		row[col] = ov
+		row[col] = b
 	}
 	return ovsdb.Operation{Op: ovsdb.OperationInsert, Table: t.Name, Row: row, UUIDName: uuidOf(m)}, nil
 }
 
 // bulkGuard is how many new roots of one table a transaction inserts
-// before one wait over the table's other rows replaces a wait per root.
+// before one wait over the table's names replaces a wait per root.
 const bulkGuard = 16
 
 // notOursCond selects the rows that are not this instance's.
@@ -255,17 +259,43 @@ func (d *Differ) notOursCond() ovsdb.Condition {
 		Value: ovsdb.OvsMap{GoMap: map[any]any{translator.KeyManagedBy: d.instance}}}
 }
 
-// tableGuard waits, with timeout 0, until the rows of t that are not ours
-// are, by name, exactly names: no row of another writer appeared (with a
-// name we insert or any other) since they were read.
+// tableGuard waits, with timeout 0, until the names in table t are exactly
+// names: no row of another writer appeared (with a name we insert or any
+// other) since they were read.
 func (d *Differ) tableGuard(t *Table, names []string) ovsdb.Operation {
 	zero := 0
 	rows := make([]ovsdb.Row, len(names))
 	for i, n := range names {
 		rows[i] = ovsdb.Row{"name": n}
 	}
-	return ovsdb.Operation{Op: ovsdb.OperationWait, Table: t.Name, Where: []ovsdb.Condition{d.notOursCond()},
+	// Every row: a wait needs a where clause, and libovsdb leaves out an
+	// empty one.
+	every := ovsdb.Condition{Column: "_uuid", Function: ovsdb.ConditionNotEqual, Value: ovsdb.UUID{GoUUID: "00000000-0000-0000-0000-000000000000"}}
+	return ovsdb.Operation{Op: ovsdb.OperationWait, Table: t.Name, Where: []ovsdb.Condition{every},
 		Columns: []string{"name"}, Until: string(ovsdb.WaitConditionEqual), Rows: rows, Timeout: &zero}
+}
+
+// guardNames are the names table t holds once batch's new rows of it are
+// inserted: the rows that are not ours (foreign, read just before), ours
+// in the cache, and the new ones.
+func (d *Differ) guardNames(t *Table, foreign []string, batch []*UnitDiff) []string {
+	set := map[string]bool{}
+	for _, n := range foreign {
+		set[n] = true
+	}
+	if rc := d.c.Cache().Table(t.Name); rc != nil {
+		for _, m := range rc.RowsShallow() {
+			set[field(m, "name").String()] = true
+		}
+	}
+	for _, ud := range batch {
+		for _, ins := range ud.inserts {
+			if ins.t == t {
+				set[ins.key] = true
+			}
+		}
+	}
+	return sortedKeys(set)
 }
 
 // Guards reads, for each guarded table in which batch inserts many roots,

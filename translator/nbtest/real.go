@@ -1,0 +1,43 @@
+package nbtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// NBSchema is where Debian's ovn-common installs the NB schema.
+const NBSchema = "/usr/share/ovn/ovn-nb.ovsschema"
+
+// Real serves an empty OVN_Northbound from the system's ovsdb-server (OVN
+// installed by `make deps`) until the test ends, and returns its unix
+// socket path: for what libovsdb's in-process server does not do as
+// ovsdb-server does (it ignores monitor conditions, and compares a wait's
+// rows one by one against every expected row).
+func Real(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "nb.db")
+	out, err := exec.Command("ovsdb-tool", "create", db, NBSchema).CombinedOutput()
+	require.NoError(t, err, "ovsdb-tool create (is OVN installed? make deps): %s", out)
+	sock := filepath.Join(dir, "nb.sock")
+	cmd := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, "nb.ctl"),
+		"--no-chdir", "-vconsole:off", "--log-file="+filepath.Join(dir, "nb.log"))
+	require.NoError(t, cmd.Start(), "starting ovsdb-server")
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			return sock
+		}
+		require.True(t, time.Now().Before(deadline), "ovsdb-server did not create %s within 30s", sock)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
