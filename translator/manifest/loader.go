@@ -71,27 +71,12 @@ func (l *Loader) Load(paths []string) (*Set, []FileChange, error) {
 	set := &Set{}
 	var changes []FileChange
 	for _, path := range files {
-		fp, ok := fingerprintOf(path)
-		prev, had := l.files[path]
-		cur := prev
-		if !ok || !had || fp != prev.fp {
-			objects, err := loadFile(path)
-			if err != nil {
-				return nil, nil, err
-			}
-			cur = loadedFile{fp: fp, objects: objects}
-			switch {
-			case !had:
-				changes = append(changes, FileChange{Path: path, New: objects})
-			case reflect.DeepEqual(prev.objects, objects):
-				cur.objects = prev.objects
-			default:
-				changes = append(changes, FileChange{Path: path, Old: prev.objects, New: objects})
-			}
-			if !ok {
-				// Without a fingerprint the file is read again next time.
-				cur.fp = fileFingerprint{}
-			}
+		cur, change, err := l.reload(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if change != nil {
+			changes = append(changes, *change)
 		}
 		next[path] = cur
 	}
@@ -179,4 +164,31 @@ func (s *Set) mergeAll(files []string, loaded map[string]loadedFile) {
 		o := loaded[path].objects
 		s.merge(&o.Snapshot, o.Notes)
 	}
+}
+
+// reload reads path again when its fingerprint changed since the Loader
+// last read it, and says how its objects changed (nil: they did not).
+func (l *Loader) reload(path string) (loadedFile, *FileChange, error) {
+	fp, ok := fingerprintOf(path)
+	prev, had := l.files[path]
+	if ok && had && fp == prev.fp {
+		return prev, nil, nil
+	}
+	objects, err := loadFile(path)
+	if err != nil {
+		return loadedFile{}, nil, err
+	}
+	cur := loadedFile{fp: fp, objects: objects}
+	if !ok {
+		// Without a fingerprint the file is read again next time.
+		cur.fp = fileFingerprint{}
+	}
+	switch {
+	case !had:
+		return cur, &FileChange{Path: path, New: objects}, nil
+	case reflect.DeepEqual(prev.objects, objects):
+		cur.objects = prev.objects
+		return cur, nil, nil
+	}
+	return cur, &FileChange{Path: path, Old: prev.objects, New: objects}, nil
 }

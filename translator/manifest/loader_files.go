@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"reflect"
 	"slices"
 )
 
@@ -30,25 +29,15 @@ func (l *Loader) LoadFiles(files []string) ([]FileChange, error) {
 			}
 			continue
 		}
-		fp, ok := fingerprintOf(path)
-		if ok && had && fp == prev.fp {
-			continue
-		}
-		objects, err := loadFile(path)
+		cur, change, err := l.reload(path)
 		if err != nil {
 			return nil, err
 		}
-		cur := loadedFile{fp: fp, objects: objects}
-		if !ok {
-			cur.fp = fileFingerprint{}
+		if change == nil && had && cur.fp == prev.fp {
+			continue
 		}
-		switch {
-		case !had:
-			changes = append(changes, FileChange{Path: path, New: objects})
-		case reflect.DeepEqual(prev.objects, objects):
-			cur.objects = prev.objects
-		default:
-			changes = append(changes, FileChange{Path: path, Old: prev.objects, New: objects})
+		if change != nil {
+			changes = append(changes, *change)
 		}
 		updates = append(updates, update{path: path, lf: cur})
 	}
