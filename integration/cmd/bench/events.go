@@ -201,7 +201,8 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 	if err != nil {
 		return res, err
 	}
-	defer p.stop()
+	stopRun, _ := cleanup.add(p.stop)
+	defer stopRun()
 	live := func() int {
 		n := 0
 		for _, s := range in.routers {

@@ -30,7 +30,13 @@ func runChild(timeout time.Duration, env []string, prog string, args ...string) 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		// Killed by pid if the bench is stopped meanwhile.
+		_, forget := cleanup.add(func() { _ = cmd.Process.Kill() })
+		err = cmd.Wait()
+		forget()
+	}
 	r := childRun{wall: time.Since(start), stdout: stdout.String(), stderr: stderr.String()}
 	if cmd.ProcessState == nil {
 		return r, fmt.Errorf("%s %s: %w", prog, short(args), err)

@@ -45,11 +45,32 @@ type rpcMsg struct {
 // call sends one request and returns its result, answering echo requests
 // meanwhile.
 func (r *rawDB) call(method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	req, err := r.request(method, params)
+	if err != nil {
+		return nil, err
+	}
+	return r.send(req, timeout)
+}
+
+// request encodes a request, to be sent by send.
+func (r *rawDB) request(method string, params any) (rawRequest, error) {
 	r.id++
-	id := r.id
+	b, err := json.Marshal(map[string]any{"method": method, "params": params, "id": r.id})
+	return rawRequest{method: method, id: r.id, body: b}, err
+}
+
+type rawRequest struct {
+	method string
+	id     int
+	body   []byte
+}
+
+// send writes an encoded request and reads its reply.
+func (r *rawDB) send(req rawRequest, timeout time.Duration) (json.RawMessage, error) {
+	method, id := req.method, req.id
 	_ = r.conn.SetDeadline(time.Now().Add(timeout))
 	defer r.conn.SetDeadline(time.Time{})
-	if err := json.NewEncoder(r.w).Encode(map[string]any{"method": method, "params": params, "id": id}); err != nil {
+	if _, err := r.w.Write(req.body); err != nil {
 		return nil, err
 	}
 	if err := r.w.Flush(); err != nil {
@@ -273,12 +294,24 @@ func renameRefs(v any, known map[string]bool) any {
 	return out
 }
 
-// transact sends ops as one transaction and fails on any operation error.
-func (r *rawDB) transact(ops []any, timeout time.Duration) error {
-	res, err := r.call("transact", ops, timeout)
+// transact sends ops as one transaction and fails on any operation error;
+// it returns the time from the first byte sent to the reply read, the
+// request's encoding and the reply's checks left out.
+func (r *rawDB) transact(ops []any, timeout time.Duration) (time.Duration, error) {
+	req, err := r.request("transact", ops)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	start := time.Now()
+	res, err := r.send(req, timeout)
+	took := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	return took, checkResults(res, len(ops)-1)
+}
+
+func checkResults(res json.RawMessage, nops int) error {
 	var results []map[string]any
 	if err := json.Unmarshal(res, &results); err != nil {
 		return err
@@ -288,8 +321,8 @@ func (r *rawDB) transact(ops []any, timeout time.Duration) error {
 			return fmt.Errorf("OVSDB transact: operation %d: %v: %v", i, e, x["details"])
 		}
 	}
-	if len(results) < len(ops)-1 {
-		return fmt.Errorf("OVSDB transact: %d results for %d operations", len(results), len(ops)-1)
+	if len(results) < nops {
+		return fmt.Errorf("OVSDB transact: %d results for %d operations", len(results), nops)
 	}
 	return nil
 }

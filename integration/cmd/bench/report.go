@@ -94,11 +94,11 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 	if len(evs) > 0 {
 		fmt.Fprintln(w, "`run` on the synced NB (--file-poll 100ms, --resync 24h):")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| N | start → idle | start CPU | events | latency p50 | p99 | max | CPU/event (mean) | CPU/event p99 | run peak RSS |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| N | start → idle | start CPU | start/no-op sync | events | latency p50 | p99 | max | CPU/event (mean) | CPU/event p99 | run peak RSS |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, r := range evs {
 			e := r.ev
-			fmt.Fprintf(w, "| %d | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.n, secs(e.startup), secs(e.startupCPU), len(e.lat),
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.n, secs(e.startup), secs(e.startupCPU), ratio(e.startup, r.noop.wall), len(e.lat),
 				secs(quantile(e.lat, 0.5)), secs(quantile(e.lat, 0.99)), secs(quantile(e.lat, 1)),
 				secs(mean(e.cpu)), secs(quantile(e.cpu, 0.99)), mib(e.hwm))
 			if e.note != "" {
