@@ -220,6 +220,10 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 	res.startupCPU, _ = procCPU(p.cmd.Process.Pid)
 
 	budgetEnd := time.Now().Add(cfg.eventsBudget)
+	budgetNote := fmt.Sprintf("the -events-budget of %s", cfg.eventsBudget)
+	if cfg.deadline.Before(budgetEnd) {
+		budgetEnd, budgetNote = cfg.deadline, fmt.Sprintf("the -budget of %s", cfg.budget)
+	}
 	pickN := 0
 	pick := func(not int) *routerState {
 		for {
@@ -233,7 +237,7 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 	var removed *routerState
 	for k := 0; k < count; k++ {
 		if time.Now().After(budgetEnd) {
-			res.note = fmt.Sprintf("%d of %d events: the -events-budget of %s ran out", k, count, cfg.eventsBudget)
+			res.note = fmt.Sprintf("%d of %d events: %s ran out", k, count, budgetNote)
 			break
 		}
 		pid := p.cmd.Process.Pid

@@ -36,6 +36,8 @@ type config struct {
 	nbctlBatch   int
 	timeout      time.Duration
 	eventsBudget time.Duration
+	budget       time.Duration
+	deadline     time.Time // start + budget
 	keepGoing    bool
 	verbose      bool
 	keep         bool
@@ -52,6 +54,7 @@ func main() {
 	flag.IntVar(&cfg.nbctlBatch, "nbctl-batch", 500, "ovn-nbctl commands per invocation")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "limit of one measurement (a sync, an event, run becoming idle)")
 	flag.DurationVar(&cfg.eventsBudget, "events-budget", 4*time.Minute, "stop starting events at one N after this long")
+	flag.DurationVar(&cfg.budget, "budget", 14*time.Minute, "start no new ovn-nbctl build, `run` phase or N after this long (a running measurement finishes)")
 	flag.BoolVar(&cfg.keepGoing, "keep-going", false, "after a failed measurement, go on with the next and report it")
 	flag.BoolVar(&cfg.verbose, "v", false, "print progress to stderr")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (manifests, logs)")
@@ -152,6 +155,8 @@ type result struct {
 	ev               *eventResult
 	errs             map[string]error
 	nbctlNotMeasured string
+	skipped          string // why this N was not measured at all
+	eventsSkipped    string
 }
 
 func (r *result) fail(what string, err error) { r.errs[what] = err }
@@ -183,9 +188,14 @@ func run(cfg *config) int {
 	}()
 
 	began := time.Now()
+	cfg.deadline = began.Add(cfg.budget)
 	var results []*result
 	failed := false
 	for _, n := range cfg.ns {
+		if time.Now().After(cfg.deadline) {
+			results = append(results, &result{n: n, skipped: fmt.Sprintf("not measured: the -budget of %s ran out", cfg.budget), errs: map[string]error{}})
+			continue
+		}
 		r := measure(cfg, filepath.Join(work, fmt.Sprintf("n%d", n)), n)
 		results = append(results, r)
 		if len(r.errs) > 0 {
@@ -274,7 +284,9 @@ func measure(cfg *config, dir string, n int) *result {
 		return r
 	}
 
-	if n <= cfg.nbctlMax {
+	if time.Now().After(cfg.deadline) {
+		r.nbctlNotMeasured = fmt.Sprintf("the -budget of %s ran out", cfg.budget)
+	} else if n <= cfg.nbctlMax {
 		cfg.progress("N=%d: batched ovn-nbctl", n)
 		err = measureNbctl(cfg, filepath.Join(dir, "nbctl"), tables, r)
 		if stopHere("nbctl", err) {
@@ -287,6 +299,8 @@ func measure(cfg *config, dir string, n int) *result {
 	for _, en := range cfg.eventsNs {
 		if en == n && n < 2 {
 			r.fail("run events", fmt.Errorf("events need at least 2 routers (one is removed while another's row is deleted)"))
+		} else if en == n && cfg.events > 0 && time.Now().After(cfg.deadline) {
+			r.eventsSkipped = fmt.Sprintf("`run` events not measured: the -budget of %s ran out", cfg.budget)
 		} else if en == n && cfg.events > 0 {
 			cfg.progress("N=%d: run and %d events", n, cfg.events)
 			r.ev, err = runEvents(cfg, dir, c.NB, in, cfg.events)

@@ -67,6 +67,13 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var notes []string
 	for _, r := range results {
+		if r.skipped != "" {
+			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.skipped))
+			continue
+		}
+		if r.eventsSkipped != "" {
+			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.eventsSkipped))
+		}
 		nbctl := secs(r.nbctl)
 		if r.nbctlNotMeasured != "" {
 			nbctl = "skipped"
@@ -130,9 +137,9 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N. "+
+	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
 		"Floor: a raw JSON-RPC `transact` over the NB's unix socket of every dumped row (NB_Global excluded) as named-UUID inserts, children referenced from their parents' rows.\n",
-		cfg.nbctlBatch, cfg.nbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget)
+		cfg.nbctlBatch, cfg.nbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range notes {
@@ -143,6 +150,9 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 	fmt.Fprintln(w, "\nRaw numbers (seconds, bytes):")
 	fmt.Fprintln(w, "```")
 	for _, r := range results {
+		if r.skipped != "" {
+			continue
+		}
 		fmt.Fprintf(w, "N=%d rows=%d full_wall=%.4f full_cpu=%.4f full_maxrss=%d full_txns_ops=%s wait_sb=%.4f noop_wall=%.4f noop_cpu=%.4f noop_maxrss=%d noop_txns_ops=%s floor=%.4f floor_ops=%d nbctl=%.4f nbctl_cmds=%d nbctl_calls=%d\n",
 			r.n, r.rows, r.full.wall.Seconds(), r.full.cpu.Seconds(), r.full.maxRSS, r.fullTx, r.waitSB.Seconds(),
 			r.noop.wall.Seconds(), r.noop.cpu.Seconds(), r.noop.maxRSS, r.noopTx, r.floor.Seconds(), r.floorOps,
