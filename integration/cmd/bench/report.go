@@ -94,7 +94,7 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 
 	var evs []*result
 	for _, r := range results {
-		if r.ev != nil && len(r.ev.lat) > 0 || r.ev != nil && r.ev.startup > 0 {
+		if r.ev != nil && (len(r.ev.lat) > 0 || r.ev.startup > 0 || r.ev.startupTimeout > 0) {
 			evs = append(evs, r)
 		}
 	}
@@ -105,7 +105,11 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, r := range evs {
 			e := r.ev
-			fmt.Fprintf(w, "| %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.n, secs(e.startup), secs(e.startupCPU), ratio(e.startup, r.noop.wall), len(e.lat),
+			startup := secs(e.startup)
+			if e.startupTimeout > 0 {
+				startup = "> " + e.startupTimeout.String()
+			}
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.n, startup, secs(e.startupCPU), ratio(e.startup, r.noop.wall), len(e.lat),
 				secs(quantile(e.lat, 0.5)), secs(quantile(e.lat, 0.99)), secs(quantile(e.lat, 1)),
 				secs(mean(e.cpu)), secs(quantile(e.cpu, 0.99)), mib(e.hwm))
 			if e.note != "" {
