@@ -232,13 +232,16 @@ func measure(cfg *config, dir string, n int) *result {
 		r.fail(what, err)
 		return !cfg.keepGoing
 	}
+	// What the rest depends on ends this N when it fails, -keep-going or not.
 	in, err := generate(dir, n)
-	if stopHere("input", err) {
+	if err != nil {
+		r.fail("input", err)
 		return r
 	}
 	cfg.progress("N=%d: starting NB, SB and northd", n)
 	c, err := sandbox.StartCentral(filepath.Join(dir, "central"))
-	if stopHere("central", err) {
+	if err != nil {
+		r.fail("central", err)
 		return r
 	}
 	stopCentral, _ := cleanup.add(func() { _ = c.Stop() })
@@ -266,12 +269,14 @@ func measure(cfg *config, dir string, n int) *result {
 
 	cfg.progress("N=%d: dumping the NB", n)
 	raw, err := dialRaw(c.NB)
-	if stopHere("dump", err) {
+	if err != nil {
+		r.fail("dump", err)
 		return r
 	}
 	tables, err := raw.dump("OVN_Northbound", "NB_Global")
 	raw.Close()
-	if stopHere("dump", err) {
+	if err != nil {
+		r.fail("dump", err)
 		return r
 	}
 	for _, t := range tables {
