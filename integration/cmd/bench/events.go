@@ -83,22 +83,34 @@ func (p *runProc) stop() {
 	}
 }
 
-// scrape reads /readyz and the queue depth and router gauges of /metrics;
-// a gauge the binary does not export is -1.
-func (p *runProc) scrape() (ready bool, depth, routers float64, err error) {
+// scraped is what one look at /readyz and /metrics saw; a metric the
+// binary does not export is -1.
+type scraped struct {
+	ready                 bool
+	depth, routers, recon float64
+}
+
+// scrape reads /readyz and, from /metrics, the queue depth, the routers with
+// a status and the reconciles finished.
+func (p *runProc) scrape() (scraped, error) {
 	cl := http.Client{Timeout: 5 * time.Second}
 	resp, err := cl.Get(p.metrics + "/readyz")
 	if err != nil {
-		return false, 0, 0, err
+		return scraped{}, err
 	}
 	resp.Body.Close()
-	ready = resp.StatusCode == http.StatusOK
+	m := scraped{ready: resp.StatusCode == http.StatusOK, depth: -1, routers: -1, recon: -1}
 	resp, err = cl.Get(p.metrics + "/metrics")
 	if err != nil {
-		return false, 0, 0, err
+		return scraped{}, err
 	}
 	defer resp.Body.Close()
-	depth, routers = -1, -1
+	add := func(to *float64, v float64) {
+		if *to < 0 {
+			*to = 0
+		}
+		*to += v
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -110,23 +122,25 @@ func (p *runProc) scrape() (ready bool, depth, routers float64, err error) {
 		if err != nil {
 			continue
 		}
-		switch f[0] {
+		name, _, _ := strings.Cut(f[0], "{")
+		switch name {
 		case "kubevirt_ovn_queue_depth":
-			depth = v
+			m.depth = v
 		case "kubevirt_ovn_routers_ready", "kubevirt_ovn_routers_not_ready":
-			if routers < 0 {
-				routers = 0
-			}
-			routers += v
+			add(&m.routers, v)
+		case "kubevirt_ovn_reconcile_duration_seconds_count":
+			add(&m.recon, v)
 		}
 	}
-	return ready, depth, routers, sc.Err()
+	return m, sc.Err()
 }
 
-// Idle: over the last idleWindow the controller used at most idleShare of
-// one CPU (the file poll's stats remain), /readyz is 200, its queue is empty
-// and every router has a status. /metrics is scraped only once the CPU is
-// quiet, since a scrape costs the controller CPU.
+// Idle: over two windows of idleWindow in a row the controller used at most
+// idleShare of one CPU (the file poll's stats remain), and at the end of
+// each /readyz is 200, its queue is empty, every router has a status, and no
+// reconcile finished in between (a starved reconcile may use no CPU for a
+// window). /metrics is scraped only once the CPU is quiet, since a scrape
+// costs the controller CPU.
 const (
 	idleWindow = 300 * time.Millisecond
 	idleStep   = 50 * time.Millisecond
@@ -137,7 +151,7 @@ const (
 var errNotIdle = errors.New("kubevirt-ovn run not idle")
 
 // waitIdle polls until run is idle, at most timeout; it returns when the
-// quiet window that proved it began.
+// quiet windows that proved it began.
 func (p *runProc) waitIdle(routers int, timeout time.Duration) (time.Time, error) {
 	type sample struct {
 		t   time.Time
@@ -147,6 +161,8 @@ func (p *runProc) waitIdle(routers int, timeout time.Duration) (time.Time, error
 	deadline := time.Now().Add(timeout)
 	last := ""
 	pid := p.cmd.Process.Pid
+	var quietSince time.Time // the first quiet window's start, if its scrape was idle
+	prevRecon := -1.0
 	for {
 		if !p.alive() {
 			return time.Time{}, fmt.Errorf("kubevirt-ovn run (pid %d) exited", pid)
@@ -168,22 +184,35 @@ func (p *runProc) waitIdle(routers int, timeout time.Duration) (time.Time, error
 			s := samples[k]
 			samples = samples[k:]
 			if float64(cpu-s.cpu) <= idleShare*float64(now.Sub(s.t)) {
-				ready, depth, n, err := p.scrape()
+				m, err := p.scrape()
+				idle := false
 				switch {
 				case err != nil:
 					last = err.Error()
-				case !ready:
+				case !m.ready:
 					last = "/readyz is not 200"
-				case depth > 0:
-					last = fmt.Sprintf("queue depth %v", depth)
-				case n >= 0 && int(n) != routers:
-					last = fmt.Sprintf("%v routers with a status, want %d", n, routers)
+				case m.depth > 0:
+					last = fmt.Sprintf("queue depth %v", m.depth)
+				case m.routers >= 0 && int(m.routers) != routers:
+					last = fmt.Sprintf("%v routers with a status, want %d", m.routers, routers)
 				default:
-					return s.t, nil
+					idle = true
+				}
+				switch {
+				case !idle:
+					quietSince, prevRecon = time.Time{}, -1
+				case !quietSince.IsZero() && m.recon == prevRecon:
+					return quietSince, nil
+				case !quietSince.IsZero():
+					last = "reconciles finished while quiet"
+					quietSince, prevRecon = s.t, m.recon
+				default:
+					quietSince, prevRecon = s.t, m.recon
 				}
 				samples = nil // the scrape cost CPU: start a new window
 			} else {
 				last = "busy"
+				quietSince, prevRecon = time.Time{}, -1
 			}
 		}
 		if now.After(deadline) {
