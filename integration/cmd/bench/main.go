@@ -157,6 +157,7 @@ type result struct {
 	nbctlNotMeasured string
 	skipped          string // why this N was not measured at all
 	eventsSkipped    string
+	noopNote         string
 }
 
 func (r *result) fail(what string, err error) { r.errs[what] = err }
@@ -265,6 +266,9 @@ func measure(cfg *config, dir string, n int) *result {
 	r.noopTx = txnsOps(r.noop)
 	if stopHere("no-op sync", err) {
 		return r
+	}
+	if err == nil && !strings.Contains(r.noop.stdout, "no changes") {
+		r.noopNote = "the no-op sync did not print \"no changes\": " + firstLine(lastLines(r.noop.stdout, 3))
 	}
 
 	cfg.progress("N=%d: dumping the NB", n)

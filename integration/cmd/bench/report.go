@@ -71,6 +71,9 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.skipped))
 			continue
 		}
+		if r.noopNote != "" {
+			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.noopNote))
+		}
 		if r.eventsSkipped != "" {
 			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.eventsSkipped))
 		}
