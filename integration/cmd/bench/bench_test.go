@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -174,7 +175,7 @@ func TestGeneratedInputIsUniqueAcrossRouters(t *testing.T) {
 		note("snat", snatIP(i, true), routerName(i)+" (alt)")
 		for j := 0; j < netsPerRouter; j++ {
 			a, b := netPrefix(i, j)
-			note("cidr", string(rune(a))+"."+string(rune(b)), netName(i, j))
+			note("cidr", fmt.Sprintf("10.%d.%d.0/24", a, b), netName(i, j))
 			for v := 0; v < vmsPerNet+3; v++ {
 				x := vm(i, j, v)
 				note("mac", x.mac, x.name)
