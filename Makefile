@@ -7,7 +7,7 @@ TEST_PACKAGES := etcd-server jq
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 KEEP         ?=
 
-.PHONY: all build deps generate check-generate check-format vet test demo clean
+.PHONY: all build deps generate check-generate check-format vet test demo bench clean
 
 all: build
 
@@ -48,6 +48,14 @@ test: deps check-generate check-format vet
 
 demo: deps build
 	$(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep)
+
+# Measure the binary on a private OVN: N = 10, 100, 1000, 3000 routers, full
+# and no-op sync against the raw single-transaction floor and batched
+# ovn-nbctl, and `run` event latency; prints a markdown table. Pass more
+# flags with BENCH_FLAGS, e.g. BENCH_FLAGS="-n 10,100 -events 20 -v".
+BENCH_FLAGS ?=
+bench: deps build
+	$(GO) run ./integration/cmd/bench -bin bin/kubevirt-ovn $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTxnsOpsReadsTheSyncLineFromEitherStream(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		stdout, stderr string
+		want           string
+	}{
+		{"stdout", "changes per table:\nNB: 3 transactions, 120 operations\n", "", "3/120"},
+		{"stderr singular", "", "note: x\nNB: 1 transaction, 5 operations (2 waits)\n", "1/5"},
+		{"absent", "no changes\n", "", "-"},
+		{"not at line start", "the NB: 3 transactions, 4 operations\n", "", "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, txnsOps(childRun{stdout: tc.stdout, stderr: tc.stderr}))
+		})
+	}
+}
+
+// dumpOf decodes tables as the server sends a select's rows.
+func dumpOf(t *testing.T, tables map[string]string, order ...string) []dumpTable {
+	t.Helper()
+	var out []dumpTable
+	for _, name := range order {
+		var rows []row
+		require.NoError(t, json.Unmarshal([]byte(tables[name]), &rows))
+		out = append(out, dumpTable{name: name, rows: rows})
+	}
+	return out
+}
+
+var smallDump = map[string]string{
+	"Logical_Switch_Port": `[{"_uuid":["uuid","11111111-0000-0000-0000-000000000001"],"_version":["uuid","99999999-0000-0000-0000-000000000000"],
+		"name":"kv-net_default_vm_eth1","addresses":"50:54:00:00:00:05 10.0.0.5","port_security":["set",[]],"type":"",
+		"options":["map",[]],"external_ids":["map",[["kubevirt-ovn/owner","net"]]],"ha_chassis_group":["set",[]]},
+		{"_uuid":["uuid","11111111-0000-0000-0000-000000000002"],"name":"kv-stor-net_r","addresses":"router","type":"router",
+		"options":["map",[["router-port","kv-rtos-r_net"]]],"external_ids":["map",[]]}]`,
+	"Logical_Switch": `[{"_uuid":["uuid","22222222-0000-0000-0000-000000000001"],"name":"kv-net",
+		"ports":["set",[["uuid","11111111-0000-0000-0000-000000000001"],["uuid","11111111-0000-0000-0000-000000000002"]]],
+		"external_ids":["map",[]],"qos_rules":["set",[["uuid","33333333-0000-0000-0000-00000000dead"]]]}]`,
+	"Gateway_Chassis": `[{"_uuid":["uuid","44444444-0000-0000-0000-000000000001"],"name":"kv-rtoe-r-gw1","chassis_name":"gw1","priority":1}]`,
+	"NAT":             `[{"_uuid":["uuid","55555555-0000-0000-0000-000000000001"],"type":"snat","external_ip":"172.16.0.10","logical_ip":"10.0.0.0/24","logical_port":["set",[]]}]`,
+	"Logical_Router_Static_Route": `[{"_uuid":["uuid","66666666-0000-0000-0000-000000000001"],"ip_prefix":"0.0.0.0/0","nexthop":"172.16.0.1",
+		"policy":["set",[]],"output_port":"kv-rtoe-r"}]`,
+	"Logical_Router_Port": `[{"_uuid":["uuid","77777777-0000-0000-0000-000000000001"],"name":"kv-rtoe-r","mac":"fa:16:3e:00:00:01",
+		"networks":"172.16.0.10/16","gateway_chassis":["uuid","44444444-0000-0000-0000-000000000001"],"external_ids":["map",[]]}]`,
+	"Logical_Router": `[{"_uuid":["uuid","88888888-0000-0000-0000-000000000001"],"name":"kv-r",
+		"ports":["uuid","77777777-0000-0000-0000-000000000001"],"nat":["uuid","55555555-0000-0000-0000-000000000001"],
+		"static_routes":["uuid","66666666-0000-0000-0000-000000000001"],"external_ids":["map",[["kubevirt-ovn/owner","r"]]]}]`,
+	"Static_MAC_Binding": `[{"_uuid":["uuid","99999999-0000-0000-0000-000000000001"],"logical_port":"kv-rtoe-r","ip":"172.16.0.1","mac":"00:00:00:00:ee:01"}]`,
+	"ACL":                `[{"_uuid":["uuid","aaaaaaaa-0000-0000-0000-000000000001"],"action":"allow"}]`,
+}
+
+var smallOrder = []string{"Logical_Switch_Port", "Logical_Switch", "Gateway_Chassis", "NAT", "Logical_Router_Static_Route",
+	"Logical_Router_Port", "Logical_Router", "Static_MAC_Binding", "ACL"}
+
+func TestFloorOpsInsertEveryRowWithNamedUUIDReferences(t *testing.T) {
+	tables := dumpOf(t, smallDump, smallOrder...)
+	ops, n := floorOps("OVN_Northbound", tables)
+	require.Equal(t, 10, n)
+	require.Len(t, ops, 11)
+	assert.Equal(t, "OVN_Northbound", ops[0])
+
+	port := ops[1].(map[string]any)
+	assert.Equal(t, "insert", port["op"])
+	assert.Equal(t, "Logical_Switch_Port", port["table"])
+	assert.Equal(t, "r11111111_0000_0000_0000_000000000001", port["uuid-name"])
+	prow := port["row"].(map[string]any)
+	assert.NotContains(t, prow, "_uuid")
+	assert.NotContains(t, prow, "_version")
+	assert.NotContains(t, prow, "port_security", "empty sets are left out")
+	assert.NotContains(t, prow, "options", "empty maps are left out")
+	assert.Equal(t, "50:54:00:00:00:05 10.0.0.5", prow["addresses"])
+
+	sw := ops[3].(map[string]any)["row"].(map[string]any)
+	assert.Equal(t, []any{"set", []any{
+		[]any{"named-uuid", "r11111111_0000_0000_0000_000000000001"},
+		[]any{"named-uuid", "r11111111_0000_0000_0000_000000000002"},
+	}}, sw["ports"], "children are referenced from the parent's insert row")
+	assert.Equal(t, []any{"set", []any{[]any{"uuid", "33333333-0000-0000-0000-00000000dead"}}}, sw["qos_rules"],
+		"a reference to a row outside the dump stays a UUID")
+
+	lr := ops[8].(map[string]any)["row"].(map[string]any)
+	assert.Equal(t, []any{"named-uuid", "r77777777_0000_0000_0000_000000000001"}, lr["ports"])
+}
+
+func TestSchemaOrderPutsReferencedTablesFirst(t *testing.T) {
+	s := schemaTables{
+		"Logical_Router":      {"Logical_Router_Port": true, "NAT": true},
+		"Logical_Router_Port": {"Gateway_Chassis": true},
+		"Gateway_Chassis":     {},
+		"NAT":                 {},
+		"NB_Global":           {"Connection": true},
+		"Connection":          {},
+		"Loop_A":              {"Loop_B": true},
+		"Loop_B":              {"Loop_A": true},
+	}
+	order := s.order()
+	pos := map[string]int{}
+	for i, n := range order {
+		pos[n] = i
+	}
+	require.Len(t, order, len(s))
+	for parent, refs := range s {
+		for child := range refs {
+			if parent == "Loop_A" || parent == "Loop_B" {
+				continue
+			}
+			assert.Less(t, pos[child], pos[parent], "%s before %s", child, parent)
+		}
+	}
+}
+
+func TestNbctlCommandsRebuildTheDump(t *testing.T) {
+	cmds, skipped := nbctlCommands(dumpOf(t, smallDump, smallOrder...))
+	var got []string
+	for _, c := range cmds {
+		got = append(got, joinCmd(c))
+	}
+	assert.Equal(t, []string{
+		"ls-add kv-net",
+		"lsp-add kv-net kv-net_default_vm_eth1",
+		"lsp-set-addresses kv-net_default_vm_eth1 50:54:00:00:00:05 10.0.0.5",
+		`set Logical_Switch_Port kv-net_default_vm_eth1 external_ids:"kubevirt-ovn/owner"="net"`,
+		"lsp-add kv-net kv-stor-net_r",
+		"lsp-set-addresses kv-stor-net_r router",
+		"lsp-set-type kv-stor-net_r router",
+		"lsp-set-options kv-stor-net_r router-port=kv-rtos-r_net",
+		"lr-add kv-r",
+		`set Logical_Router kv-r external_ids:"kubevirt-ovn/owner"="r"`,
+		"lrp-add kv-r kv-rtoe-r fa:16:3e:00:00:01 172.16.0.10/16",
+		"lrp-set-gateway-chassis kv-rtoe-r gw1 1",
+		"lr-nat-add kv-r snat 172.16.0.10 10.0.0.0/24",
+		"lr-route-add kv-r 0.0.0.0/0 172.16.0.1 kv-rtoe-r",
+		"static-mac-binding-add kv-rtoe-r 172.16.0.1 00:00:00:00:ee:01",
+	}, got)
+	assert.Equal(t, map[string]int{"ACL": 1}, skipped)
+
+	b := batches(cmds[:5], 2)
+	require.Len(t, b, 3)
+	assert.Equal(t, []string{"ls-add", "kv-net", "--", "lsp-add", "kv-net", "kv-net_default_vm_eth1"}, b[0])
+	assert.Equal(t, []string{"lsp-add", "kv-net", "kv-stor-net_r"}, b[2])
+}
+
+func TestQuantileIsNearestRank(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	assert.Equal(t, time.Duration(5), quantile(ds, 0.5))
+	assert.Equal(t, time.Duration(10), quantile(ds, 0.99))
+	assert.Equal(t, time.Duration(1), quantile(ds, 0))
+	assert.Equal(t, time.Duration(0), quantile(nil, 0.5))
+	assert.Equal(t, time.Duration(5), quantile([]time.Duration{5}, 0.99))
+}
+
+func TestGeneratedInputIsUniqueAcrossRouters(t *testing.T) {
+	seen := map[string]string{}
+	note := func(kind, v, who string) {
+		t.Helper()
+		if prev, ok := seen[kind+v]; ok {
+			t.Fatalf("%s %s of %s is also %s's", kind, v, who, prev)
+		}
+		seen[kind+v] = who
+	}
+	for i := 0; i < 3000; i += 7 {
+		note("snat", snatIP(i, false), routerName(i))
+		note("snat", snatIP(i, true), routerName(i)+" (alt)")
+		for j := 0; j < netsPerRouter; j++ {
+			a, b := netPrefix(i, j)
+			note("cidr", fmt.Sprintf("10.%d.%d.0/24", a, b), netName(i, j))
+			for v := 0; v < vmsPerNet+3; v++ {
+				x := vm(i, j, v)
+				note("mac", x.mac, x.name)
+			}
+		}
+	}
+}

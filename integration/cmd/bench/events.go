@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+// eventResult is what `run` did at one N.
+type eventResult struct {
+	startup    time.Duration // start until idle on an already-right NB
+	startupCPU time.Duration
+	// startupTimeout is set when run was not idle within it.
+	startupTimeout time.Duration
+	lat            []time.Duration // per event, file write / nbctl to NB end state
+	cpu            []time.Duration // per event, controller CPU until idle again
+	kinds          []string
+	hwm            int64  // peak RSS of run
+	note           string // why fewer events than asked, if so
+	log            string
+}
+
+// runProc is a running `kubevirt-ovn run`.
+type runProc struct {
+	cmd     *exec.Cmd
+	metrics string
+	done    chan struct{}
+}
+
+func startRun(bin, nb, manifests, logFile string) (*runProc, error) {
+	port, err := sandbox.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "run", "--nb", nb, "--from-file", manifests, "--http-addr", addr,
+		"--file-poll", "100ms", "--resync", "24h")
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &runProc{cmd: cmd, metrics: "http://" + addr, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
+	return p, nil
+}
+
+func (p *runProc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop ends run by SIGTERM to its pid, then SIGKILL after 10 s.
+func (p *runProc) stop() {
+	if !p.alive() {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// scraped is what one look at /readyz and /metrics saw; a metric the
+// binary does not export is -1.
+type scraped struct {
+	ready                 bool
+	depth, routers, recon float64
+}
+
+// scrape reads /readyz and, from /metrics, the queue depth, the routers with
+// a status and the reconciles finished.
+func (p *runProc) scrape() (scraped, error) {
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get(p.metrics + "/readyz")
+	if err != nil {
+		return scraped{}, err
+	}
+	resp.Body.Close()
+	m := scraped{ready: resp.StatusCode == http.StatusOK, depth: -1, routers: -1, recon: -1}
+	resp, err = cl.Get(p.metrics + "/metrics")
+	if err != nil {
+		return scraped{}, err
+	}
+	defer resp.Body.Close()
+	add := func(to *float64, v float64) {
+		if *to < 0 {
+			*to = 0
+		}
+		*to += v
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		name, _, _ := strings.Cut(f[0], "{")
+		switch name {
+		case "kubevirt_ovn_queue_depth":
+			m.depth = v
+		case "kubevirt_ovn_routers_ready", "kubevirt_ovn_routers_not_ready":
+			add(&m.routers, v)
+		case "kubevirt_ovn_reconcile_duration_seconds_count":
+			add(&m.recon, v)
+		}
+	}
+	return m, sc.Err()
+}
+
+// Idle: over two windows of idleWindow in a row the controller used at most
+// idleShare of one CPU (the file poll's stats remain), and at the end of
+// each /readyz is 200, its queue is empty, every router has a status, and no
+// reconcile finished in between (a starved reconcile may use no CPU for a
+// window). /metrics is scraped only once the CPU is quiet, since a scrape
+// costs the controller CPU.
+const (
+	idleWindow = 300 * time.Millisecond
+	idleStep   = 50 * time.Millisecond
+	idleShare  = 0.10
+)
+
+// errNotIdle is waitIdle's timeout: a measurement, not a failure.
+var errNotIdle = errors.New("kubevirt-ovn run not idle")
+
+// waitIdle polls until run is idle, at most timeout; it returns when the
+// quiet windows that proved it began.
+func (p *runProc) waitIdle(routers int, timeout time.Duration) (time.Time, error) {
+	type sample struct {
+		t   time.Time
+		cpu time.Duration
+	}
+	var samples []sample
+	deadline := time.Now().Add(timeout)
+	last := ""
+	pid := p.cmd.Process.Pid
+	var quietSince time.Time // the first quiet window's start, if its scrape was idle
+	prevRecon := -1.0
+	for {
+		if !p.alive() {
+			return time.Time{}, fmt.Errorf("kubevirt-ovn run (pid %d) exited", pid)
+		}
+		now := time.Now()
+		cpu, err := procCPU(pid)
+		if err != nil {
+			return time.Time{}, err
+		}
+		samples = append(samples, sample{now, cpu})
+		// The newest sample at least idleWindow old.
+		k := -1
+		for i := range samples {
+			if now.Sub(samples[i].t) >= idleWindow {
+				k = i
+			}
+		}
+		if k >= 0 {
+			s := samples[k]
+			samples = samples[k:]
+			if float64(cpu-s.cpu) <= idleShare*float64(now.Sub(s.t)) {
+				m, err := p.scrape()
+				idle := false
+				switch {
+				case err != nil:
+					last = err.Error()
+				case !m.ready:
+					last = "/readyz is not 200"
+				case m.depth > 0:
+					last = fmt.Sprintf("queue depth %v", m.depth)
+				case m.routers >= 0 && int(m.routers) != routers:
+					last = fmt.Sprintf("%v routers with a status, want %d", m.routers, routers)
+				default:
+					idle = true
+				}
+				switch {
+				case !idle:
+					quietSince, prevRecon = time.Time{}, -1
+				case !quietSince.IsZero() && m.recon == prevRecon:
+					return quietSince, nil
+				case !quietSince.IsZero():
+					last = "reconciles finished while quiet"
+					quietSince, prevRecon = s.t, m.recon
+				default:
+					quietSince, prevRecon = s.t, m.recon
+				}
+				samples = nil // the scrape cost CPU: start a new window
+			} else {
+				last = "busy"
+				quietSince, prevRecon = time.Time{}, -1
+			}
+		}
+		if now.After(deadline) {
+			return time.Time{}, fmt.Errorf("%w within %s (last seen: %s)", errNotIdle, timeout, last)
+		}
+		time.Sleep(idleStep) // the poll interval of a deadline-bounded poll
+	}
+}
+
+// runEvents starts `run` on the already-synced NB, measures its start, then
+// events until count or the budget.
+func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult, error) {
+	res := &eventResult{log: filepath.Join(dir, "run.log")}
+	w, err := watchNB(context.Background(), nb)
+	if err != nil {
+		return res, err
+	}
+	defer w.Close()
+	start := time.Now()
+	p, err := startRun(cfg.bin, nb, in.dir, res.log)
+	if err != nil {
+		return res, err
+	}
+	stopRun, _ := cleanup.add(p.stop)
+	defer stopRun()
+	live := func() int {
+		n := 0
+		for _, s := range in.routers {
+			if !s.removed {
+				n++
+			}
+		}
+		return n
+	}
+	idle, err := p.waitIdle(live(), cfg.timeout)
+	res.startupCPU, _ = procCPU(p.cmd.Process.Pid)
+	if errors.Is(err, errNotIdle) {
+		res.startupTimeout = cfg.timeout
+		res.hwm = procHWM(p.cmd.Process.Pid)
+		res.note = fmt.Sprintf("`run` start: %v; no events measured (log %s)", err, res.log)
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("run start: %w (log %s)", err, res.log)
+	}
+	res.startup = idle.Sub(start)
+
+	budgetEnd := time.Now().Add(cfg.eventsBudget)
+	budgetNote := fmt.Sprintf("the -events-budget of %s", cfg.eventsBudget)
+	if cfg.deadline.Before(budgetEnd) {
+		budgetEnd, budgetNote = cfg.deadline, fmt.Sprintf("the -budget of %s", cfg.budget)
+	}
+	pickN := 0
+	pick := func(not int) *routerState {
+		for {
+			s := in.routers[(pickN*37)%len(in.routers)]
+			pickN++
+			if !s.removed && s.index != not {
+				return s
+			}
+		}
+	}
+	var removed *routerState
+	for k := 0; k < count; k++ {
+		if time.Now().After(budgetEnd) {
+			res.note = fmt.Sprintf("%d of %d events: %s ran out", k, count, budgetNote)
+			break
+		}
+		pid := p.cmd.Process.Pid
+		cpu0, err := procCPU(pid)
+		if err != nil {
+			return res, err
+		}
+		var t0 time.Time
+		var cond func(view) bool
+		var kind string
+		switch k % 5 {
+		case 0: // one VM added to a router's file
+			kind = "vm-add"
+			s := pick(-1)
+			j := k / 5 % netsPerRouter
+			v := vm(s.index, j, vmsPerNet+len(s.extra[j]))
+			s.extra[j] = append(s.extra[j], v)
+			t0 = time.Now()
+			if err := in.write(s); err != nil {
+				return res, err
+			}
+			cond = vmPresent(v, nil)
+		case 1: // one router's SNAT IP changed
+			kind = "snat-ip"
+			s := pick(-1)
+			s.altSNAT = !s.altSNAT
+			t0 = time.Now()
+			if err := in.write(s); err != nil {
+				return res, err
+			}
+			cond = routerRight(s)
+		case 2: // one router removed: its file deleted
+			kind = "router-del"
+			removed = pick(-1)
+			removed.removed = true
+			t0 = time.Now()
+			if err := os.Remove(removed.file(in.dir)); err != nil {
+				return res, err
+			}
+			cond = routerGone(removed)
+		case 3: // one owned row deleted by hand
+			s := pick(removed.index)
+			var args []string
+			var oldUUID string
+			w.mu.Lock()
+			if k/5%2 == 0 {
+				kind = "lsp-del"
+				v := vm(s.index, 0, 0)
+				if p := (view{w}).portNamed(vmPortRow(v.network, v.name, "eth1")); p != nil {
+					oldUUID = p.UUID
+				}
+				args = []string{"lsp-del", vmPortRow(v.network, v.name, "eth1")}
+				cond = vmPresent(v, &oldUUID)
+			} else {
+				kind = "nat-del"
+				a, b := netPrefix(s.index, 1)
+				cidr := fmt.Sprintf("10.%d.%d.0/24", a, b)
+				if r := (view{w}).routerNamed(routerRow(routerName(s.index))); r != nil {
+					for _, n := range (view{w}).nats(r) {
+						if n.LogicalIP == cidr {
+							oldUUID = n.UUID
+						}
+					}
+				}
+				args = []string{"lr-nat-del", routerRow(routerName(s.index)), "snat", cidr}
+				cond = natBack(s, cidr, oldUUID)
+			}
+			w.mu.Unlock()
+			if oldUUID == "" {
+				return res, fmt.Errorf("event %d (%s): the row to delete is not in the NB", k, kind)
+			}
+			t0 = time.Now()
+			if _, err := runChild(cfg.timeout, nil, "ovn-nbctl", append([]string{"--db=" + nb}, args...)...); err != nil {
+				return res, err
+			}
+		case 4: // the removed router back
+			kind = "router-add"
+			removed.removed = false
+			t0 = time.Now()
+			if err := in.write(removed); err != nil {
+				return res, err
+			}
+			cond = routerRight(removed)
+		}
+		t1, err := w.until(cond, cfg.timeout)
+		if err != nil {
+			return res, fmt.Errorf("event %d (%s): %w (log %s)", k, kind, err, res.log)
+		}
+		_, idleErr := p.waitIdle(live(), cfg.timeout)
+		if idleErr != nil && !errors.Is(idleErr, errNotIdle) {
+			return res, fmt.Errorf("event %d (%s): %w (log %s)", k, kind, idleErr, res.log)
+		}
+		cpu1, err := procCPU(pid)
+		if err != nil {
+			return res, err
+		}
+		res.kinds = append(res.kinds, kind)
+		res.lat = append(res.lat, t1.Sub(t0))
+		res.cpu = append(res.cpu, cpu1-cpu0)
+		if idleErr != nil {
+			res.note = fmt.Sprintf("event %d (%s): %v: its CPU is a lower bound and no further events were measured", k, kind, idleErr)
+			break
+		}
+		if cfg.verbose {
+			fmt.Fprintf(os.Stderr, "  event %d %-10s latency %s cpu %s\n", k, kind, t1.Sub(t0).Round(time.Millisecond), (cpu1 - cpu0).Round(time.Millisecond))
+		}
+	}
+	res.hwm = procHWM(p.cmd.Process.Pid)
+	if removed != nil && removed.removed {
+		// Keep the input whole for whoever reads the directory next.
+		removed.removed = false
+		_ = in.write(removed)
+	}
+	return res, nil
+}
+
+// vmPresent: the VM's port exists (with a UUID other than old, if given),
+// carries its MAC, and is one of its switch's ports.
+func vmPresent(v vmSpec, old *string) func(view) bool {
+	return func(x view) bool {
+		p := x.portNamed(vmPortRow(v.network, v.name, "eth1"))
+		if p == nil || (old != nil && p.UUID == *old) {
+			return false
+		}
+		if !slices.ContainsFunc(p.Addresses, func(a string) bool { return strings.HasPrefix(a, v.mac) }) {
+			return false
+		}
+		ls := x.switchNamed(switchRow(v.network))
+		return ls != nil && slices.Contains(ls.Ports, p.UUID)
+	}
+}
+
+// routerRight: the router exists with its three ports, one SNAT per
+// internal network on the current SNAT IP, its gateway port on that IP, and
+// its switches with a port per VM and one for the router.
+func routerRight(s *routerState) func(view) bool {
+	return func(x view) bool {
+		r := x.routerNamed(routerRow(routerName(s.index)))
+		if r == nil || len(r.Ports) != netsPerRouter+1 {
+			return false
+		}
+		nats := x.nats(r)
+		if len(nats) != netsPerRouter || len(r.Nat) != netsPerRouter {
+			return false
+		}
+		for _, n := range nats {
+			if n.ExternalIP != s.snat() {
+				return false
+			}
+		}
+		gw := x.routerPortNamed(rtoeRow(routerName(s.index)))
+		if gw == nil || !slices.ContainsFunc(gw.Networks, func(n string) bool { return strings.HasPrefix(n, s.snat()+"/") }) {
+			return false
+		}
+		if x.portNamed(etorRow(routerName(s.index))) == nil {
+			return false
+		}
+		for j := 0; j < netsPerRouter; j++ {
+			ls := x.switchNamed(switchRow(netName(s.index, j)))
+			if ls == nil || len(ls.Ports) != len(s.vms(j))+1 {
+				return false
+			}
+			for _, u := range ls.Ports {
+				if x.w.lsp[u] == nil {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// routerGone: the router, its switches and its external switch port are gone.
+func routerGone(s *routerState) func(view) bool {
+	return func(x view) bool {
+		if x.routerNamed(routerRow(routerName(s.index))) != nil || x.portNamed(etorRow(routerName(s.index))) != nil {
+			return false
+		}
+		for j := 0; j < netsPerRouter; j++ {
+			if x.switchNamed(switchRow(netName(s.index, j))) != nil {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// natBack: the router has its SNAT for cidr again, as a new row.
+func natBack(s *routerState, cidr, old string) func(view) bool {
+	return func(x view) bool {
+		r := x.routerNamed(routerRow(routerName(s.index)))
+		if r == nil {
+			return false
+		}
+		nats := x.nats(r)
+		if len(nats) != netsPerRouter {
+			return false
+		}
+		for _, n := range nats {
+			if n.LogicalIP == cidr && n.UUID != old && n.ExternalIP == s.snat() {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,0 +1,442 @@
+// Command bench measures the kubevirt-ovn binary, through its CLI only, on a
+// private OVN (NB + SB ovsdb-server and ovn-northd from integration/sandbox):
+// for each N routers (2 internal networks of 5 VMs each, SNAT, a peer router
+// and a gateway chassis, on one shared FLAT external network) it times a full
+// `sync`, the time until northd has it (--wait=sb), a no-op `sync`, the same
+// rows inserted as one raw OVSDB transaction (the floor) and built by batched
+// ovn-nbctl, each on a fresh NB; at the -events-n sizes it runs `run` on the
+// synced NB and measures event latency and controller CPU. It prints a
+// markdown table and the raw numbers, and stops every daemon it started.
+//
+//	go run ./integration/cmd/bench -bin bin/kubevirt-ovn -n 10,100,1000,3000 -events 60
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+type config struct {
+	bin          string
+	ns, eventsNs []int
+	events       int
+	nbctlMax     int
+	nbctlBatch   int
+	timeout      time.Duration
+	eventsBudget time.Duration
+	budget       time.Duration
+	deadline     time.Time // start + budget
+	keepGoing    bool
+	verbose      bool
+	keep         bool
+}
+
+func main() {
+	var cfg config
+	var ns, eventsNs string
+	flag.StringVar(&cfg.bin, "bin", "bin/kubevirt-ovn", "the kubevirt-ovn binary to measure")
+	flag.StringVar(&ns, "n", "10,100,1000,3000", "router counts, comma-separated")
+	flag.StringVar(&eventsNs, "events-n", "10,1000", "router counts (among -n) at which `run` events are measured")
+	flag.IntVar(&cfg.events, "events", 60, "events per -events-n size (cycling VM added, SNAT IP changed, router removed, owned row deleted by hand, router re-added)")
+	flag.IntVar(&cfg.nbctlMax, "nbctl-max", 1000, "build the topology with ovn-nbctl only up to this N")
+	flag.IntVar(&cfg.nbctlBatch, "nbctl-batch", 500, "ovn-nbctl commands per invocation")
+	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "limit of one measurement (a sync, an event, run becoming idle)")
+	flag.DurationVar(&cfg.eventsBudget, "events-budget", 4*time.Minute, "stop starting events at one N after this long")
+	flag.DurationVar(&cfg.budget, "budget", 14*time.Minute, "start no new ovn-nbctl build, `run` phase or N after this long (a running measurement finishes)")
+	flag.BoolVar(&cfg.keepGoing, "keep-going", false, "after a failed measurement, go on with the next and report it")
+	flag.BoolVar(&cfg.verbose, "v", false, "print progress to stderr")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (manifests, logs)")
+	flag.Parse()
+	var err error
+	if cfg.ns, err = parseInts(ns); err != nil {
+		fatal(fmt.Errorf("-n %q: %w", ns, err))
+	}
+	if cfg.eventsNs, err = parseInts(eventsNs); err != nil {
+		fatal(fmt.Errorf("-events-n %q: %w", eventsNs, err))
+	}
+	if _, err := os.Stat(cfg.bin); err != nil {
+		fatal(fmt.Errorf("the binary to measure: %w (run 'make build')", err))
+	}
+	if err := sandbox.Check(); err != nil {
+		fatal(err)
+	}
+	os.Exit(run(&cfg))
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(2)
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// stoppers stops what is running when the bench ends or is interrupted.
+type stoppers struct {
+	mu   sync.Mutex
+	list map[int]func()
+	next int
+}
+
+// add registers f and returns what runs it now (once) and what forgets it.
+func (s *stoppers) add(f func()) (stop, forget func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.list == nil {
+		s.list = map[int]func(){}
+	}
+	id := s.next
+	s.next++
+	s.list[id] = f
+	take := func() func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		g := s.list[id]
+		delete(s.list, id)
+		return g
+	}
+	stop = func() {
+		if g := take(); g != nil {
+			g()
+		}
+	}
+	return stop, func() { take() }
+}
+
+func (s *stoppers) all() {
+	s.mu.Lock()
+	fs := s.list
+	s.list = nil
+	s.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+var cleanup stoppers
+
+// result is one N's measurements; errs says why a cell is empty.
+type result struct {
+	n                int
+	rows             int
+	full, noop       childRun
+	fullTx, noopTx   string
+	waitSB           time.Duration
+	floor            time.Duration
+	floorOps         int
+	nbctl            time.Duration
+	nbctlCmds        int
+	nbctlCalls       int
+	nbctlSkipped     map[string]int
+	ev               *eventResult
+	errs             map[string]error
+	nbctlNotMeasured string
+	skipped          string // why this N was not measured at all
+	eventsSkipped    string
+	noopNote         string
+}
+
+func (r *result) fail(what string, err error) { r.errs[what] = err }
+
+func run(cfg *config) int {
+	work, err := os.MkdirTemp("", "kubevirt-ovn-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		fmt.Fprintln(os.Stderr, "bench: interrupted; stopping everything it started")
+		cleanup.all()
+		if !cfg.keep {
+			os.RemoveAll(work)
+		}
+		os.Exit(130)
+	}()
+	defer func() {
+		cleanup.all()
+		if cfg.keep {
+			fmt.Fprintln(os.Stderr, "bench: work directory kept:", work)
+		} else {
+			os.RemoveAll(work)
+		}
+	}()
+
+	began := time.Now()
+	cfg.deadline = began.Add(cfg.budget)
+	var results []*result
+	failed := false
+	for _, n := range cfg.ns {
+		if time.Now().After(cfg.deadline) {
+			results = append(results, &result{n: n, skipped: fmt.Sprintf("not measured: the -budget of %s ran out", cfg.budget), errs: map[string]error{}})
+			continue
+		}
+		r := measure(cfg, filepath.Join(work, fmt.Sprintf("n%d", n)), n)
+		results = append(results, r)
+		if len(r.errs) > 0 {
+			failed = true
+			for what, err := range r.errs {
+				fmt.Fprintf(os.Stderr, "bench: N=%d %s: %v\n", n, what, err)
+			}
+			if !cfg.keepGoing {
+				break
+			}
+		}
+	}
+	report(os.Stdout, cfg, results, time.Since(began))
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func (cfg *config) progress(format string, args ...any) {
+	if cfg.verbose {
+		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
+
+// measure runs every measurement of one N; a failed one is recorded, and
+// without -keep-going ends this N.
+func measure(cfg *config, dir string, n int) *result {
+	r := &result{n: n, errs: map[string]error{}}
+	stopHere := func(what string, err error) bool {
+		if err == nil {
+			return false
+		}
+		r.fail(what, err)
+		return !cfg.keepGoing
+	}
+	// What the rest depends on ends this N when it fails, -keep-going or not.
+	in, err := generate(dir, n)
+	if err != nil {
+		r.fail("input", err)
+		return r
+	}
+	cfg.progress("N=%d: starting NB, SB and northd", n)
+	c, err := sandbox.StartCentral(filepath.Join(dir, "central"))
+	if err != nil {
+		r.fail("central", err)
+		return r
+	}
+	stopCentral, _ := cleanup.add(func() { _ = c.Stop() })
+	defer stopCentral()
+
+	syncArgs := []string{"sync", "--nb", c.NB, "--from-file", in.dir, "--timeout", cfg.timeout.String()}
+	cfg.progress("N=%d: full sync", n)
+	r.full, err = runChild(cfg.timeout+10*time.Second, nil, cfg.bin, syncArgs...)
+	r.fullTx = txnsOps(r.full)
+	if stopHere("full sync", err) {
+		return r
+	}
+	cfg.progress("N=%d: full sync %s; waiting for northd", n, r.full.wall)
+	wsb, err := runChild(cfg.timeout, ovsEnv(dir), "ovn-nbctl", "--db="+c.NB, fmt.Sprintf("--timeout=%d", int(cfg.timeout.Seconds())), "--wait=sb", "sync")
+	r.waitSB = wsb.wall
+	if stopHere("wait=sb", err) {
+		return r
+	}
+	cfg.progress("N=%d: no-op sync", n)
+	r.noop, err = runChild(cfg.timeout+10*time.Second, nil, cfg.bin, syncArgs...)
+	r.noopTx = txnsOps(r.noop)
+	if stopHere("no-op sync", err) {
+		return r
+	}
+	if err == nil && !strings.Contains(r.noop.stdout, "no changes") {
+		r.noopNote = "the no-op sync did not print \"no changes\": " + firstLine(lastLines(r.noop.stdout, 3))
+	}
+
+	cfg.progress("N=%d: dumping the NB", n)
+	raw, err := dialRaw(c.NB)
+	if err != nil {
+		r.fail("dump", err)
+		return r
+	}
+	tables, err := raw.dump("OVN_Northbound", "NB_Global")
+	raw.Close()
+	if err != nil {
+		r.fail("dump", err)
+		return r
+	}
+	for _, t := range tables {
+		r.rows += len(t.rows)
+	}
+
+	cfg.progress("N=%d: floor (%d rows in one transaction)", n, r.rows)
+	r.floor, r.floorOps, err = measureFloor(cfg, filepath.Join(dir, "floor"), tables)
+	if stopHere("floor", err) {
+		return r
+	}
+
+	if time.Now().After(cfg.deadline) {
+		r.nbctlNotMeasured = fmt.Sprintf("the -budget of %s ran out", cfg.budget)
+	} else if n <= cfg.nbctlMax {
+		cfg.progress("N=%d: batched ovn-nbctl", n)
+		err = measureNbctl(cfg, filepath.Join(dir, "nbctl"), tables, r)
+		if stopHere("nbctl", err) {
+			return r
+		}
+	} else {
+		r.nbctlNotMeasured = fmt.Sprintf("N > -nbctl-max %d", cfg.nbctlMax)
+	}
+
+	for _, en := range cfg.eventsNs {
+		if en == n && n < 2 {
+			r.fail("run events", fmt.Errorf("events need at least 2 routers (one is removed while another's row is deleted)"))
+		} else if en == n && cfg.events > 0 && time.Now().After(cfg.deadline) {
+			r.eventsSkipped = fmt.Sprintf("`run` events not measured: the -budget of %s ran out", cfg.budget)
+		} else if en == n && cfg.events > 0 {
+			cfg.progress("N=%d: run and %d events", n, cfg.events)
+			r.ev, err = runEvents(cfg, dir, c.NB, in, cfg.events)
+			if stopHere("run events", err) {
+				return r
+			}
+		}
+	}
+	return r
+}
+
+// ovsEnv keeps OVS/OVN tools' run and log files in dir.
+func ovsEnv(dir string) []string {
+	var env []string
+	for _, v := range []string{"OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR", "OVN_RUNDIR", "OVN_LOGDIR", "OVN_DBDIR", "OVN_SYSCONFDIR"} {
+		env = append(env, v+"="+dir)
+	}
+	return env
+}
+
+// measureFloor inserts the dumped rows into a fresh NB as one transaction
+// over a raw JSON-RPC connection, and times the transact call.
+func measureFloor(cfg *config, dir string, tables []dumpTable) (time.Duration, int, error) {
+	db, err := sandbox.StartDB(dir, sandbox.NBSchema)
+	if err != nil {
+		return 0, 0, err
+	}
+	stop, _ := cleanup.add(func() { _ = db.Stop() })
+	defer stop()
+	ops, n := floorOps("OVN_Northbound", tables)
+	raw, err := dialRaw(db.Unix)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer raw.Close()
+	d, err := raw.transact(ops, cfg.timeout)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the floor transaction of %d inserts: %w", n, err)
+	}
+	// Check that the copy is whole: garbage collection drops a row whose
+	// parent was not rebuilt.
+	got, err := raw.dump("OVN_Northbound", "NB_Global")
+	if err != nil {
+		return 0, 0, err
+	}
+	if a, b := countRows(got), countRows(tables); a != b {
+		return 0, 0, fmt.Errorf("the floor NB holds %d rows after the transaction, the dump %d", a, b)
+	}
+	return d, n, nil
+}
+
+func countRows(tables []dumpTable) int {
+	n := 0
+	for _, t := range tables {
+		n += len(t.rows)
+	}
+	return n
+}
+
+// measureNbctl builds the dumped topology on a fresh NB with ovn-nbctl,
+// -nbctl-batch commands per invocation, and times all invocations.
+func measureNbctl(cfg *config, dir string, tables []dumpTable, r *result) error {
+	db, err := sandbox.StartDB(dir, sandbox.NBSchema)
+	if err != nil {
+		return err
+	}
+	stop, _ := cleanup.add(func() { _ = db.Stop() })
+	defer stop()
+	nbctl := func(args ...string) (childRun, error) {
+		return runChild(cfg.timeout, ovsEnv(dir), "ovn-nbctl", append([]string{"--db=" + db.Unix, "--timeout=" + strconv.Itoa(int(cfg.timeout.Seconds()))}, args...)...)
+	}
+	if _, err := nbctl("init"); err != nil {
+		return err
+	}
+	cmds, skipped := nbctlCommands(tables)
+	r.nbctlCmds, r.nbctlSkipped = len(cmds), skipped
+	calls := batches(cmds, cfg.nbctlBatch)
+	r.nbctlCalls = len(calls)
+	deadline := time.Now().Add(cfg.timeout)
+	start := time.Now()
+	for _, args := range calls {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ovn-nbctl did not finish within %s", cfg.timeout)
+		}
+		if _, err := nbctl(args...); err != nil {
+			return err
+		}
+	}
+	r.nbctl = time.Since(start)
+	// The same number of rows as the dump, skipped tables aside.
+	raw, err := dialRaw(db.Unix)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	got, err := raw.dump("OVN_Northbound", "NB_Global")
+	if err != nil {
+		return err
+	}
+	want := countRows(tables)
+	for _, k := range skipped {
+		want -= k
+	}
+	if have := countRows(got); have != want {
+		return fmt.Errorf("ovn-nbctl built %d rows, the dump has %d (outside skipped tables)", have, want)
+	}
+	return nil
+}
+
+// machine describes where the numbers come from.
+func machine() string {
+	var parts []string
+	parts = append(parts, fmt.Sprintf("nproc %d", runtime.NumCPU()))
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				parts = append(parts, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":")))
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("ovn-nbctl", "--version").Output(); err == nil {
+		parts = append(parts, strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0])
+	}
+	if out, err := exec.Command("ovsdb-server", "--version").Output(); err == nil {
+		parts = append(parts, strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0])
+	}
+	parts = append(parts, runtime.Version())
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+func secs(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.4f s", d.Seconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.3f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+}
+
+func ratio(a, b time.Duration) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f×", a.Seconds()/b.Seconds())
+}
+
+// quantile is the nearest-rank q-quantile of ds.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	k := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(k, len(s)-1))]
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t / time.Duration(len(ds))
+}
+
+func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
+	fmt.Fprintf(w, "## kubevirt-ovn bench\n\n")
+	fmt.Fprintf(w, "Machine: %s. Binary: %s. Bench took %s.\n\n", machine(), cfg.bin, took.Round(time.Second))
+	fmt.Fprintf(w, "Per router: 2 internal networks × 5 VMs, SNAT, peer router, gateway chassis; one shared FLAT network. "+
+		"Each column on a fresh NB (full and no-op sync, wait=sb on one NB with northd; floor and nbctl each on their own NB without northd).\n\n")
+	fmt.Fprintln(w, "| N | NB rows | full sync | CPU | peak RSS | txns/ops | wait=sb | no-op sync | CPU | peak RSS | txns/ops | floor (1 txn) | ovn-nbctl | full/floor | nbctl/floor |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	var notes []string
+	for _, r := range results {
+		if r.skipped != "" {
+			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.skipped))
+			continue
+		}
+		if r.noopNote != "" {
+			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.noopNote))
+		}
+		if r.eventsSkipped != "" {
+			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.eventsSkipped))
+		}
+		nbctl := secs(r.nbctl)
+		if r.nbctlNotMeasured != "" {
+			nbctl = "skipped"
+			notes = append(notes, fmt.Sprintf("N=%d: ovn-nbctl not run (%s)", r.n, r.nbctlNotMeasured))
+		}
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.n, r.rows, secs(r.full.wall), secs(r.full.cpu), mib(r.full.maxRSS), r.fullTx, secs(r.waitSB),
+			secs(r.noop.wall), secs(r.noop.cpu), mib(r.noop.maxRSS), r.noopTx,
+			secs(r.floor), nbctl, ratio(r.full.wall, r.floor), ratio(r.nbctl, r.floor))
+		for _, k := range sortedKeys(r.nbctlSkipped) {
+			notes = append(notes, fmt.Sprintf("N=%d: ovn-nbctl did not rebuild %d rows of %s", r.n, r.nbctlSkipped[k], k))
+		}
+		for _, k := range sortedKeys(r.errs) {
+			notes = append(notes, fmt.Sprintf("N=%d: %s failed: %v", r.n, k, firstLine(r.errs[k].Error())))
+		}
+	}
+	fmt.Fprintln(w)
+
+	var evs []*result
+	for _, r := range results {
+		if r.ev != nil && (len(r.ev.lat) > 0 || r.ev.startup > 0 || r.ev.startupTimeout > 0) {
+			evs = append(evs, r)
+		}
+	}
+	if len(evs) > 0 {
+		fmt.Fprintln(w, "`run` on the synced NB (--file-poll 100ms, --resync 24h):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| N | start → idle | start CPU | start/no-op sync | events | latency p50 | p99 | max | CPU/event (mean) | CPU/event p99 | run peak RSS |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, r := range evs {
+			e := r.ev
+			startup := secs(e.startup)
+			if e.startupTimeout > 0 {
+				startup = "> " + e.startupTimeout.String()
+			}
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.n, startup, secs(e.startupCPU), ratio(e.startup, r.noop.wall), len(e.lat),
+				secs(quantile(e.lat, 0.5)), secs(quantile(e.lat, 0.99)), secs(quantile(e.lat, 1)),
+				secs(mean(e.cpu)), secs(quantile(e.cpu, 0.99)), mib(e.hwm))
+			if e.note != "" {
+				notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, e.note))
+			}
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Per event kind (p50 latency / mean CPU):")
+		fmt.Fprintln(w)
+		for _, r := range evs {
+			fmt.Fprintf(w, "- N=%d:", r.n)
+			for _, k := range []string{"vm-add", "snat-ip", "router-del", "lsp-del", "nat-del", "router-add"} {
+				var lat, cpu []time.Duration
+				for i, kk := range r.ev.kinds {
+					if kk == k {
+						lat, cpu = append(lat, r.ev.lat[i]), append(cpu, r.ev.cpu[i])
+					}
+				}
+				if len(lat) > 0 {
+					fmt.Fprintf(w, " %s %s / %s (%d);", k, secs(quantile(lat, 0.5)), secs(mean(cpu)), len(lat))
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		if len(evs) > 1 {
+			lo, hi := evs[0], evs[len(evs)-1]
+			fmt.Fprintf(w, "\np99(N=%d)/p99(N=%d) = %s; mean CPU per event N=%d/N=%d = %s\n", hi.n, lo.n,
+				ratio(quantile(hi.ev.lat, 0.99), quantile(lo.ev.lat, 0.99)), hi.n, lo.n, ratio(mean(hi.ev.cpu), mean(lo.ev.cpu)))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
+		"Floor: a raw JSON-RPC `transact` over the NB's unix socket of every dumped row (NB_Global excluded) as named-UUID inserts, children referenced from their parents' rows.\n",
+		cfg.nbctlBatch, cfg.nbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintln(w, "- "+n)
+		}
+	}
+
+	fmt.Fprintln(w, "\nRaw numbers (seconds, bytes):")
+	fmt.Fprintln(w, "```")
+	for _, r := range results {
+		if r.skipped != "" {
+			continue
+		}
+		fmt.Fprintf(w, "N=%d rows=%d full_wall=%.4f full_cpu=%.4f full_maxrss=%d full_txns_ops=%s wait_sb=%.4f noop_wall=%.4f noop_cpu=%.4f noop_maxrss=%d noop_txns_ops=%s floor=%.4f floor_ops=%d nbctl=%.4f nbctl_cmds=%d nbctl_calls=%d\n",
+			r.n, r.rows, r.full.wall.Seconds(), r.full.cpu.Seconds(), r.full.maxRSS, r.fullTx, r.waitSB.Seconds(),
+			r.noop.wall.Seconds(), r.noop.cpu.Seconds(), r.noop.maxRSS, r.noopTx, r.floor.Seconds(), r.floorOps,
+			r.nbctl.Seconds(), r.nbctlCmds, r.nbctlCalls)
+		if e := r.ev; e != nil {
+			fmt.Fprintf(w, "N=%d run_start_idle=%.4f run_start_cpu=%.4f run_hwm=%d\n", r.n, e.startup.Seconds(), e.startupCPU.Seconds(), e.hwm)
+			var parts []string
+			for i := range e.lat {
+				parts = append(parts, fmt.Sprintf("%s:%.4f/%.2f", e.kinds[i], e.lat[i].Seconds(), e.cpu[i].Seconds()))
+			}
+			fmt.Fprintf(w, "N=%d events(kind:latency/cpu)=%s\n", r.n, strings.Join(parts, " "))
+		}
+	}
+	fmt.Fprintln(w, "```")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}
