@@ -89,14 +89,15 @@ type Options struct {
 
 // Controller reconciles units from a Source into the NB.
 type Controller struct {
-	nb     client.Client
-	sb     client.Client // nil: gateways come from the routers' specs
-	source Source
-	input  *translator.Input
-	held   *nb.HeldIndex
-	status Status
-	opts   Options
-	queue  workqueue.TypedRateLimitingInterface[translator.Unit]
+	nb      client.Client
+	sb      client.Client // nil: gateways come from the routers' specs
+	source  Source
+	input   *translator.Input
+	held    *nb.HeldIndex
+	parents *nb.ParentIndex
+	status  Status
+	opts    Options
+	queue   workqueue.TypedRateLimitingInterface[translator.Unit]
 
 	mu sync.Mutex
 	// pending is the nb_cfg each router waits for hv_cfg to reach.
@@ -125,7 +126,7 @@ func New(nbc, sb client.Client, source Source, status Status, opts Options) *Con
 	}
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
-		input: source.Input(), held: nb.NewHeldIndex(nbc, opts.Instance),
+		input: source.Input(), held: nb.NewHeldIndex(nbc, opts.Instance), parents: nb.NewParentIndex(nbc),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
@@ -368,6 +369,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		work.Rows = up.Router.Rows()
 	}
 	res, err := nb.SyncWork(ctx, fenced{c.nb}, []nb.Work{work}, nb.SyncOptions{
+		Parents:   c.parents,
 		Instance:  c.opts.Instance,
 		BumpNBCfg: true,
 		OnCommit:  c.opts.Metrics.observeCommit,

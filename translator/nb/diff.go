@@ -115,6 +115,8 @@ type Differ struct {
 	byName map[string]model.Model
 	// arena holds the JSON of the values the inserts write.
 	arena arena
+	// parents, when given, says which row holds a child row.
+	parents *ParentIndex
 }
 
 // NewDiffer returns a Differ reading c's cache, for rows of instance, as
@@ -301,6 +303,13 @@ func (d *Differ) currentParent(st *unitState, t *Table, r model.Model, wantParen
 	}
 	if wantParent != nil && slices.Contains(refs(wantParent, t.ParentColumn), uuid) {
 		return uuidOf(wantParent)
+	}
+	if p := d.parents.ParentOf(uuid); p != "" {
+		if rc := d.c.Cache().Table(t.Parent); rc != nil {
+			if row := rc.Row(p); row != nil && slices.Contains(refs(row, t.ParentColumn), uuid) {
+				return p
+			}
+		}
 	}
 	return d.scanParent(t, uuid)
 }

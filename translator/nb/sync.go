@@ -31,6 +31,9 @@ type SyncOptions struct {
 	// BatchOps bounds the operations of one transaction; MaxBatchOps when
 	// zero.
 	BatchOps int
+	// Parents, when given, finds the row that holds a child row without
+	// walking the parent table.
+	Parents *ParentIndex
 	// BumpNBCfg increments NB_Global.nb_cfg in every transaction that writes,
 	// so that NB_Global.hv_cfg reaching SyncResult.NBCfg says the chassis
 	// have realized it (what ovn-nbctl --wait=hv does).
@@ -169,6 +172,7 @@ func instanceOf(opts SyncOptions) string {
 // ports hang from network switches); among those, syncs before removals.
 func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOptions) (*SyncResult, error) {
 	d := NewDiffer(ctx, c, instanceOf(opts))
+	d.parents = opts.Parents
 	res := &SyncResult{clashed: map[*UnitDiff]error{}}
 	rank := func(w *Work) int {
 		switch {

@@ -27,6 +27,8 @@ type nbWatch struct {
 	lrp    map[string]*nbmodel.LogicalRouterPort
 	nat    map[string]*nbmodel.NAT
 	wakeup chan struct{}
+	// goneAt is when the monitor said a row was deleted, by UUID.
+	goneAt map[string]time.Time
 }
 
 func watchNB(ctx context.Context, endpoint string) (*nbWatch, error) {
@@ -65,6 +67,14 @@ func (w *nbWatch) Close() { w.c.Close() }
 
 func (w *nbWatch) put(m model.Model, del bool) {
 	w.mu.Lock()
+	if del {
+		if w.goneAt == nil {
+			w.goneAt = map[string]time.Time{}
+		}
+		if u, ok := m.(interface{ GetUUID() string }); ok {
+			w.goneAt[u.GetUUID()] = time.Now()
+		}
+	}
 	switch r := m.(type) {
 	case *nbmodel.LogicalSwitch:
 		setOrDelete(w.ls, r.UUID, r, del)
@@ -160,4 +170,12 @@ func (w *nbWatch) until(cond func(view) bool, timeout time.Duration) (time.Time,
 			return time.Time{}, fmt.Errorf("the NB did not reach the expected state within %s", timeout)
 		}
 	}
+}
+
+// deletedAt is when the monitor said row uuid was deleted; zero if it has
+// not.
+func (w *nbWatch) deletedAt(uuid string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.goneAt[uuid]
 }

@@ -1,0 +1,78 @@
+package nb
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+)
+
+// ParentIndex remembers which of our rows references each child row (the
+// switch of a port, the router of a NAT), kept up to date from the NB
+// cache's events, for a controller: finding the switch a deleted router's
+// port is on would otherwise walk every switch. It trails the cache by the
+// events not yet delivered, so the diff checks what it says against the
+// cache, and walks the parent table when it is wrong.
+type ParentIndex struct {
+	mu     sync.RWMutex
+	parent map[string]string // child UUID -> parent UUID
+}
+
+// NewParentIndex indexes c's cache: its rows now and every change after.
+func NewParentIndex(c client.Client) *ParentIndex {
+	p := &ParentIndex{parent: map[string]string{}}
+	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, m model.Model) { p.update(table, nil, m) },
+		UpdateFunc: func(table string, old, m model.Model) { p.update(table, old, m) },
+		DeleteFunc: func(table string, m model.Model) { p.update(table, m, nil) },
+	})
+	for _, t := range Registry {
+		if rc := c.Cache().Table(t.Name); rc != nil && len(t.children()) > 0 {
+			for _, m := range rc.RowsShallow() {
+				p.update(t.Name, nil, m)
+			}
+		}
+	}
+	return p
+}
+
+func (p *ParentIndex) update(table string, old, cur model.Model) {
+	t := Lookup(table)
+	if t == nil {
+		return
+	}
+	children := t.children()
+	if len(children) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range children {
+		var now []string
+		if cur != nil {
+			now = refs(cur, c.ParentColumn)
+			for _, ref := range now {
+				p.parent[ref] = uuidOf(cur)
+			}
+		}
+		if old != nil {
+			for _, ref := range refs(old, c.ParentColumn) {
+				if p.parent[ref] == uuidOf(old) && !slices.Contains(now, ref) {
+					delete(p.parent, ref)
+				}
+			}
+		}
+	}
+}
+
+// ParentOf is the row last seen referencing child, "" if none.
+func (p *ParentIndex) ParentOf(child string) string {
+	if p == nil {
+		return ""
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.parent[child]
+}
