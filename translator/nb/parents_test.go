@@ -56,7 +56,9 @@ func TestParentIndexFollowsTheCache(t *testing.T) {
 		return ""
 	}
 	parentIs := func(port, sw string) func() bool {
-		return func() bool { return idx.ParentOf(uuidOfName(nbmodel.LogicalSwitchPortTable, port)) == uuidOfName(nbmodel.LogicalSwitchTable, sw) }
+		return func() bool {
+			return idx.ParentOf(uuidOfName(nbmodel.LogicalSwitchPortTable, port)) == uuidOfName(nbmodel.LogicalSwitchTable, sw)
+		}
 	}
 	sync()
 	require.Eventually(t, parentIs("kv-etor-r1", "kv-public"), 5*time.Second, 10*time.Millisecond)
