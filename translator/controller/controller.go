@@ -212,8 +212,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(table string, m model.Model) { c.onNB(table, m) },
-		UpdateFunc: func(table string, _, m model.Model) { c.onNB(table, m) },
+		AddFunc: func(table string, m model.Model) { c.onNB(table, m) },
+		UpdateFunc: func(table string, old, m model.Model) {
+			// Only a change its owner would write back: not a switch's
+			// list of ports gaining a router's port (each router commit
+			// on a shared external network would otherwise reconcile
+			// that network, whose size grows with the routers).
+			if nb.ManagedChanged(table, old, m) {
+				c.onNB(table, m)
+			}
+		},
 		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m) },
 	})
 	if c.sb != nil {

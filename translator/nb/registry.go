@@ -241,3 +241,21 @@ func describeLSP(m model.Model) string {
 	}
 	return s
 }
+
+// ManagedChanged says whether an update of a row of table changed anything
+// its owner reconciles: a managed column, or our owner keys. A change of
+// reference columns only (a port added to or removed from a switch of
+// ours, by us or by another tool) is the business of the children's owners,
+// whose own rows' events say so.
+func ManagedChanged(table string, old, cur model.Model) bool {
+	t := Lookup(table)
+	if t == nil {
+		return true
+	}
+	for _, col := range t.Columns {
+		if !equalValue(field(old, col), field(cur, col)) {
+			return true
+		}
+	}
+	return false
+}
