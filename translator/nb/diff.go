@@ -136,9 +136,9 @@ func (d *Differ) has(t *Table) bool {
 	return ok
 }
 
-// Owned lists the rows of table t that unit u owns, through the client
+// owned lists the rows of table t that unit u owns, through the client
 // indexes (owner name in external_ids, or logical_port), lowest UUID first.
-func (d *Differ) Owned(t *Table, u translator.Unit) ([]model.Model, error) {
+func (d *Differ) owned(t *Table, u translator.Unit) ([]model.Model, error) {
 	probe := t.New()
 	switch {
 	case t.ByPort:
@@ -255,7 +255,7 @@ func (d *Differ) Unit(want Desired) (*UnitDiff, error) {
 		if !d.has(t) {
 			continue
 		}
-		rows, err := d.Owned(t, u)
+		rows, err := d.owned(t, u)
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading its %s rows: %w", u, t.Name, err)
 		}
@@ -345,7 +345,7 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 	}
 	st.kept[t] = kept
 	for _, r := range dups {
-		if err := d.remove(ud, st, t, r, "duplicate "+uuidOf(r), nil); err != nil {
+		if err := d.remove(ud, st, t, r, "duplicate "+uuidOf(r)); err != nil {
 			return err
 		}
 	}
@@ -423,7 +423,7 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 		if slices.Contains(keep, k) {
 			continue
 		}
-		if err := d.remove(ud, st, t, unmatched[k], "", keep); err != nil {
+		if err := d.remove(ud, st, t, unmatched[k], ""); err != nil {
 			return err
 		}
 	}
@@ -464,7 +464,7 @@ func (d *Differ) update(ud *UnitDiff, t *Table, have, want model.Model, key stri
 // remove deletes row r of table t: a root by a delete, a child by removing
 // it from its parent (the database collects it), nothing for a child whose
 // parent goes in this diff. why is the Change detail.
-func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, why string, _ []string) error {
+func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, why string) error {
 	uuid := uuidOf(r)
 	st.deleted[uuid] = true
 	if t.Root() {
