@@ -1,7 +1,6 @@
 package nb
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/ovn-kubernetes/libovsdb/cache"
@@ -58,8 +57,14 @@ func (p *ParentIndex) update(table string, old, cur model.Model) {
 			}
 		}
 		if old != nil {
+			// A set of the new references: a shared switch holds a port
+			// per router, and is updated on each router's commit.
+			kept := make(map[string]bool, len(now))
+			for _, ref := range now {
+				kept[ref] = true
+			}
 			for _, ref := range refs(old, c.ParentColumn) {
-				if p.parent[ref] == uuidOf(old) && !slices.Contains(now, ref) {
+				if p.parent[ref] == uuidOf(old) && !kept[ref] {
 					delete(p.parent, ref)
 				}
 			}
