@@ -32,9 +32,14 @@ func TestCtrlSIGTERMStopsWritingAtOnce(t *testing.T) {
 	require.NoError(t, sandbox.Poll(120*time.Second, "the controller committing", func() (bool, error) {
 		return ctrlNBCfg(t, c) >= 20, nil
 	}))
+	// Frozen while nb_cfg is read, so that the commits counted are those
+	// after the signal, not those between the read and the signal (one
+	// reconcile is a millisecond or two).
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
 	before := ctrlNBCfg(t, c)
 	start := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
 	select {
 	case <-p.done:
 	case <-time.After(60 * time.Second):
