@@ -502,10 +502,13 @@ func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, wh
 
 // childCounts says what goes with a root row, e.g. "3 ports".
 func (d *Differ) childCounts(t *Table, r model.Model) string {
-	if t.Name != "Logical_Switch" {
-		return ""
+	var parts []string
+	for _, c := range t.children() {
+		if n := len(refs(r, c.ParentColumn)); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, c.ParentColumn))
+		}
 	}
-	return fmt.Sprintf("%d ports", len(refs(r, "ports")))
+	return strings.Join(parts, "; ")
 }
 
 // foreignNotes say what another tool added to root row r: columns kubevirt-ovn
@@ -547,25 +550,11 @@ func (d *Differ) deletedForeignNote(t *Table, r model.Model) []string {
 	var notes []string
 	for _, c := range sortedTables(t.children()) {
 		if foreign := d.foreignRefs(c, refs(r, c.ParentColumn)); len(foreign) > 0 {
-			notes = append(notes, fmt.Sprintf("%s %s is deleted with %d %s row(s) that are not kubevirt-ovn's (%s): a removed %s takes its %s with it",
-				t.Name, t.Key(r), len(foreign), c.Name, strings.Join(foreign, ", "), ownerWord(t), childWord(t)))
+			notes = append(notes, fmt.Sprintf("%s %s is deleted with %d %s row(s) that are not kubevirt-ovn's (%s): they are deleted with it",
+				t.Name, t.Key(r), len(foreign), c.Name, strings.Join(foreign, ", ")))
 		}
 	}
 	return notes
-}
-
-func ownerWord(t *Table) string {
-	if t.Name == "Logical_Switch" {
-		return "network"
-	}
-	return "router"
-}
-
-func childWord(t *Table) string {
-	if t.Name == "Logical_Switch" {
-		return "switch's ports"
-	}
-	return "rows"
 }
 
 // foreignRefs are the referenced UUIDs that are not rows of ours: our

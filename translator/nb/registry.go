@@ -12,6 +12,7 @@ package nb
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -157,42 +158,21 @@ var byName = func() map[string]*Table {
 // not write it.
 func Lookup(table string) *Table { return byName[table] }
 
+// byType is the registry by model type.
+var byType = func() map[reflect.Type]*Table {
+	out := map[reflect.Type]*Table{}
+	for _, t := range Registry {
+		out[reflect.TypeOf(t.New())] = t
+	}
+	return out
+}()
+
 // tableOf returns the registry entry of m's table.
 func tableOf(m model.Model) (*Table, error) {
-	name, err := tableName(m)
-	if err != nil {
-		return nil, err
+	if t := byType[reflect.TypeOf(m)]; t != nil {
+		return t, nil
 	}
-	t := byName[name]
-	if t == nil {
-		return nil, fmt.Errorf("kubevirt-ovn does not write table %s", name)
-	}
-	return t, nil
-}
-
-// tableName is the table of a model, from its generated TableName constant.
-func tableName(m model.Model) (string, error) {
-	switch m.(type) {
-	case *nbmodel.LogicalRouter:
-		return nbmodel.LogicalRouterTable, nil
-	case *nbmodel.LogicalRouterPort:
-		return nbmodel.LogicalRouterPortTable, nil
-	case *nbmodel.GatewayChassis:
-		return nbmodel.GatewayChassisTable, nil
-	case *nbmodel.NAT:
-		return nbmodel.NATTable, nil
-	case *nbmodel.LogicalRouterStaticRoute:
-		return nbmodel.LogicalRouterStaticRouteTable, nil
-	case *nbmodel.LogicalSwitch:
-		return nbmodel.LogicalSwitchTable, nil
-	case *nbmodel.LogicalSwitchPort:
-		return nbmodel.LogicalSwitchPortTable, nil
-	case *nbmodel.StaticMACBinding:
-		return nbmodel.StaticMACBindingTable, nil
-	case *nbmodel.NBGlobal:
-		return nbmodel.NBGlobalTable, nil
-	}
-	return "", fmt.Errorf("no NB table for %T", m)
+	return nil, fmt.Errorf("kubevirt-ovn does not write rows of %T", m)
 }
 
 // children are the registry entries whose parent is t.

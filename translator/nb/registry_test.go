@@ -25,9 +25,12 @@ func TestRegistryMatchesTheSchema(t *testing.T) {
 			ts, ok := schema.Tables[tbl.Name]
 			require.True(t, ok, "table in the schema")
 			m := tbl.New()
-			name, err := tableName(m)
+			got, err := tableOf(m)
 			require.NoError(t, err)
-			assert.Equal(t, tbl.Name, name, "New makes a row of the table")
+			assert.Same(t, tbl, got, "New makes a row of the table")
+			full, err := nbmodel.FullDatabaseModel()
+			require.NoError(t, err)
+			assert.Equal(t, full.Types()[tbl.Name], reflect.TypeOf(m), "New makes a row of the table")
 			fields := columnFields(reflect.TypeOf(m).Elem())
 			for _, col := range tbl.Columns {
 				_, inSchema := ts.Columns[col]

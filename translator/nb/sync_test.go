@@ -668,7 +668,7 @@ func TestUnitThatCannotBeDiffedFailsAlone(t *testing.T) {
 	failed := res.Failed()
 	require.Len(t, failed, 1)
 	assert.Contains(t, failed[0].Error(), "Network net-c")
-	assert.Contains(t, failed[0].Error(), "no NB table for *nbmodel.ACL")
+	assert.Contains(t, failed[0].Error(), "kubevirt-ovn does not write rows of *nbmodel.ACL")
 	assert.Contains(t, lrByName(t, raw), "kv-router1", "the other units committed")
 	assert.Contains(t, lsByName(t, raw), "kv-net-a")
 	assert.NotContains(t, lsByName(t, raw), "kv-net-c")
