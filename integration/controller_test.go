@@ -292,6 +292,11 @@ func TestControllerConvergesReportsStatusAndRepairsDrift(t *testing.T) {
 	gen, _, _ := unstructured.NestedInt64(vr.Object, "status", "observedGeneration")
 	assert.Equal(t, "gw1", primary)
 	assert.Equal(t, []string{"gw2"}, cands)
+	// Where the gateway port is bound in the SB, not only the plan.
+	k.waitStatus(t, "router1", "status.gateway.active gw1", func(u *unstructured.Unstructured) bool {
+		active, _, _ := unstructured.NestedString(u.Object, "status", "gateway", "active")
+		return active == "gw1"
+	})
 	assert.Equal(t, "172.16.0.100", snat)
 	assert.Equal(t, vr.GetGeneration(), gen)
 	assert.Contains(t, vr.GetFinalizers(), "kubevirt.io/kubevirt-ovn-cleanup")

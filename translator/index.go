@@ -48,6 +48,7 @@ type Input struct {
 	// candidates are the SB chassis that may be gateways, by name.
 	candidates   []Chassis
 	chassisKnown bool
+	sched        *schedule
 }
 
 type set[K comparable] map[K]struct{}
@@ -122,6 +123,7 @@ func NewInput() *Input {
 		internalClaims: map[string]set[*routerDecl]{},
 		externalDecls:  map[string]set[*routerDecl]{},
 		gatewayRouters: map[string]int{},
+		sched:          newSchedule(),
 	}
 }
 
@@ -367,6 +369,9 @@ func (in *Input) removeRouter(d *routerDecl) {
 		if d.EnableSNAT {
 			if in.gatewayRouters[d.Name]--; in.gatewayRouters[d.Name] == 0 {
 				delete(in.gatewayRouters, d.Name)
+				in.sched.mu.Lock()
+				in.sched.drop(d.Name)
+				in.sched.mu.Unlock()
 			}
 		}
 	}
@@ -381,13 +386,14 @@ func (in *Input) addNetwork(d *networkDecl) {
 }
 
 // SetChassis sets the SB chassis (known false: no SB is given) and returns
-// the routers whose gateway choice may change: those with an external
-// network and SNAT. It returns nothing when the gateway candidates are
-// unchanged.
+// the routers whose gateway order changes (see schedule): those that used
+// a chassis that went or have room for a new failover candidate. It
+// returns nothing when the gateway candidates are unchanged.
 func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 	var cands []Chassis
 	for _, c := range chassis {
 		if c.Gateway {
+			c.Physnets = slices.Sorted(slices.Values(c.Physnets))
 			cands = append(cands, c)
 		}
 	}
@@ -397,16 +403,16 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	same := known == in.chassisKnown && (!known || slices.Equal(cands, in.candidates))
+	same := known == in.chassisKnown && (!known || slices.EqualFunc(cands, in.candidates, sameChassis))
 	in.candidates, in.chassisKnown = cands, known
 	if same {
 		return nil
 	}
-	affected := set[Unit]{}
-	for r := range in.gatewayRouters {
-		affected.add(Unit{Kind: KindRouter, Name: r})
-	}
-	return sortedUnits(affected)
+	return sortedUnits(in.rechoose())
+}
+
+func sameChassis(a, b Chassis) bool {
+	return a.Name == b.Name && a.Hostname == b.Hostname && a.Gateway == b.Gateway && slices.Equal(a.Physnets, b.Physnets)
 }
 
 // Units lists every unit of the input, valid or not, networks first, then by

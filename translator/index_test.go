@@ -120,7 +120,30 @@ func referenceBuild(s *Snapshot, instance string) *Plan {
 			}
 			continue
 		}
-		vr, errs := validateRouter(r, lookup, s.Chassis, s.ChassisKnown)
+		vr, errs := validateRouter(r, lookup)
+		if r.External != nil && r.EnableSNAT && vr.ext != nil {
+			// Which chassis: the scheduler's (history-dependent) choice,
+			// checked apart by gatewayOrderOK; whether any: here.
+			n := gatewayNeed{physnet: physnetOf(vr.ext.Network), gateway: r.Gateway}
+			switch {
+			case !s.ChassisKnown && r.Gateway == "":
+				errs = append(errs, routerErr(r.Name, "spec.gateway", "is required when the Southbound database is not given (--sb)"))
+			case !s.ChassisKnown:
+				vr.gateways = []string{r.Gateway}
+			default:
+				var sorted []Chassis
+				for _, c := range s.Chassis {
+					if c.Gateway {
+						c.Physnets = slices.Sorted(slices.Values(c.Physnets))
+						sorted = append(sorted, c)
+					}
+				}
+				slices.SortFunc(sorted, func(a, b Chassis) int { return strings.Compare(a.Name, b.Name) })
+				if _, err := pinnedGateway(r.Name, n, sorted, gatewayCandidates(sorted, n.physnet)); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
 		if r.External != nil && r.External.IP != "" {
 			key := normalizeIP(r.External.IP)
 			if owner, ok := snatOwner[key]; ok && owner != r.Name {
@@ -176,7 +199,7 @@ var (
 	genNets     = []string{"net-0", "net-1", "net-2", "net-3", "pub-0", "pub-1"}
 	genRouters  = []string{"r-0", "r-1", "r-2", "r-3", "r-4", "r-5"}
 	genCreated  = []time.Time{{}, t0, t0.Add(time.Minute), t0.Add(2 * time.Minute)}
-	genChassis  = []Chassis{{Name: "ch-1", Hostname: "gw1", Gateway: true}, {Name: "ch-2", Hostname: "gw2", Gateway: true}, {Name: "ch-3", Hostname: "node3"}}
+	genChassis  = []Chassis{{Name: "ch-1", Hostname: "gw1", Gateway: true, Physnets: genNets}, {Name: "ch-2", Hostname: "gw2", Gateway: true, Physnets: []string{"pub-0", "net-1"}}, {Name: "ch-3", Hostname: "node3", Physnets: genNets}, {Name: "ch-4", Hostname: "gw4", Gateway: true, Physnets: []string{"pub-0", "pub-1"}}}
 	genSNATIPs  = []string{"172.16.0.100", "172.16.0.101", "172.16.0.102", "172.17.0.100"}
 	genVMMACs   = []string{"50:54:00:00:00:01", "50:54:00:00:00:02", "50:54:00:00:00:03"}
 	genVMHosts  = []string{"11", "12", "13"}
@@ -399,6 +422,62 @@ func expectedUnitPlan(ref *Plan, u Unit) (np *NetworkPlan, rp *RouterPlan, errs 
 	return np, rp, errTexts(ref.Failed[u])
 }
 
+// withoutGateways is p with the scheduler's gateway orders removed (the
+// reference planner does not schedule) when the SB is known.
+func withoutGateways(p *Plan, known bool) *Plan {
+	if !known {
+		return p
+	}
+	out := *p
+	out.Routers = slices.Clone(p.Routers)
+	for i := range out.Routers {
+		if out.Routers[i].Gateway != nil {
+			out.Routers[i].Gateway = &GatewayChoice{}
+			out.Routers[i].GatewayChassis = nil
+		}
+	}
+	return &out
+}
+
+func (rp RouterPlan) ptr() *RouterPlan { return &rp }
+
+// gatewayOrderOK checks a scheduled router's gateway order against the
+// snapshot: its candidates only, each once, as many as MaxGateways allows,
+// spec.gateway first, and the Gateway_Chassis rows in that order.
+func gatewayOrderOK(t *testing.T, s *Snapshot, rp *RouterPlan, ctx string) {
+	t.Helper()
+	if !s.ChassisKnown || rp.Gateway == nil {
+		return
+	}
+	var r *Router
+	for i := range s.Routers {
+		if s.Routers[i].Name == rp.Name {
+			r = &s.Routers[i]
+		}
+	}
+	require.NotNil(t, r)
+	var ext *Network
+	for i := range s.Networks {
+		if s.Networks[i].Name == r.External.Network {
+			ext = &s.Networks[i]
+		}
+	}
+	require.NotNil(t, ext)
+	cands := gatewayCandidates(s.Chassis, physnetOf(ext))
+	order := rp.Gateway.Chassis
+	require.Len(t, order, min(MaxGateways, len(cands)), "%s: %s gateway order %v of candidates %v", ctx, rp.Name, order, cands)
+	for i, ch := range order {
+		require.Contains(t, cands, ch, "%s: %s gateway order %v", ctx, rp.Name, order)
+		require.NotContains(t, order[:i], ch, "%s: %s gateway order %v", ctx, rp.Name, order)
+		require.Equal(t, ch, rp.GatewayChassis[i].ChassisName)
+		require.Equal(t, len(order)-i, rp.GatewayChassis[i].Priority)
+	}
+	if r.Gateway != "" {
+		first := slices.IndexFunc(s.Chassis, func(c Chassis) bool { return c.Name == order[0] })
+		require.True(t, order[0] == r.Gateway || s.Chassis[first].Hostname == r.Gateway, "%s: %s pinned to %s, order %v", ctx, rp.Name, r.Gateway, order)
+	}
+}
+
 // TestInputIncremental is the proof of the incremental path: random inputs
 // from several sources that compete for SNAT IPs, internal networks, names,
 // network names and VM addresses, changed by a random sequence of Set and
@@ -477,7 +556,11 @@ func TestInputIncremental(t *testing.T) {
 
 			s := snapshotOf(sources, chassis, known, held)
 			ref := referenceBuild(s, testInstance)
-			require.Equal(t, ref, Build(s, testInstance), "%s: Build equals the whole-input reference", ctx)
+			built := Build(s, testInstance)
+			for i := range built.Routers {
+				gatewayOrderOK(t, s, &built.Routers[i], ctx)
+			}
+			require.Equal(t, ref, withoutGateways(built, known), "%s: Build equals the whole-input reference", ctx)
 			for _, err := range ref.Errors {
 				for frag := range rules {
 					if strings.Contains(err.Error(), frag) {
@@ -494,7 +577,12 @@ func TestInputIncremental(t *testing.T) {
 				up := in.Plan(u, testInstance, held)
 				np, rp, errs := expectedUnitPlan(ref, u)
 				require.Equal(t, np, up.Network, "%s: %s network plan", ctx, u)
-				require.Equal(t, rp, up.Router, "%s: %s router plan", ctx, u)
+				var gotRouter *RouterPlan
+				if up.Router != nil {
+					gatewayOrderOK(t, s, up.Router, ctx)
+					gotRouter = withoutGateways(&Plan{Routers: []RouterPlan{*up.Router}}, known).Routers[0].ptr()
+				}
+				require.Equal(t, rp, gotRouter, "%s: %s router plan", ctx, u)
 				require.Equal(t, errs, errTexts(up.Errs), "%s: %s errors", ctx, u)
 				require.Equal(t, generationOf(s, u), up.Generation, "%s: %s generation", ctx, u)
 				_, inInput := declared[u]
@@ -601,7 +689,7 @@ func TestInputSetCost(t *testing.T) {
 	assert.Empty(t, in.Set("router-1-broken", bad))
 
 	// Chassis: every router that chooses a gateway, once per change.
-	ch := []Chassis{{Name: "ch-1", Hostname: "gw1", Gateway: true}}
+	ch := []Chassis{{Name: "ch-1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}}}
 	assert.Len(t, in.SetChassis(ch, true), 1000)
 	assert.Empty(t, in.SetChassis(append(ch, Chassis{Name: "ch-9"}), true), "a chassis that is no gateway candidate changes nothing")
 
@@ -651,7 +739,7 @@ func BenchmarkPlanUnit(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			in, _ := costInput(n)
-			in.SetChassis([]Chassis{{Name: "ch-1", Hostname: "gw1", Gateway: true}, {Name: "ch-2", Gateway: true}}, true)
+			in.SetChassis([]Chassis{{Name: "ch-1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}}, {Name: "ch-2", Gateway: true, Physnets: []string{"physnet1"}}}, true)
 			units := []Unit{routerUnit(fmt.Sprintf("r-%d", n/2)), networkUnit(fmt.Sprintf("net-%d", n/2))}
 			held := Claims{}
 			b.ReportAllocs()

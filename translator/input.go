@@ -36,6 +36,9 @@ type Held interface {
 	HeldInternal(network string) string
 	// HeldVMAddress is the VM port that has the MAC or IP addr on network.
 	HeldVMAddress(network, addr string) string
+	// HeldGateways are the chassis of router's gateway port by priority,
+	// highest first (its Gateway_Chassis rows).
+	HeldGateways(router string) []string
 }
 
 // Claims say who holds what, as read from the rows in the NB.
@@ -48,6 +51,9 @@ type Claims struct {
 	// VMAddresses maps "network MAC" and "network IP" to the VM port that
 	// has that address on that network.
 	VMAddresses map[string]string
+	// Gateways maps a router to the chassis of its gateway port, highest
+	// priority first.
+	Gateways map[string][]string
 }
 
 // HeldSNATIP implements Held.
@@ -61,12 +67,16 @@ func (c Claims) HeldVMAddress(network, addr string) string {
 	return c.VMAddresses[network+" "+addr]
 }
 
+// HeldGateways implements Held.
+func (c Claims) HeldGateways(router string) []string { return c.Gateways[router] }
+
 // noClaims is the Held of an NB where nobody holds anything.
 type noClaims struct{}
 
 func (noClaims) HeldSNATIP(string) string            { return "" }
 func (noClaims) HeldInternal(string) string          { return "" }
 func (noClaims) HeldVMAddress(string, string) string { return "" }
+func (noClaims) HeldGateways(string) []string        { return nil }
 
 // Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
 // accepted it.
@@ -165,4 +175,6 @@ type Chassis struct {
 	Hostname string
 	// Gateway is true when ovn-cms-options contains enable-chassis-as-gw.
 	Gateway bool
+	// Physnets are the physical networks its ovn-bridge-mappings map.
+	Physnets []string
 }

@@ -10,6 +10,9 @@ const (
 	// KeyDescription carries a VirtualRouter's spec.description on its
 	// Logical_Router.
 	KeyDescription = "kubevirt-ovn/description"
+	// KeyPinned marks the Gateway_Chassis row of a router's spec.gateway:
+	// kubevirt-ovn rebalance never moves that router.
+	KeyPinned = "kubevirt-ovn/pinned"
 )
 
 // DefaultInstance is the managed-by value when none is configured.

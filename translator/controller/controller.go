@@ -74,6 +74,10 @@ type RouterStatus struct {
 	// GatewayChanged is set when the primary gateway differs from the one
 	// last reported (an event is worth emitting).
 	GatewayChanged bool
+	// Active is the chassis the gateway port is bound to in the SB now
+	// (BFD may have moved it from the primary); "" when unbound or the SB
+	// is not given.
+	Active string
 }
 
 // Options configure a Controller.
@@ -225,15 +229,22 @@ func (c *Controller) Run(ctx context.Context) error {
 		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m) },
 	})
 	if c.sb != nil {
-		onChassis := func(table string) {
-			if table == sbmodel.ChassisTable {
+		onSB := func(table string, m model.Model) {
+			switch table {
+			case sbmodel.ChassisTable:
 				c.refreshChassis(ctx)
+			case sbmodel.PortBindingTable:
+				// A gateway port bound elsewhere (BFD failover, a move):
+				// its router's status says where it is active.
+				if r, ok := ovn.RouterOfRedirectPort(m.(*sbmodel.PortBinding).LogicalPort); ok {
+					c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
+				}
 			}
 		}
 		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-			AddFunc:    func(table string, _ model.Model) { onChassis(table) },
-			UpdateFunc: func(table string, _, _ model.Model) { onChassis(table) },
-			DeleteFunc: func(table string, _ model.Model) { onChassis(table) },
+			AddFunc:    func(table string, m model.Model) { onSB(table, m) },
+			UpdateFunc: func(table string, _, m model.Model) { onSB(table, m) },
+			DeleteFunc: func(table string, m model.Model) { onSB(table, m) },
 		})
 	}
 	if c.sb != nil {
@@ -427,6 +438,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		st.SNATIP = rp.SNATIP
 		if rp.Gateway != nil {
 			st.Gateway = slices.Clone(rp.Gateway.Chassis)
+			st.Active = ovn.ActiveGateway(ctx, c.sb, u.Name)
 		}
 	}
 	st.Realized = c.realized(ctx, u.Name, res.NBCfg, unitErr == nil)

@@ -270,7 +270,11 @@ func (s *Source) Report(ctx context.Context, router string, st controller.Router
 		for _, g := range st.Gateway[1:] {
 			cands = append(cands, g)
 		}
-		status["gateway"] = map[string]any{"primary": st.Gateway[0], "candidates": cands}
+		gw := map[string]any{"primary": st.Gateway[0], "candidates": cands}
+		if st.Active != "" {
+			gw["active"] = st.Active
+		}
+		status["gateway"] = gw
 	}
 	if equality.Semantic.DeepEqual(old, status) {
 		return nil

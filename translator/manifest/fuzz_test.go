@@ -34,7 +34,7 @@ func FuzzDecodeAndPlan(f *testing.F) {
 		}
 		snap := s.Snapshot
 		snap.ChassisKnown = len(snap.Routers)%2 == 0
-		snap.Chassis = []translator.Chassis{{Name: "gw1", Hostname: "gw1", Gateway: true}, {Name: "hv1", Hostname: "hv1"}}
+		snap.Chassis = []translator.Chassis{{Name: "gw1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}}, {Name: "hv1", Hostname: "hv1"}}
 		p := translator.Build(&snap, "fuzz")
 		if again := translator.Build(&snap, "fuzz"); !reflect.DeepEqual(p, again) {
 			t.Fatal("Build is not deterministic")

@@ -45,6 +45,10 @@ type Desired struct {
 	Unit translator.Unit
 	Rows []translator.Row
 	Keep []string
+	// Tables, when set, limits the diff to the unit's rows of these
+	// tables: the unit's other rows are left as they are (kubevirt-ovn
+	// rebalance rewrites only Gateway_Chassis rows).
+	Tables []string
 }
 
 // UnitDiff is what brings one unit's rows to its desired rows: changes for
@@ -279,6 +283,12 @@ func (d *Differ) Unit(want Desired) (*UnitDiff, error) {
 
 	for _, t := range Registry {
 		rows := byTable[t]
+		if len(want.Tables) > 0 && !slices.Contains(want.Tables, t.Name) {
+			if len(rows) > 0 {
+				return nil, fmt.Errorf("%s: %d %s rows desired but only %v diffed", u, len(rows), t.Name, want.Tables)
+			}
+			continue
+		}
 		if !d.has(t) {
 			for _, r := range rows {
 				if t.Absent != nil {

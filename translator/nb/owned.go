@@ -1,6 +1,7 @@
 package nb
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"net/netip"
@@ -104,12 +105,52 @@ func compareUnits(a, b translator.Unit) int {
 // first claimant keeps what it holds.
 func HeldClaims(_ context.Context, c client.Client, instance string) (translator.Claims, error) {
 	held := translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{}}
+	gws := gateways{}
 	eachOwned(c, instance, func(_ *Table, u translator.Unit, row any) {
 		for _, cl := range claimsOf(u, row) {
 			cl.put(held)
 		}
+		if gc, ok := row.(*nbmodel.GatewayChassis); ok && u.Kind == translator.KindRouter {
+			gws.set(u.Name, gc.UUID, gc)
+		}
 	})
+	held.Gateways = map[string][]string{}
+	for r := range gws {
+		held.Gateways[r] = gws.order(r)
+	}
 	return held, nil
+}
+
+// gateways are the Gateway_Chassis rows of each router, by UUID.
+type gateways map[string]map[string]*nbmodel.GatewayChassis
+
+func (g gateways) set(router, uuid string, gc *nbmodel.GatewayChassis) {
+	if g[router] == nil {
+		g[router] = map[string]*nbmodel.GatewayChassis{}
+	}
+	g[router][uuid] = gc
+}
+
+func (g gateways) remove(router, uuid string) {
+	delete(g[router], uuid)
+	if len(g[router]) == 0 {
+		delete(g, router)
+	}
+}
+
+// order is router's chassis by priority, highest first, each once.
+func (g gateways) order(router string) []string {
+	rows := slices.Collect(maps.Values(g[router]))
+	slices.SortFunc(rows, func(a, b *nbmodel.GatewayChassis) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.ChassisName, b.ChassisName))
+	})
+	var out []string
+	for _, gc := range rows {
+		if !slices.Contains(out, gc.ChassisName) {
+			out = append(out, gc.ChassisName)
+		}
+	}
+	return out
 }
 
 // claim is one thing a row says its owner holds.
@@ -176,12 +217,14 @@ type HeldIndex struct {
 	mu       sync.RWMutex
 	rows     map[string][]claim // row UUID -> what it holds
 	held     translator.Claims
+	gws      gateways
+	gwOwner  map[string]string // Gateway_Chassis UUID -> router
 }
 
 // NewHeldIndex indexes c's cache for instance: its rows now and every
 // change after.
 func NewHeldIndex(c client.Client, instance string) *HeldIndex {
-	h := &HeldIndex{instance: instance, rows: map[string][]claim{},
+	h := &HeldIndex{instance: instance, rows: map[string][]claim{}, gws: gateways{}, gwOwner: map[string]string{},
 		held: translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{}}}
 	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc:    func(table string, m model.Model) { h.update(table, m, false) },
@@ -198,6 +241,10 @@ func NewHeldIndex(c client.Client, instance string) *HeldIndex {
 
 func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 	t := Lookup(table)
+	if t != nil && table == nbmodel.GatewayChassisTable {
+		h.updateGateway(t, m, deleted)
+		return
+	}
 	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable) {
 		return
 	}
@@ -221,6 +268,30 @@ func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 	for _, cl := range now {
 		cl.put(h.held)
 	}
+}
+
+func (h *HeldIndex) updateGateway(t *Table, m model.Model, deleted bool) {
+	uuid := uuidOf(m)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r, ok := h.gwOwner[uuid]; ok {
+		h.gws.remove(r, uuid)
+		delete(h.gwOwner, uuid)
+	}
+	u, ok := t.owner(m, h.instance)
+	if deleted || !ok || u.Kind != translator.KindRouter {
+		return
+	}
+	gc := *m.(*nbmodel.GatewayChassis)
+	h.gws.set(u.Name, uuid, &gc)
+	h.gwOwner[uuid] = u.Name
+}
+
+// HeldGateways implements translator.Held.
+func (h *HeldIndex) HeldGateways(router string) []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.gws.order(router)
 }
 
 // HeldSNATIP implements translator.Held.

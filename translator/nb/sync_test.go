@@ -211,8 +211,8 @@ func TestSyncGatewayChangeUpdatesPriorities(t *testing.T) {
 	s.Routers[0].Gateway = ""
 	s.ChassisKnown = true
 	s.Chassis = []tr.Chassis{
-		{Name: "gw1", Hostname: "node-gw1", Gateway: true},
-		{Name: "gw2", Hostname: "node-gw2", Gateway: true},
+		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}},
+		{Name: "gw2", Hostname: "node-gw2", Gateway: true, Physnets: []string{"physnet1"}},
 		{Name: "hv1", Hostname: "node-hv1"},
 	}
 	s.Routers[0].Gateway = "node-gw1"

@@ -4,6 +4,7 @@
 package ovn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -243,17 +244,25 @@ func MonitorNB(ctx context.Context, c client.Client, instance string) (client.Mo
 }
 
 // ConnectSB connects to the SB and monitors the columns of its Chassis
-// table that GatewayChassis reads; the client model holds only that table.
+// table that GatewayChassis reads and, of Port_Binding, the chassisredirect
+// ports (where each gateway port is active, for ActiveGateway); the client
+// model holds only those tables.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
 	modelFor := func(ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
-		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{sbmodel.ChassisTable: &sbmodel.Chassis{}})
+		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{
+			sbmodel.ChassisTable: &sbmodel.Chassis{}, sbmodel.PortBindingTable: &sbmodel.PortBinding{}})
 	}
 	c, err := connect(ctx, "SB", sbmodel.Schema().Name, modelFor, ep, log)
 	if err != nil {
 		return nil, err
 	}
 	ch := &sbmodel.Chassis{}
-	if _, err := c.Monitor(ctx, c.NewMonitor(client.WithTable(ch, &ch.Name, &ch.Hostname, &ch.OtherConfig, &ch.ExternalIDs))); err != nil {
+	pb := &sbmodel.PortBinding{}
+	redirect := model.Condition{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: "chassisredirect"}
+	if _, err := c.Monitor(ctx, c.NewMonitor(
+		client.WithTable(ch, &ch.Name, &ch.Hostname, &ch.OtherConfig, &ch.ExternalIDs),
+		client.WithConditionalTable(pb, []model.Condition{redirect}, &pb.LogicalPort, &pb.Type, &pb.Chassis),
+	)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring SB %s: %w", ep.Address, err)
 	}
@@ -262,7 +271,8 @@ func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client
 
 // GatewayChassis lists the SB chassis, marking those whose ovn-cms-options
 // (in other_config, or external_ids for older ovn-controllers) contain
-// enable-chassis-as-gw.
+// enable-chassis-as-gw, with the physical networks of their
+// ovn-bridge-mappings (same places).
 func GatewayChassis(ctx context.Context, sb client.Client) ([]translator.Chassis, error) {
 	var rows []*sbmodel.Chassis
 	if err := sb.List(ctx, &rows); err != nil {
@@ -274,10 +284,75 @@ func GatewayChassis(ctx context.Context, sb client.Client) ([]translator.Chassis
 			Name:     r.Name,
 			Hostname: r.Hostname,
 			Gateway:  isGateway(r.OtherConfig["ovn-cms-options"]) || isGateway(r.ExternalIDs["ovn-cms-options"]),
+			Physnets: physnets(cmp.Or(r.OtherConfig["ovn-bridge-mappings"], r.ExternalIDs["ovn-bridge-mappings"])),
 		})
 	}
 	slices.SortFunc(out, func(a, b translator.Chassis) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// ActiveGateways maps each router whose gateway port is bound in the SB
+// (its chassisredirect port, cr-<port>) to the chassis it is bound to now:
+// where OVN has made it active, which BFD may have moved away from the
+// planned primary.
+func ActiveGateways(ctx context.Context, sb client.Client) (map[string]string, error) {
+	var bindings []*sbmodel.PortBinding
+	if err := sb.List(ctx, &bindings); err != nil {
+		return nil, fmt.Errorf("listing SB port bindings: %w", err)
+	}
+	out := map[string]string{}
+	for _, b := range bindings {
+		router, ok := RouterOfRedirectPort(b.LogicalPort)
+		if !ok || b.Chassis == nil {
+			continue
+		}
+		ch := &sbmodel.Chassis{UUID: *b.Chassis}
+		if err := sb.Get(ctx, ch); err != nil {
+			continue
+		}
+		out[router] = ch.Name
+	}
+	return out, nil
+}
+
+// ActiveGateway is the chassis router's gateway port is bound to in the SB
+// now, "" when it is bound nowhere (or sb is nil).
+func ActiveGateway(ctx context.Context, sb client.Client, router string) string {
+	if sb == nil {
+		return ""
+	}
+	b := &sbmodel.PortBinding{LogicalPort: "cr-" + translator.GatewayPortName(router)}
+	if err := sb.Get(ctx, b); err != nil || b.Chassis == nil {
+		return ""
+	}
+	ch := &sbmodel.Chassis{UUID: *b.Chassis}
+	if err := sb.Get(ctx, ch); err != nil {
+		return ""
+	}
+	return ch.Name
+}
+
+// RouterOfRedirectPort is the router whose gateway port's chassisredirect
+// port is named port.
+func RouterOfRedirectPort(port string) (string, bool) {
+	lrp, ok := strings.CutPrefix(port, "cr-")
+	if !ok {
+		return "", false
+	}
+	return translator.RouterOfGatewayPort(lrp)
+}
+
+// physnets are the physical networks of ovn-bridge-mappings
+// ("physnet1:br-ex,physnet2:br-vlan").
+func physnets(mappings string) []string {
+	var out []string
+	for _, m := range strings.Split(mappings, ",") {
+		if net, _, ok := strings.Cut(strings.TrimSpace(m), ":"); ok && net != "" {
+			out = append(out, net)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func isGateway(cmsOptions string) bool {
