@@ -62,7 +62,7 @@ func TestFailoverByBFD(t *testing.T) {
 		require.Less(t, dport, uint16(6000+60000/50*2), "flow ports exhausted")
 		if time.Now().After(deadline) {
 			require.FailNowf(t, "no failover", "%s's SNATed traffic not seen on backup %s's wire %s after killing %s (flows sent: %d); SB port binding of %s: %s; packets there:\n%s",
-				"router1", backup, time.Since(killedAt), primary, len(sentAt), crPort, boundChassis(t, e.l, crPort), wire.Describe(last[skip:]))
+				"router1", backup, time.Since(killedAt), primary, len(sentAt), crPort, boundChassis(t, e.l, crPort), wire.Describe(last[min(skip, len(last)):]))
 		}
 		e.send("hv1", "vm-a", vmAMAC, vmAIP, 41000, dport)
 		sentAt[dport] = time.Now()
@@ -223,35 +223,46 @@ func TestGatewayAddRemoveMovesOnlyWhatMust(t *testing.T) {
 }
 
 // gatewayOrders reads, for each router of ours with a gateway port, its
-// Gateway_Chassis chassis, highest priority (the primary) first.
+// Gateway_Chassis chassis, highest priority (the primary) first. The ports
+// and the Gateway_Chassis are two reads: when a port names a row the first
+// read did not see (written in between), it reads both again.
 func gatewayOrders(t *testing.T, d sandbox.Deployment) map[string][]string {
 	t.Helper()
 	type gc struct {
 		chassis  string
 		priority int
 	}
-	rows := map[string]gc{}
-	for _, rec := range nbCSV(t, d, "_uuid,chassis_name,priority", "Gateway_Chassis") {
-		p, err := strconv.Atoi(rec[2])
-		require.NoError(t, err, "Gateway_Chassis %s priority %q", rec[0], rec[2])
-		rows[rec[0]] = gc{rec[1], p}
+	for attempt := 0; ; attempt++ {
+		ports := nbCSV(t, d, "name,gateway_chassis", "Logical_Router_Port")
+		rows := map[string]gc{}
+		for _, rec := range nbCSV(t, d, "_uuid,chassis_name,priority", "Gateway_Chassis") {
+			p, err := strconv.Atoi(rec[2])
+			require.NoError(t, err, "Gateway_Chassis %s priority %q", rec[0], rec[2])
+			rows[rec[0]] = gc{rec[1], p}
+		}
+		out := map[string][]string{}
+		torn := false
+		for _, rec := range ports {
+			router, ok := strings.CutPrefix(rec[0], "kv-rtoe-")
+			if !ok || rec[1] == "" {
+				continue
+			}
+			var gcs []gc
+			for _, id := range strings.Fields(rec[1]) {
+				g, ok := rows[id]
+				torn = torn || !ok
+				gcs = append(gcs, g)
+			}
+			sort.Slice(gcs, func(i, j int) bool { return gcs[i].priority > gcs[j].priority })
+			for _, g := range gcs {
+				out[router] = append(out[router], g.chassis)
+			}
+		}
+		if !torn {
+			return out
+		}
+		require.Less(t, attempt, 100, "Logical_Router_Port.gateway_chassis names Gateway_Chassis rows that are not there: %v", out)
 	}
-	out := map[string][]string{}
-	for _, rec := range nbCSV(t, d, "name,gateway_chassis", "Logical_Router_Port") {
-		router, ok := strings.CutPrefix(rec[0], "kv-rtoe-")
-		if !ok || rec[1] == "" {
-			continue
-		}
-		var gcs []gc
-		for _, id := range strings.Fields(rec[1]) {
-			gcs = append(gcs, rows[id])
-		}
-		sort.Slice(gcs, func(i, j int) bool { return gcs[i].priority > gcs[j].priority })
-		for _, g := range gcs {
-			out[router] = append(out[router], g.chassis)
-		}
-	}
-	return out
 }
 
 // nbCSV lists columns of every row of table as CSV records.
