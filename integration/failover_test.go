@@ -61,8 +61,9 @@ func TestFailoverByBFD(t *testing.T) {
 	for dport := uint16(6000); seenAt.IsZero(); dport++ {
 		require.Less(t, dport, uint16(6000+60000/50*2), "flow ports exhausted")
 		if time.Now().After(deadline) {
-			require.FailNowf(t, "no failover", "%s's SNATed traffic not seen on backup %s's wire %s after killing %s (flows sent: %d); SB port binding of %s: %s; packets there:\n%s",
-				"router1", backup, time.Since(killedAt), primary, len(sentAt), crPort, boundChassis(t, e.l, crPort), wire.Describe(last[min(skip, len(last)):]))
+			bfd, err := e.l.Exec(backup, "ovs-appctl", "bfd/show")
+			require.FailNowf(t, "no failover", "router1's SNATed traffic not seen on backup %s's wire %s after killing %s (flows sent: %d); SB port binding of %s: %q; BFD on %s (%v):\n%s\npackets on the wire:\n%s",
+				backup, time.Since(killedAt), primary, len(sentAt), crPort, boundChassis(t, e.l, crPort), backup, err, bfd, wire.Describe(last[min(skip, len(last)):]))
 		}
 		e.send("hv1", "vm-a", vmAMAC, vmAIP, 41000, dport)
 		sentAt[dport] = time.Now()
