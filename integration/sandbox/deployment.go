@@ -34,6 +34,15 @@ type Deployment interface {
 	// has sent so far.
 	Inject(chassis, port string, frame []byte) error
 	Capture(chassis, port string) ([]wire.Seen, error)
+	// KillChassis crashes a chassis: SIGKILL to its ovs-vswitchd and
+	// ovn-controller; it returns their pids. The chassis leaves Gateways
+	// and Workers for good; what its ports sent stays readable.
+	KillChassis(chassis string) ([]int, error)
+	// AddGateway starts a new gateway candidate whose external bridge is
+	// mapped to physnet ("" for the one the others map).
+	AddGateway(chassis, physnet string) error
+	// RemoveChassis deletes a chassis from the SB (ovn-sbctl chassis-del).
+	RemoveChassis(chassis string) error
 	// Pids are the processes to find gone after Stop (none for a remote
 	// deployment); Logs are files worth reading when a test fails.
 	Pids() []int

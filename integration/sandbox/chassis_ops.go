@@ -1,0 +1,191 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Changes to a running Local's chassis, for failover tests: a chassis
+// crashing, a gateway joining, a dead chassis removed from the SB.
+
+// KillChassis ends chassis sim the way a crash or a power cut does:
+// SIGKILL, by pid, to its ovs-vswitchd (which runs BFD, so its peers see it
+// down) and its ovn-controller (which then cannot remove its SB row), sent
+// before waiting for either. It returns the pids killed once they are gone
+// (zombies waiting for a late reaper count as gone). The chassis's
+// Open_vSwitch ovsdb-server keeps running, so its database and the pcaps of
+// its ports stay readable; it is stopped by Stop. The chassis leaves
+// Gateways and Workers and cannot be restarted.
+func (l *Local) KillChassis(sim string) ([]int, error) {
+	if !slices.Contains(l.chassis, sim) {
+		return nil, fmt.Errorf("killing chassis %s: no such chassis in %s (chassis: %s)", sim, l.Dir, strings.Join(l.chassis, ", "))
+	}
+	var victims []daemon
+	var pids []int
+	for _, prog := range []string{"ovs-vswitchd", "ovn-controller"} {
+		d, ok := l.simDaemon(sim, prog)
+		if !ok {
+			return nil, fmt.Errorf("killing chassis %s: it runs no %s (killed already?)", sim, prog)
+		}
+		pid, err := d.pid()
+		if err != nil {
+			return nil, fmt.Errorf("killing chassis %s: %w", sim, err)
+		}
+		victims = append(victims, d)
+		pids = append(pids, pid)
+	}
+	var errs []error
+	for i, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			errs = append(errs, fmt.Errorf("killing %s of chassis %s (pid %d): %w", victims[i].name, sim, pid, err))
+		}
+	}
+	for i, pid := range pids {
+		if !waitExit(pid, 10*time.Second) {
+			errs = append(errs, fmt.Errorf("%s of chassis %s (pid %d) still runs 10s after SIGKILL", victims[i].name, sim, pid))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return pids, err
+	}
+	// Gone for good: Stop must not signal their pids again (they may
+	// belong to another process by then), and the chassis serves no
+	// longer as a gateway or a worker.
+	l.sims.list = slices.DeleteFunc(l.sims.list, func(d daemon) bool {
+		return slices.ContainsFunc(victims, func(v daemon) bool { return v.pidfile == d.pidfile })
+	})
+	l.forget(sim)
+	return pids, nil
+}
+
+// RemoveChassis deletes chassis sim from the SB (`ovn-sbctl chassis-del`),
+// as an operator does for a node that is gone. A chassis whose
+// ovn-controller still runs registers again: kill it first (KillChassis).
+func (l *Local) RemoveChassis(sim string) error {
+	if _, err := l.SBCtl("chassis-del", sim); err != nil {
+		return fmt.Errorf("removing chassis %s from the SB: %w", sim, err)
+	}
+	l.forget(sim)
+	return nil
+}
+
+// AddGateway starts a new gateway chassis sim while the deployment runs,
+// built as StartLocal builds its gateways: br-ex with the wire port
+// ExternalPort (tx and rx pcap), ovn-bridge-mappings=<physnet>:br-ex and
+// ovn-cms-options=enable-chassis-as-gw, tunnel neighbour entries between it
+// and every running chassis both ways. physnet "" is the topology's
+// PhysicalNetwork; another name makes a gateway that cannot reach the
+// external network's localnet. It returns once the chassis is registered
+// in the SB.
+func (l *Local) AddGateway(sim, physnet string) error {
+	if physnet == "" {
+		physnet = l.Topology.PhysicalNetwork
+	}
+	if sim == "main" || slices.Contains(l.chassis, sim) {
+		return fmt.Errorf("adding gateway %s: the name is taken in %s", sim, l.Dir)
+	}
+	ip, err := l.freeEncapIP()
+	if err != nil {
+		return fmt.Errorf("adding gateway %s: %w", sim, err)
+	}
+	if err := l.simAdd(sim); err != nil {
+		return fmt.Errorf("adding gateway %s: %w", sim, err)
+	}
+	mac, err := l.attach(sim, ip)
+	if err != nil {
+		return fmt.Errorf("adding gateway %s: %w", sim, err)
+	}
+	l.chassis = append(l.chassis, sim)
+	l.encapIP[sim] = ip
+	l.Topology.Gateways = append(slices.Clone(l.Topology.Gateways), sim)
+	if err := l.externalWire(sim, physnet); err != nil {
+		return fmt.Errorf("adding gateway %s: %w", sim, err)
+	}
+	for _, peer := range l.chassis {
+		if peer == sim {
+			continue
+		}
+		if _, ok := l.simDaemon(peer, "ovs-vswitchd"); !ok {
+			continue // killed: nothing to tell it, nothing to learn from it
+		}
+		peerMAC, err := l.Exec(peer, "ovs-vsctl", "get", "Interface", "br-phys", "mac_in_use")
+		if err != nil {
+			return fmt.Errorf("adding gateway %s: reading %s's underlay MAC: %w", sim, peer, err)
+		}
+		peerMAC = strings.Trim(strings.TrimSpace(peerMAC), `"`)
+		if _, err := l.Exec(peer, "ovs-appctl", "tnl/neigh/set", "br-phys", ip, mac); err != nil {
+			return fmt.Errorf("adding gateway %s: %w", sim, err)
+		}
+		if _, err := l.Exec(sim, "ovs-appctl", "tnl/neigh/set", "br-phys", l.encapIP[peer], peerMAC); err != nil {
+			return fmt.Errorf("adding gateway %s: %w", sim, err)
+		}
+	}
+	if err := poll(90*time.Second, "chassis "+sim+" in the SB", func() (bool, error) {
+		out, err := l.SBCtl("--bare", "--columns=ip", "find", "Encap", "chassis_name="+sim)
+		return strings.TrimSpace(out) != "", err
+	}); err != nil {
+		return fmt.Errorf("adding gateway %s: %w", sim, err)
+	}
+	return nil
+}
+
+// externalWire gives gateway sim the bridge br-ex with the wire port
+// ExternalPort, maps physnet to it and marks sim a gateway candidate.
+func (l *Local) externalWire(sim, physnet string) error {
+	d := l.simDir(sim)
+	_, err := l.Exec(sim, "ovs-vsctl",
+		"--", "add-br", "br-ex",
+		"--", "add-port", "br-ex", ExternalPort,
+		"--", "set", "Interface", ExternalPort, "type=dummy",
+		"options:tx_pcap="+filepath.Join(d, ExternalPort+"-tx.pcap"),
+		"options:rxq_pcap="+filepath.Join(d, ExternalPort+"-rx.pcap"),
+		"--", "set", "Open_vSwitch", ".",
+		"external-ids:ovn-bridge-mappings="+physnet+":br-ex",
+		"external-ids:ovn-cms-options=enable-chassis-as-gw")
+	return err
+}
+
+// simDaemon is the running daemon prog of chassis sim, if any.
+func (l *Local) simDaemon(sim, prog string) (daemon, bool) {
+	dir := l.simDir(sim)
+	for _, d := range l.sims.list {
+		if d.name == prog && d.dir == dir {
+			return d, true
+		}
+	}
+	return daemon{}, false
+}
+
+// forget drops sim from the gateways and workers (a fresh slice: callers
+// may hold the old one).
+func (l *Local) forget(sim string) {
+	drop := func(names []string) []string {
+		return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == sim })
+	}
+	l.Topology.Gateways = drop(l.Topology.Gateways)
+	l.Topology.Workers = drop(l.Topology.Workers)
+}
+
+// freeEncapIP is an underlay address no chassis has: gateways take
+// 192.168.0.1-10 and workers 11-20 at start, so later ones go after.
+func (l *Local) freeEncapIP() (string, error) {
+	used := map[string]bool{}
+	for _, ip := range l.encapIP {
+		used[ip] = true
+	}
+	for i := 1; i < 255; i++ {
+		if i >= 11 && i <= 20 {
+			continue
+		}
+		ip := fmt.Sprintf("192.168.0.%d", i)
+		if !used[ip] {
+			return ip, nil
+		}
+	}
+	return "", errors.New("no free underlay address in 192.168.0.0/24")
+}
