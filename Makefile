@@ -43,8 +43,11 @@ check-format:
 vet:
 	$(GO) vet ./...
 
+# Measured numbers (failover times) are printed after the tests.
 test: deps check-generate check-format vet
-	$(GO) test -count=1 ./...
+	@mkdir -p bin && rm -f bin/measured.txt
+	KUBEVIRT_OVN_REPORT=$(CURDIR)/bin/measured.txt $(GO) test -count=1 ./...
+	@if [ -s bin/measured.txt ]; then echo "measured:"; cat bin/measured.txt; fi
 
 demo: deps build
 	$(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep)

@@ -309,3 +309,22 @@ status: {interfaces: [{name: eth1, mac: "50:54:00:00:%02x:%02x", ipAddress: 10.%
 
 // manySNAT is router i's SNAT IP.
 func manySNAT(i int) string { return fmt.Sprintf("172.16.%d.%d", 1+i/250, 2+i%250) }
+
+// EnvReport names a file measured numbers are appended to: `make test`
+// prints it at the end (go test shows a passing test's output only with -v).
+const EnvReport = "KUBEVIRT_OVN_REPORT"
+
+// report logs a measurement and appends it to the EnvReport file.
+func report(t *testing.T, msg string) {
+	t.Helper()
+	t.Log(msg)
+	path := os.Getenv(EnvReport)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "%s: %s\n", t.Name(), msg)
+	require.NoError(t, err)
+}

@@ -102,8 +102,7 @@ func TestFailoverByBFD(t *testing.T) {
 		primary, pids, backup, seenAt.Sub(killedAt).Round(time.Millisecond),
 		firstThrough.Sub(killedAt).Round(time.Millisecond), since(killedAt, lastLost), len(sentAt),
 		snatIP, garpAt.Sub(killedAt).Round(time.Millisecond))
-	t.Log(msg)
-	fmt.Println(msg)
+	report(t, msg)
 }
 
 // TestFailoverControllerReschedules: `run` over three gateways, routers not
@@ -150,8 +149,7 @@ func TestFailoverControllerReschedules(t *testing.T) {
 	}
 	msg := fmt.Sprintf("controller failover: %s removed from the SB -> every Gateway_Chassis rewritten after %s; primaries moved: %s",
 		victim, rescheduled.Round(time.Millisecond), moved)
-	t.Log(msg)
-	fmt.Println(msg)
+	report(t, msg)
 
 	survivor := after["router1"][0]
 	e.ready(survivor, "hv1", "hv2")

@@ -18,7 +18,14 @@ type InputError struct {
 	Object string // name, or namespace/name for namespaced objects
 	Field  string // path of the field, e.g. spec.external.ip
 	Msg    string
+	// Reason, when set, says that the input is fine but the cluster cannot
+	// serve it yet (ReasonNoGatewayCandidate); status shows it instead of
+	// InvalidSpec.
+	Reason string
 }
+
+// ReasonNoGatewayCandidate: no SB chassis can be the router's gateway.
+const ReasonNoGatewayCandidate = "NoGatewayCandidate"
 
 func (e *InputError) Error() string {
 	if e.Field == "" {

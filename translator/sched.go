@@ -187,10 +187,14 @@ func noCandidate(name, physnet string, chassis []Chassis) error {
 		}
 		names = append(names, fmt.Sprintf("%s maps %s", c.Name, maps))
 	}
+	var err *InputError
 	if physnet == "" || len(names) == 0 {
-		return routerErr(name, "spec.gateway", "has no gateway candidate: no SB chassis has ovn-cms-options=enable-chassis-as-gw")
+		err = routerErr(name, "spec.gateway", "has no gateway candidate: no SB chassis has ovn-cms-options=enable-chassis-as-gw")
+	} else {
+		err = routerErr(name, "spec.external.network", "has no gateway candidate: no SB chassis with enable-chassis-as-gw maps physical network %s in ovn-bridge-mappings (%s)", physnet, strings.Join(names, "; "))
 	}
-	return routerErr(name, "spec.external.network", "has no gateway candidate: no SB chassis with enable-chassis-as-gw maps physical network %s in ovn-bridge-mappings (%s)", physnet, strings.Join(names, "; "))
+	err.Reason = ReasonNoGatewayCandidate
+	return err
 }
 
 // settle adopts, for every router with a gateway in the input, the order

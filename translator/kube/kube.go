@@ -312,6 +312,9 @@ func readyOf(status map[string]any) (string, bool) {
 func reasonOf(err error) string {
 	var in *translator.InputError
 	if errors.As(err, &in) {
+		if in.Reason != "" {
+			return in.Reason
+		}
 		return "InvalidSpec"
 	}
 	return "CommitFailed"
