@@ -24,13 +24,17 @@ import (
 // bound now.
 type gatewayState struct {
 	nb      client.Client
+	sb      client.Client
 	routers []translator.Assignment
 	snatIP  map[string]string
 	chassis []translator.Chassis
 	active  map[string]string
 }
 
-func (g *gatewayState) Close() { g.nb.Close() }
+func (g *gatewayState) Close() {
+	g.nb.Close()
+	g.sb.Close()
+}
 
 // readGateways connects to both databases and reads the gateway state.
 func readGateways(ctx context.Context, nb, sb ovn.Endpoint, instance string, stderr io.Writer) (*gatewayState, error) {
@@ -49,18 +53,18 @@ func readGateways(ctx context.Context, nb, sb ovn.Endpoint, instance string, std
 		nbc.Close()
 		return nil, err
 	}
-	defer sbc.Close()
+	g.sb = sbc
 	if g.chassis, err = ovn.GatewayChassis(ctx, sbc); err == nil {
 		g.active, err = ovn.ActiveGateways(ctx, sbc)
 	}
 	if err != nil {
-		nbc.Close()
+		g.Close()
 		return nil, err
 	}
 	g.routers = kvnb.Gateways(nbc, instance)
 	held, err := kvnb.HeldClaims(ctx, nbc, instance)
 	if err != nil {
-		nbc.Close()
+		g.Close()
 		return nil, err
 	}
 	g.snatIP = map[string]string{}
@@ -178,6 +182,7 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "dry run: %d moves, nothing is written\n", len(moves))
 	}
 	failed := 0
+	var failedRouters []string
 	for _, m := range moves {
 		fmt.Fprintf(stdout, "move %s: %s -> %s (gateway chassis now %s)\n", m.Router, m.From, m.To, strings.Join(m.Order, ", "))
 		if *dryRun {
@@ -186,7 +191,18 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 		if err := moveGateway(ctx, g.nb, *instance, m); err != nil {
 			fmt.Fprintf(stderr, "kubevirt-ovn rebalance: moving %s: %v\n", m.Router, err)
 			failed++
+			failedRouters = append(failedRouters, m.Router)
 		}
+	}
+	if !*dryRun {
+		moved := map[string]string{}
+		for _, m := range moves {
+			moved[m.Router] = m.To
+		}
+		for _, r := range failedRouters {
+			delete(moved, r)
+		}
+		finishMoves(ctx, g.nb, g.sb, moved, stderr)
 	}
 	if failed > 0 {
 		fmt.Fprintf(stderr, "%d of %d moves failed; the other routers moved\n", failed, len(moves))

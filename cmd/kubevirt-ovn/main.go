@@ -202,14 +202,15 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	for _, n := range set.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
+	var sbc client.Client
 	if sb.Address != "" {
-		sbc, err := ovn.ConnectSB(ctx, sb, logger)
+		sbc, err = ovn.ConnectSB(ctx, sb, logger)
 		if err != nil {
 			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 			return 1
 		}
+		defer sbc.Close()
 		set.Snapshot.Chassis, err = ovn.GatewayChassis(ctx, sbc)
-		sbc.Close()
 		if err != nil {
 			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 			return 1
@@ -226,11 +227,15 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
+	before := set.Snapshot.Held.(translator.Claims).Gateways
 	set = nil // the decoded manifests are not needed any more: let the GC have them
 	res, err := syncSurvivingReconnects(ctx, nbc, read, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BatchOps: *batchOps}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
+	}
+	if !*dryRun && sbc != nil {
+		finishMoves(ctx, nbc, sbc, gatewayMoves(ctx, sbc, plan, res, before), stderr)
 	}
 	if *memProfile != "" {
 		if err := writeHeapProfile(*memProfile); err != nil {
@@ -264,6 +269,46 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// gatewayMoves are the routers whose gateway port res moved to another
+// primary while the old one is still a chassis (it may keep the port's
+// flows): router -> new primary.
+func gatewayMoves(ctx context.Context, sb client.Client, plan *translator.Plan, res *kvnb.SyncResult, before map[string][]string) map[string]string {
+	failed := map[translator.Unit]bool{}
+	for _, u := range res.Units {
+		if u.Err != nil {
+			failed[u.Unit] = true
+		}
+	}
+	moves := map[string]string{}
+	for _, rp := range plan.Routers {
+		old := before[rp.Name]
+		if rp.Gateway == nil || len(rp.Gateway.Chassis) == 0 || len(old) == 0 || failed[translator.Unit{Kind: translator.KindRouter, Name: rp.Name}] {
+			continue
+		}
+		if now := rp.Gateway.Chassis[0]; now != old[0] && ovn.IsChassis(ctx, sb, old[0]) {
+			moves[rp.Name] = now
+		}
+	}
+	return moves
+}
+
+// finishMoves waits for moved gateway ports to be bound on their new
+// chassis and nudges the chassis (ovn.FinishMoves), saying so on stderr.
+func finishMoves(ctx context.Context, nbc, sbc client.Client, moves map[string]string, stderr io.Writer) {
+	if len(moves) == 0 {
+		return
+	}
+	late, err := ovn.FinishMoves(ctx, nbc, sbc, moves)
+	if len(late) > 0 {
+		fmt.Fprintf(stderr, "note: %s\n", ovn.DescribeLate(late, moves))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "note: %v; an old gateway may keep answering for a moved port until its ovn-controller recomputes\n", err)
+		return
+	}
+	fmt.Fprintf(stderr, "note: %d gateway ports moved and bound; NB_Global options:%s rewritten (same value) so that the old gateways drop their flows\n", len(moves), kvnb.BFDMultOption)
 }
 
 // refuseEmpty fails when the manifests declare nothing while units own rows

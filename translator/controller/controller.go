@@ -110,6 +110,10 @@ type Controller struct {
 	gateway map[string]string
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
+	// moves are gateway ports moved to a new primary whose old one is
+	// still a chassis, router -> new primary, for finishMoves.
+	moves    map[string]string
+	moveKick chan struct{}
 
 	// onReconcile, for tests, sees every unit reconciled; active counts
 	// the reconciles in progress.
@@ -134,9 +138,11 @@ func New(nbc, sb client.Client, source Source, status Status, opts Options) *Con
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
-		pending: map[string]int{},
-		gateway: map[string]string{},
-		parked:  map[string]map[string]bool{},
+		pending:  map[string]int{},
+		gateway:  map[string]string{},
+		parked:   map[string]map[string]bool{},
+		moves:    map[string]string{},
+		moveKick: make(chan struct{}, 1),
 	}
 	if opts.Metrics != nil {
 		opts.Metrics.watchQueue(c.queue)
@@ -251,6 +257,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.refreshChassis(ctx)
 	}
 	go c.watchReconnect(ctx, c.nbState())
+	if c.sb != nil {
+		go c.finishMoves(ctx)
+	}
 	c.EnqueueAll(ctx)
 	log.Info("controller started", "workers", c.opts.Workers, "instance", c.opts.Instance)
 
@@ -387,6 +396,10 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	case up.Router != nil:
 		work.Rows = up.Router.Rows()
 	}
+	var before []string
+	if rp != nil && rp.Gateway != nil {
+		before = c.held.HeldGateways(u.Name)
+	}
 	res, err := nb.SyncWork(ctx, fenced{c.nb}, []nb.Work{work}, nb.SyncOptions{
 		Parents:   c.parents,
 		Instance:  c.opts.Instance,
@@ -440,6 +453,9 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 			st.Gateway = slices.Clone(rp.Gateway.Chassis)
 			st.Active = ovn.ActiveGateway(ctx, c.sb, u.Name)
 		}
+	}
+	if unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && ovn.IsChassis(ctx, c.sb, before[0]) {
+		c.moved(u.Name, st.Gateway[0])
 	}
 	st.Realized = c.realized(ctx, u.Name, res.NBCfg, unitErr == nil)
 	c.mu.Lock()
@@ -537,6 +553,49 @@ func (c *Controller) unpark(network string) {
 	c.mu.Unlock()
 	for r := range routers {
 		c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
+	}
+}
+
+// moved records a gateway port moved away from a live chassis.
+func (c *Controller) moved(router, to string) {
+	c.mu.Lock()
+	c.moves[router] = to
+	c.mu.Unlock()
+	select {
+	case c.moveKick <- struct{}{}:
+	default:
+	}
+}
+
+// finishMoves completes the recorded gateway moves (ovn.FinishMoves: wait
+// until bound on the new chassis, then one nudge of the chassis for all the
+// moves of a burst) until ctx ends.
+func (c *Controller) finishMoves(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.moveKick:
+		}
+		c.mu.Lock()
+		moves := c.moves
+		c.moves = map[string]string{}
+		c.mu.Unlock()
+		if len(moves) == 0 {
+			continue
+		}
+		late, err := ovn.FinishMoves(ctx, fenced{c.nb}, c.sb, moves)
+		if ctx.Err() != nil {
+			return
+		}
+		if len(late) > 0 {
+			c.opts.Log.Info("gateway move", "warning", ovn.DescribeLate(late, moves))
+		}
+		if err != nil {
+			c.opts.Log.Info("gateway move: an old gateway may keep answering for a moved port until its ovn-controller recomputes", "error", err.Error())
+			continue
+		}
+		c.opts.Log.Info("gateway ports moved and bound; chassis nudged to drop stale flows", "moves", len(moves), "option", "NB_Global options:"+nb.BFDMultOption)
 	}
 }
 
