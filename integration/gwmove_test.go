@@ -34,9 +34,9 @@ type moveResult struct {
 	// wrote is how long the mover took (all its steps); bound is the time
 	// from its start until the SB bound the chassisredirect port to `to`.
 	wrote, bound time.Duration
-	// flaps counts the SB polls, after the mover returned and until every
-	// BFD session was up, that saw the port bound to neither `to` nor
-	// nothing-yet: the old gateway (or no one) holding it after `to` had.
+	// flaps counts the SB polls that saw the port bound elsewhere (the old
+	// gateway, or no one) after it had been bound to `to` and before every
+	// BFD session was up.
 	flaps int
 	// stale: the old gateway answered ARP for the SNAT IP after the move
 	// had settled; staleFor is how long it went on answering (re-probed
@@ -104,22 +104,18 @@ func (g *gwMoves) boundTo() (string, error) {
 }
 
 // waitBound polls the SB until the chassisredirect port is bound to gw
-// ("": unbound) and returns how many polls saw it bound to `old` meanwhile.
-func (g *gwMoves) waitBound(gw, old string) (int, error) {
+// ("": unbound).
+func (g *gwMoves) waitBound(gw string) error {
 	var last string
-	held := 0
 	err := sandbox.Poll(90*time.Second, fmt.Sprintf("%s bound to %q", crPort, gw), func() (bool, error) {
 		var err error
 		last, err = g.boundTo()
-		if old != "" && last == old {
-			held++
-		}
 		return last == gw, err
 	})
 	if err != nil {
-		return held, fmt.Errorf("%w (last bound to %q)", err, last)
+		return fmt.Errorf("%w (last bound to %q)", err, last)
 	}
-	return held, nil
+	return nil
 }
 
 // settle polls until the port is bound to gw and every BFD session of
@@ -206,10 +202,9 @@ func (g *gwMoves) checkMove(move mover, from, to string) moveResult {
 	start := time.Now()
 	require.NoError(t, move(to), "moving the gateway port to %s", to)
 	r.wrote = time.Since(start)
-	held, err := g.waitBound(to, from)
-	require.NoError(t, err)
+	require.NoError(t, g.waitBound(to))
 	r.bound = time.Since(start)
-	r.flaps = held + g.settle(to)
+	r.flaps = g.settle(to)
 	nbctl(t, g.l, "--timeout=90", "--wait=hv", "sync")
 
 	skipTo, skipFrom := count(t, g.wire(to)), count(t, g.wire(from))
@@ -392,7 +387,7 @@ func (g *gwMoves) swapNudge(to string) error {
 	if err := g.swapPriorities(to); err != nil {
 		return err
 	}
-	if _, err := g.waitBound(to, ""); err != nil {
+	if err := g.waitBound(to); err != nil {
 		return err
 	}
 	return g.nudge()
@@ -422,7 +417,7 @@ func (g *gwMoves) lowerThenRaise(to string) error {
 	if _, err := g.l.NBCtl("lrp-set-gateway-chassis", gwPort, other(to), "0"); err != nil {
 		return err
 	}
-	if _, err := g.waitBound(to, ""); err != nil {
+	if err := g.waitBound(to); err != nil {
 		return err
 	}
 	return g.swapPriorities(to)
@@ -436,7 +431,7 @@ func (g *gwMoves) removeThenReadd(to string) error {
 	if _, err := g.l.NBCtl("lrp-del-gateway-chassis", gwPort, other(to)); err != nil {
 		return err
 	}
-	if _, err := g.waitBound(to, ""); err != nil {
+	if err := g.waitBound(to); err != nil {
 		return err
 	}
 	return g.swapPriorities(to)
@@ -486,7 +481,7 @@ func (g *gwMoves) haRemoveThenReadd(to string) error {
 	if _, err := g.l.NBCtl("ha-chassis-group-remove-chassis", haGroup, other(to)); err != nil {
 		return err
 	}
-	if _, err := g.waitBound(to, ""); err != nil {
+	if err := g.waitBound(to); err != nil {
 		return err
 	}
 	return g.haSetPrimary(to)
@@ -501,7 +496,7 @@ func (g *gwMoves) haDrain(to string) error {
 		"--", "ha-chassis-group-remove-chassis", haGroup, other(to)); err != nil {
 		return err
 	}
-	if _, err := g.waitBound("", ""); err != nil {
+	if err := g.waitBound(""); err != nil {
 		return err
 	}
 	return g.haSetPrimary(to)
@@ -514,13 +509,13 @@ func (g *gwMoves) haDrainSingle(to string) error {
 		"--", "ha-chassis-group-remove-chassis", haGroup, other(to)); err != nil {
 		return err
 	}
-	if _, err := g.waitBound("", ""); err != nil {
+	if err := g.waitBound(""); err != nil {
 		return err
 	}
 	if _, err := g.l.NBCtl("ha-chassis-group-add-chassis", haGroup, to, "2"); err != nil {
 		return err
 	}
-	if _, err := g.waitBound(to, ""); err != nil {
+	if err := g.waitBound(to); err != nil {
 		return err
 	}
 	_, err := g.l.NBCtl("ha-chassis-group-add-chassis", haGroup, other(to), "1")
