@@ -335,13 +335,18 @@ func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 // TestGatewayMoveExperiment measures the way of writing moves that
 // GWMOVE_STRATEGY names over GWMOVE_MOVES moves (default 40); it fails
 // only when the sandbox does. GWMOVE_DIAG=1 logs what a stale gateway
-// holds; GWMOVE_HEAL=nudge silences it with the nudge, not a recompute.
+// holds; GWMOVE_HEAL=nudge silences it with the nudge, not a recompute;
+// GWMOVE_BFD_MULT sets an operator's bfd-mult first.
 func TestGatewayMoveExperiment(t *testing.T) {
 	name := os.Getenv("GWMOVE_STRATEGY")
 	if name == "" {
 		t.Skip("set GWMOVE_STRATEGY to measure one way of writing moves")
 	}
 	g := newGWMoves(t)
+	if v := os.Getenv("GWMOVE_BFD_MULT"); v != "" {
+		nbctl(t, g.l, "set", "NB_Global", ".", "options:bfd-mult="+v)
+		require.NoError(t, sandbox.WaitGateway(g.l, crPort, "gw1", "hv1", "hv2"))
+	}
 	strategies := map[string]mover{
 		"swap":                 g.swapPriorities,
 		"lower-then-raise":     g.lowerThenRaise,
@@ -393,20 +398,27 @@ func (g *gwMoves) swapNudge(to string) error {
 	return g.nudge()
 }
 
-// nudge changes NB_Global options:bfd-mult between absent and "3", OVN's
-// default: no change of behaviour, but northd copies it to SB_Global,
-// every ovn-controller with BFD on rewrites its tunnel interfaces' bfd
-// column, and ovn-controller answers a change of a non-VIF interface with
-// a full recompute, which drops a stale old gateway's flows.
+// nudge rewrites NB_Global options:bfd-mult without changing what it
+// means: absent becomes "3" (the default detect multiplier) and "3" becomes
+// absent; an operator's value N becomes "0N" and back (OVS reads both as
+// N). northd copies it to SB_Global, every ovn-controller that runs BFD
+// rewrites the bfd column of its tunnel interfaces, and ovn-controller
+// answers a change of a non-VIF interface with a full recompute, which
+// drops a stale old gateway's flows.
 func (g *gwMoves) nudge() error {
 	cur, err := g.l.NBCtl("--if-exists", "get", "NB_Global", ".", "options:bfd-mult")
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(cur) == "" {
+	switch v := strings.Trim(strings.TrimSpace(cur), `"`); {
+	case v == "":
 		_, err = g.l.NBCtl("set", "NB_Global", ".", "options:bfd-mult=3")
-	} else {
+	case v == "3":
 		_, err = g.l.NBCtl("remove", "NB_Global", ".", "options", "bfd-mult")
+	case strings.HasPrefix(v, "0"):
+		_, err = g.l.NBCtl("set", "NB_Global", ".", "options:bfd-mult="+strings.TrimPrefix(v, "0"))
+	default:
+		_, err = g.l.NBCtl("set", "NB_Global", ".", "options:bfd-mult=0"+v)
 	}
 	return err
 }
