@@ -43,11 +43,17 @@ type moveResult struct {
 	// until it stopped or staleProbeFor passed).
 	stale    bool
 	staleFor time.Duration
+	// early: the old gateway answered a probe sent as soon as the mover
+	// returned and the SB bound the port to `to` (GWMOVE_EARLY=1).
+	early bool
 }
 
 func (r moveResult) String() string {
 	s := fmt.Sprintf("%s -> %s: written in %s, bound after %s", r.from, r.to,
 		r.wrote.Round(time.Millisecond), r.bound.Round(time.Millisecond))
+	if r.early {
+		s += ", EARLY: the old gateway answered right after the binding"
+	}
 	if r.flaps > 0 {
 		s += fmt.Sprintf(", FLAPPED (%d polls saw it bound elsewhere)", r.flaps)
 	}
@@ -204,6 +210,9 @@ func (g *gwMoves) checkMove(move mover, from, to string) moveResult {
 	r.wrote = time.Since(start)
 	require.NoError(t, g.waitBound(to))
 	r.bound = time.Since(start)
+	if os.Getenv("GWMOVE_EARLY") != "" {
+		r.early = g.answers(from)
+	}
 	r.flaps = g.settle(to)
 	nbctl(t, g.l, "--timeout=90", "--wait=hv", "sync")
 
@@ -336,7 +345,8 @@ func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 // GWMOVE_STRATEGY names over GWMOVE_MOVES moves (default 40); it fails
 // only when the sandbox does. GWMOVE_DIAG=1 logs what a stale gateway
 // holds; GWMOVE_HEAL=nudge silences it with the nudge, not a recompute;
-// GWMOVE_BFD_MULT sets an operator's bfd-mult first.
+// GWMOVE_BFD_MULT sets an operator's bfd-mult first; GWMOVE_EARLY=1 also
+// probes the old gateway as soon as the SB binds the port to the new one.
 func TestGatewayMoveExperiment(t *testing.T) {
 	name := os.Getenv("GWMOVE_STRATEGY")
 	if name == "" {
