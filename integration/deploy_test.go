@@ -100,7 +100,7 @@ func TestVirtualRouterCRDValidates(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		cols = append(cols, c.Name)
 	}
-	assert.Equal(t, []string{"Name", "SNAT IP", "Gateway", "Ready", "Age"}, cols)
+	assert.Equal(t, []string{"Name", "SNAT IP", "Gateway", "Active", "Ready", "Age"}, cols)
 
 	for field, spec := range map[string]map[string]any{
 		"spec.external.ip":      {"external": map[string]any{"ip": "172.16.0.300", "network": "public"}},

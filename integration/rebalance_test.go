@@ -40,7 +40,7 @@ func countBy(m map[string]string) map[string]int {
 
 // Routers without spec.gateway keep their gateway across syncs (sticky),
 // so an assignment left unbalanced (here: every router pinned to gw1, then
-// unpinned) stays; `rebalance --dry-run` shows the moves and writes
+// all but one unpinned) stays; `rebalance --dry-run` shows the moves and writes
 // nothing; `rebalance` evens the primaries out one router per transaction;
 // a sync afterwards keeps the new assignment (writes nothing); `status`
 // shows where each gateway port is active.
@@ -60,7 +60,8 @@ func TestRebalanceEvensOutAndSyncKeepsIt(t *testing.T) {
 	routers := filepath.Join(dir, "routers.yaml")
 	b, err := os.ReadFile(routers)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(routers, []byte(strings.ReplaceAll(string(b), "  gateway: gw1\n", "")), 0o644))
+	// rt-005 stays pinned: rebalance never moves it.
+	require.NoError(t, os.WriteFile(routers, []byte(strings.Replace(string(b), "  gateway: gw1\n", "", 5)), 0o644))
 	out := sync()
 	assert.NotContains(t, out, "priority", "unpinned routers keep their primary: %s", out)
 	assert.Equal(t, map[string]int{"gw1": 6}, countBy(primariesOf(t, e.l)), "sticky after unpinning")
@@ -77,6 +78,8 @@ func TestRebalanceEvensOutAndSyncKeepsIt(t *testing.T) {
 	assert.Contains(t, r.stdout, "3 routers moved")
 	after := primariesOf(t, e.l)
 	assert.Equal(t, map[string]int{"gw1": 3, "gw2": 3}, countBy(after))
+	assert.Equal(t, "gw1", after["rt-005"], "the pinned router stays")
+	assert.NotContains(t, r.stdout, "rt-005")
 	assert.Equal(t, "no changes\n", sync(), "sync keeps what rebalance wrote")
 	assert.Equal(t, after, primariesOf(t, e.l))
 	again := kubevirtOVN(t, "rebalance", "--nb", nb, "--sb", sb)
@@ -89,7 +92,9 @@ func TestRebalanceEvensOutAndSyncKeepsIt(t *testing.T) {
 			for _, line := range strings.Split(st.stdout, "\n") {
 				f := strings.Fields(line)
 				if len(f) >= 5 && f[0] == rt {
-					return f[2] == gw && f[4] == gw, nil
+					// PRIMARY is the third column; ACTIVE, when bound
+					// where planned, the last.
+					return f[2] == gw && f[len(f)-1] == gw, nil
 				}
 			}
 			return false, nil
@@ -98,6 +103,7 @@ func TestRebalanceEvensOutAndSyncKeepsIt(t *testing.T) {
 	st := kubevirtOVN(t, "status", "--nb", nb, "--sb", sb)
 	t.Logf("kubevirt-ovn status:\n%s", st.stdout)
 	assert.Contains(t, st.stdout, "ROUTER")
+	assert.Regexp(t, `rt-005 +172\.16\.1\.7 +gw1 \(spec\.gateway\)`, st.stdout)
 	assert.Regexp(t, `gw1 +3 / 3 +maps physnet1`, st.stdout)
 	assert.Regexp(t, `gw2 +3 / 3 +maps physnet1`, st.stdout)
 }

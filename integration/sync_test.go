@@ -178,14 +178,16 @@ func TestSyncGatewayFromSouthbound(t *testing.T) {
 	c := startCentral(t)
 	// Chassis rows as ovn-controller registers them (no traffic flows: the
 	// encap IPs are only SB data).
-	for i, ch := range []struct{ name, host, cms string }{
-		{"gw1", "node-gw1", "enable-chassis-as-gw"},
-		{"gw2", "node-gw2", "availability-zones=az1,enable-chassis-as-gw"},
-		{"hv1", "node-hv1", ""},
+	// gw2's bridge mappings are in external_ids, where ovn-controllers
+	// before other_config put them.
+	for i, ch := range []struct{ name, host, cms, mappings string }{
+		{"gw1", "node-gw1", "enable-chassis-as-gw", `other_config:ovn-bridge-mappings="physnet1:br-ex"`},
+		{"gw2", "node-gw2", "availability-zones=az1,enable-chassis-as-gw", `external_ids:ovn-bridge-mappings="physnet0:br-x,physnet1:br-ex"`},
+		{"hv1", "node-hv1", "", `other_config:ovn-bridge-mappings="physnet1:br-ex"`},
 	} {
 		_, err := c.SBCtl("chassis-add", ch.name, "geneve", fmt.Sprintf("127.0.0.%d", 10+i))
 		require.NoError(t, err)
-		args := []string{"set", "Chassis", ch.name, "hostname=" + ch.host}
+		args := []string{"set", "Chassis", ch.name, "hostname=" + ch.host, ch.mappings}
 		if ch.cms != "" {
 			args = append(args, fmt.Sprintf(`other_config:ovn-cms-options="%s"`, ch.cms))
 		}

@@ -173,7 +173,7 @@ func TestVersionsSyncOnEverySchema(t *testing.T) {
 			sb := versionsServe(t, "sb", v)
 			sb.transact(
 				`{"op":"insert","table":"Encap","row":{"type":"geneve","ip":"192.168.0.11","chassis_name":"gw1"},"uuid-name":"e1"}`,
-				`{"op":"insert","table":"Chassis","row":{"name":"gw1","hostname":"gw1","encaps":["named-uuid","e1"],"other_config":["map",[["ovn-cms-options","enable-chassis-as-gw"]]]}}`,
+				`{"op":"insert","table":"Chassis","row":{"name":"gw1","hostname":"gw1","encaps":["named-uuid","e1"],"other_config":["map",[["ovn-bridge-mappings","physnet1:br-ex"],["ovn-cms-options","enable-chassis-as-gw"]]]}}`,
 				`{"op":"insert","table":"Encap","row":{"type":"geneve","ip":"192.168.0.21","chassis_name":"hv1"},"uuid-name":"e2"}`,
 				`{"op":"insert","table":"Chassis","row":{"name":"hv1","hostname":"hv1","encaps":["named-uuid","e2"]}}`,
 			)

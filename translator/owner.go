@@ -10,7 +10,7 @@ const (
 	// KeyDescription carries a VirtualRouter's spec.description on its
 	// Logical_Router.
 	KeyDescription = "kubevirt-ovn/description"
-	// KeyPinned marks the Gateway_Chassis row of a router's spec.gateway:
+	// KeyPinned marks the gateway port of a router with spec.gateway:
 	// kubevirt-ovn rebalance never moves that router.
 	KeyPinned = "kubevirt-ovn/pinned"
 )

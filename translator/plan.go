@@ -661,11 +661,15 @@ func planRouter(r *router, instance string) RouterPlan {
 	if r.ext != nil && r.EnableSNAT {
 		gwp := GatewayPortName(r.Name)
 		rp.SNATIP = r.snat.String()
+		gwIDs := ids()
+		if r.Gateway != "" {
+			gwIDs[KeyPinned] = "true"
+		}
 		rp.Ports = append(rp.Ports, &nbmodel.LogicalRouterPort{
 			Name:        gwp,
 			MAC:         snatMAC(r.snat),
 			Networks:    []string{fmt.Sprintf("%s/%d", r.snat, r.ext.prefix.Bits())},
-			ExternalIDs: ids(),
+			ExternalIDs: gwIDs,
 		})
 		rp.SwitchPorts = append(rp.SwitchPorts, SwitchPort{Network: r.ext.Name, Port: &nbmodel.LogicalSwitchPort{
 			Name:      ExternalSwitchPortName(r.Name),
@@ -676,7 +680,7 @@ func planRouter(r *router, instance string) RouterPlan {
 			Options:     map[string]string{"router-port": gwp, "nat-addresses": "router"},
 			ExternalIDs: ids(),
 		}})
-		rp.GatewayChassis = GatewayChassisRows(r.Name, r.gateways, r.Gateway != "", instance)
+		rp.GatewayChassis = GatewayChassisRows(r.Name, r.gateways, instance)
 		rp.Gateway = &GatewayChoice{Chassis: slices.Clone(r.gateways)}
 
 		for _, n := range r.internal {
@@ -716,21 +720,16 @@ func planRouter(r *router, instance string) RouterPlan {
 // bytes (the convention ovn-kubernetes uses), unique on the external network
 // because SNAT IPs are.
 // GatewayChassisRows are the Gateway_Chassis rows of router's gateway port
-// for the chassis of order, highest priority first; pinned marks the first
-// as the router's spec.gateway.
-func GatewayChassisRows(router string, order []string, pinned bool, instance string) []*nbmodel.GatewayChassis {
+// for the chassis of order, highest priority first.
+func GatewayChassisRows(router string, order []string, instance string) []*nbmodel.GatewayChassis {
 	gwp := GatewayPortName(router)
 	var out []*nbmodel.GatewayChassis
 	for i, ch := range order {
-		ids := OwnerIDs(instance, Unit{Kind: KindRouter, Name: router})
-		if i == 0 && pinned {
-			ids[KeyPinned] = "true"
-		}
 		out = append(out, &nbmodel.GatewayChassis{
 			Name:        GatewayChassisName(gwp, ch),
 			ChassisName: ch,
 			Priority:    len(order) - i,
-			ExternalIDs: ids,
+			ExternalIDs: OwnerIDs(instance, Unit{Kind: KindRouter, Name: router}),
 		})
 	}
 	return out

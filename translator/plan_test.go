@@ -268,12 +268,12 @@ func TestBuildRouter(t *testing.T) {
 					ExternalIDs: withDescription(routerIDs("r1"), "edge"),
 				},
 				Ports: []*nbmodel.LogicalRouterPort{
-					{Name: "kv-rtoe-r1", MAC: "0a:58:ac:10:00:64", Networks: []string{"172.16.0.100/24"}, ExternalIDs: routerIDs("r1")},
+					{Name: "kv-rtoe-r1", MAC: "0a:58:ac:10:00:64", Networks: []string{"172.16.0.100/24"}, ExternalIDs: pinnedIDs("r1")},
 					{Name: "kv-rtos-r1_net-a", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r1")},
 					{Name: "kv-rtos-r1_net-b", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.20.0.1/24"}, ExternalIDs: routerIDs("r1")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r1-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: pinnedIDs("r1")},
+					{Name: "kv-rtoe-r1-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r1")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -354,11 +354,11 @@ func TestBuildRouter(t *testing.T) {
 					ExternalIDs: routerIDs("r2"),
 				},
 				Ports: []*nbmodel.LogicalRouterPort{
-					{Name: "kv-rtoe-r2", MAC: "0a:58:ac:10:00:05", Networks: []string{"172.16.0.5/24"}, ExternalIDs: routerIDs("r2")},
+					{Name: "kv-rtoe-r2", MAC: "0a:58:ac:10:00:05", Networks: []string{"172.16.0.5/24"}, ExternalIDs: pinnedIDs("r2")},
 					{Name: "kv-rtos-r2_net-a", MAC: "fa:16:3e:00:00:02", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r2")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r2-gw2", ChassisName: "gw2", Priority: 1, ExternalIDs: pinnedIDs("r2")},
+					{Name: "kv-rtoe-r2-gw2", ChassisName: "gw2", Priority: 1, ExternalIDs: routerIDs("r2")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -400,10 +400,10 @@ func TestBuildRouter(t *testing.T) {
 					ExternalIDs: routerIDs("r3"),
 				},
 				Ports: []*nbmodel.LogicalRouterPort{
-					{Name: "kv-rtoe-r3", MAC: "0a:58:ac:10:00:c8", Networks: []string{"172.16.0.200/24"}, ExternalIDs: routerIDs("r3")},
+					{Name: "kv-rtoe-r3", MAC: "0a:58:ac:10:00:c8", Networks: []string{"172.16.0.200/24"}, ExternalIDs: pinnedIDs("r3")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r3-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: pinnedIDs("r3")},
+					{Name: "kv-rtoe-r3-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r3")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -603,15 +603,11 @@ func TestGatewaySelection(t *testing.T) {
 			}
 			require.Len(t, rp.GatewayChassis, len(got))
 			for i, gc := range rp.GatewayChassis {
-				ids := routerIDs("r1")
-				if i == 0 && tc.gateway != "" {
-					ids = pinnedIDs("r1")
-				}
 				assert.Equal(t, &nbmodel.GatewayChassis{
 					Name:        "kv-rtoe-r1-" + got[i],
 					ChassisName: got[i],
 					Priority:    len(got) - i,
-					ExternalIDs: ids,
+					ExternalIDs: routerIDs("r1"),
 				}, gc)
 			}
 		})

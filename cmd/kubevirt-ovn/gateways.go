@@ -219,7 +219,7 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 func moveGateway(ctx context.Context, nbc client.Client, instance string, m translator.Move) error {
 	u := translator.Unit{Kind: translator.KindRouter, Name: m.Router}
 	var rows []translator.Row
-	for _, gc := range translator.GatewayChassisRows(m.Router, m.Order, false, instance) {
+	for _, gc := range translator.GatewayChassisRows(m.Router, m.Order, instance) {
 		rows = append(rows, translator.Row{Model: gc, Parent: translator.GatewayPortName(m.Router)})
 	}
 	w := kvnb.Work{Desired: kvnb.Desired{Unit: u, Rows: rows, Tables: []string{nbmodel.GatewayChassisTable}}}

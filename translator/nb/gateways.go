@@ -12,7 +12,8 @@ import (
 
 // Gateways reads from c's cache, for every router instance owns that has
 // Gateway_Chassis rows, its gateway order as the NB holds it: the chassis
-// by priority, whether its spec.gateway pins it (translator.KeyPinned) and
+// by priority, whether its spec.gateway pins it (translator.KeyPinned on its
+// gateway port) and
 // the physical network its external switch's localnet port names ("" for
 // an overlay external network). Sorted by router.
 func Gateways(c client.Client, instance string) []translator.Assignment {
@@ -26,9 +27,10 @@ func Gateways(c client.Client, instance string) []translator.Assignment {
 		case *nbmodel.GatewayChassis:
 			if u.Kind == translator.KindRouter {
 				gws.set(u.Name, r.UUID, r)
-				if r.ExternalIDs[translator.KeyPinned] == "true" {
-					pinned[u.Name] = true
-				}
+			}
+		case *nbmodel.LogicalRouterPort:
+			if u.Kind == translator.KindRouter && r.Name == translator.GatewayPortName(u.Name) && r.ExternalIDs[translator.KeyPinned] == "true" {
+				pinned[u.Name] = true
 			}
 		case *nbmodel.LogicalSwitchPort:
 			switch {
