@@ -342,6 +342,30 @@ func TestControllerConvergesReportsStatusAndRepairsDrift(t *testing.T) {
 		return ip == "172.16.0.101"
 	})
 
+	// A gateway move: the port goes to gw2, status says where it is
+	// active, and once it is bound there the chassis are nudged
+	// (NB_Global options:bfd-mult, absent -> "3") so that gw1 keeps no
+	// stale flows: only gw2 answers ARP for the SNAT IP.
+	k.updateRouter(t, "router1", func(spec map[string]any) { spec["gateway"] = "gw2" })
+	k.waitStatus(t, "router1", "status.gateway primary and active gw2", func(u *unstructured.Unstructured) bool {
+		p, _, _ := unstructured.NestedString(u.Object, "status", "gateway", "primary")
+		a, _, _ := unstructured.NestedString(u.Object, "status", "gateway", "active")
+		return p == "gw2" && a == "gw2"
+	})
+	waitNB(t, "the chassis nudged after the move", func() bool {
+		return strings.Contains(nbctl(t, e.l, "get", "NB_Global", ".", "options"), `bfd-mult="3"`)
+	})
+	e.ready("gw2", "hv1", "hv2")
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+	moved := frame{SrcMAC: peerMAC, DstMAC: "ff:ff:ff:ff:ff:ff", ARPOp: 1,
+		ARPSHA: peerMAC, ARPSPA: peerIP, ARPTHA: "00:00:00:00:00:00", ARPTPA: "172.16.0.101"}
+	isMovedReply := func(s seen) bool { return s.IsARP && s.ARPOp == 2 && s.ARPSPA == "172.16.0.101" }
+	skip1 := count(t, e.wire("gw1"))
+	e.inject("gw1", moved)
+	e.inject("gw2", moved)
+	waitFor(t, e.wire("gw2"), "ARP reply for the SNAT IP from the new gateway gw2", 0, isMovedReply)
+	requireNone(t, e.wire("gw1"), "the old gateway gw1 answers ARP for the SNAT IP", skip1, isMovedReply)
+
 	// Drift: a NAT deleted behind our back comes back.
 	uuid := strings.Fields(nbctl(t, e.l, "--bare", "--columns=_uuid", "find", "NAT", "external_ids:kubevirt-ovn/owner=router1", `logical_ip="10.10.0.0/24"`))
 	require.Len(t, uuid, 1)

@@ -320,3 +320,21 @@ func TestRebalance(t *testing.T) {
 	}
 	assert.Empty(t, Rebalance(stuck, mixed))
 }
+
+// A running controller keeps what another writer (kubevirt-ovn rebalance)
+// committed: a new primary in the NB is adopted, not reverted; a change of
+// failover candidates alone is ours to repair.
+func TestSchedulerAdoptsAnotherWritersMove(t *testing.T) {
+	in := schedInput(6)
+	chassis := gateways(3)
+	in.SetChassis(chassis, true)
+	got := orders(t, in, nil)
+	held := heldOf(got)
+	r := schedRouter(0).Name
+	old := got[r]
+	moved := []string{old[1], old[0], old[2]}
+	held.Gateways[r] = moved
+	assert.Equal(t, moved, orders(t, in, held)[r], "the rebalanced order is kept")
+	held.Gateways[r] = []string{old[1], old[0]}
+	assert.Equal(t, moved, orders(t, in, held)[r], "a failover candidate removed behind our back comes back")
+}
