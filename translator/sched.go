@@ -28,10 +28,10 @@ const MaxGateways = 3
 //
 // Failover candidates are kept while they remain candidates and filled up
 // to MaxGateways in the same least-loaded order, the first one also
-// spreading each primary's routers over the others (see byLoad). The loads count every
-// router with a gateway in the input: before the first choice, the
-// primaries the NB shows are adopted for all of them, so that a restart or
-// a one-shot sync continues from the NB, not from scratch.
+// spreading each primary's routers over the others (see byLoad). The
+// loads count every router with a gateway in the input: before the first
+// choice, the primaries the NB shows are adopted for all of them, so that
+// a restart or a one-shot sync continues from the NB, not from scratch.
 type schedule struct {
 	mu      sync.Mutex
 	settled bool
@@ -205,27 +205,23 @@ func (in *Input) settle(held Held) {
 	s := in.sched
 	s.settled = true
 	for name := range in.gatewayRouters {
-		decls := in.routers[name]
-		if len(decls) != 1 {
-			continue
+		if len(in.routers[name]) != 1 {
+			continue // ambiguous: not planned
 		}
-		var d *routerDecl
-		for d = range decls {
+		for d := range in.routers[name] {
+			n, ok := in.need(d)
+			if !ok {
+				continue
+			}
+			order := held.HeldGateways(name)
+			cands := in.candidatesFor(n.physnet)
+			if len(order) == 0 || !slices.Contains(cands, order[0]) {
+				continue
+			}
+			if pinned, err := pinnedGateway(name, n, in.candidates, cands); err == nil {
+				s.decide(name, n.physnet, pinned, cands, order)
+			}
 		}
-		n, ok := in.need(d)
-		if !ok {
-			continue
-		}
-		order := held.HeldGateways(name)
-		cands := in.candidatesFor(n.physnet)
-		if len(order) == 0 || !slices.Contains(cands, order[0]) {
-			continue
-		}
-		pinned, err := pinnedGateway(name, n, in.candidates, cands)
-		if err != nil {
-			continue
-		}
-		s.decide(name, n.physnet, pinned, cands, order)
 	}
 }
 
