@@ -21,7 +21,8 @@ import (
 // ovn-controller recompute; testdata/gateway-moves.md has the measurements
 // and the cause. TestGatewayMovesLeaveNoStaleGateway proves the way
 // kubevirt-ovn writes moves; TestGatewayMovesPlainSwapGoStale is the
-// control that shows the checks catch a stale gateway.
+// control (the same writer without the nudge) that shows the checks catch
+// a stale gateway.
 
 // mover moves router1's gateway port to gateway `to` by writing the NB and
 // returns once its writes are committed (a multi-step mover waits between
@@ -340,40 +341,35 @@ func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 	assert.Zero(t, flapped, "moves during which the port went back to the old gateway")
 }
 
-// The control: the same moves written as a plain priority swap (ovn-nbctl,
-// one transaction, no nudge) leave the old gateway answering in about 1 of
+// The control: the same moves by kubevirt-ovn sync with --move-nudge=false
+// (the priority swap alone) leave the old gateway answering in about 1 of
 // 6 moves on OVN 23.03. It stops at the first stale move; it fails when
-// none of 40 goes stale: then this OVN may have fixed the bug, and
-// kubevirt-ovn's nudge may no longer be needed (see
-// testdata/gateway-moves.md).
+// none of 40 goes stale: then this OVN may have fixed the bug, and the
+// nudge may no longer be needed (see testdata/gateway-moves.md).
 func TestGatewayMovesPlainSwapGoStale(t *testing.T) {
 	g := newGWMoves(t)
+	gateway := "gw1"
+	noNudge := func(to string) error {
+		g.edit("router.yaml", "gateway: "+gateway, "gateway: "+to)
+		r := kubevirtOVN(t, g.syncArgs("--move-nudge=false")...)
+		if r.code != 0 {
+			return fmt.Errorf("sync exited %d: %s", r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "gateway ports moved") {
+			return fmt.Errorf("sync nudged with --move-nudge=false: %s", r.stderr)
+		}
+		gateway = to
+		return nil
+	}
 	from, to := "gw1", "gw2"
 	for i := 1; i <= moves(t, 40); i++ {
-		r := g.checkMove(g.swapPriorities, from, to)
+		r := g.checkMove(noNudge, from, to)
 		t.Logf("move %d: %s", i, r)
 		if r.stale {
-			report(t, fmt.Sprintf("plain priority swap (no nudge): the old gateway went stale at move %d", i))
+			report(t, fmt.Sprintf("moves by sync --move-nudge=false: the old gateway went stale at move %d", i))
 			return
 		}
 		from, to = to, from
 	}
-	assert.Fail(t, "no stale move in 40 plain priority swaps: this OVN may have fixed the bug the nudge works around")
-}
-
-// other is the gateway that is not gw.
-func other(gw string) string {
-	if gw == "gw1" {
-		return "gw2"
-	}
-	return "gw1"
-}
-
-// swapPriorities is the plain move: one transaction raises `to` and lowers
-// the other (Gateway_Chassis rows are named <port>-<chassis>, as
-// kubevirt-ovn writes them).
-func (g *gwMoves) swapPriorities(to string) error {
-	_, err := g.l.NBCtl("lrp-set-gateway-chassis", gwPort, to, "2",
-		"--", "lrp-set-gateway-chassis", gwPort, other(to), "1")
-	return err
+	assert.Fail(t, "no stale move in 40 moves without the nudge: this OVN may have fixed the bug the nudge works around")
 }

@@ -157,6 +157,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 func runRebalance(args []string, stdout, stderr io.Writer) int {
 	fs, nb, sb, instance, timeout := gatewayFlags("rebalance", stderr)
 	dryRun := fs.Bool("dry-run", false, "print the moves and write nothing")
+	moveNudge := moveNudgeFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -194,7 +195,7 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 			failedRouters = append(failedRouters, m.Router)
 		}
 	}
-	if !*dryRun {
+	if !*dryRun && *moveNudge {
 		moved := map[string]string{}
 		for _, m := range moves {
 			moved[m.Router] = m.To

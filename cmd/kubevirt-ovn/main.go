@@ -138,6 +138,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "log OVSDB client activity to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the sync to this file (go tool pprof reads it)")
 	memProfile := fs.String("memprofile", "", "write a heap profile of the sync, once it has committed, to this file")
+	moveNudge := moveNudgeFlag(fs)
 	batchOps := fs.Int("batch-ops", kvnb.MaxBatchOps, "most operations in one NB transaction: a sync that needs more commits in several, never splitting a router or a network")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -234,7 +235,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
 	}
-	if !*dryRun && sbc != nil {
+	if !*dryRun && sbc != nil && *moveNudge {
 		finishMoves(ctx, nbc, sbc, gatewayMoves(ctx, sbc, plan, res, before), stderr)
 	}
 	if *memProfile != "" {
@@ -269,6 +270,12 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// moveNudgeFlag defines --move-nudge (see ovn.FinishMoves).
+func moveNudgeFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("move-nudge", true, "after moving gateway ports away from chassis that still run, wait until the SB binds each on its new chassis and rewrite NB_Global options:"+kvnb.BFDMultOption+
+		" with the same value, so that the old gateways drop the ports' flows (works around an ovn-controller bug of OVN 23.03; see README); false: skip it")
 }
 
 // gatewayMoves are the routers whose gateway port res moved to another

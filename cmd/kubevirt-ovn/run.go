@@ -52,6 +52,7 @@ type runFlags struct {
 	renewDeadline  time.Duration
 	retryPeriod    time.Duration
 	events         bool
+	moveNudge      *bool
 }
 
 func runRun(args []string, stderr io.Writer) int {
@@ -75,6 +76,7 @@ func runRun(args []string, stderr io.Writer) int {
 	fs.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "the leader stops writing when it could not renew for this long (less than --lease-duration)")
 	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
 	fs.BoolVar(&f.events, "events", true, "with a cluster: record Kubernetes Events for failures and gateway changes")
+	f.moveNudge = moveNudgeFlag(fs)
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -130,7 +132,7 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 		defer sb.Close()
 	}
 	metrics := controller.NewMetrics(nb, f.instance)
-	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics}
+	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics, SkipMoveNudge: !*f.moveNudge}
 
 	if len(f.paths) > 0 {
 		l := <-loading

@@ -89,6 +89,9 @@ type Options struct {
 	Log    logr.Logger
 	// Metrics may be nil.
 	Metrics *Metrics
+	// SkipMoveNudge: after a gateway port moves away from a chassis that
+	// still runs, do not nudge the chassis (ovn.FinishMoves).
+	SkipMoveNudge bool
 }
 
 // Controller reconciles units from a Source into the NB.
@@ -257,7 +260,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.refreshChassis(ctx)
 	}
 	go c.watchReconnect(ctx, c.nbState())
-	if c.sb != nil {
+	if c.sb != nil && !c.opts.SkipMoveNudge {
 		go c.finishMoves(ctx)
 	}
 	c.EnqueueAll(ctx)
@@ -454,7 +457,7 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 			st.Active = ovn.ActiveGateway(ctx, c.sb, u.Name)
 		}
 	}
-	if unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && ovn.IsChassis(ctx, c.sb, before[0]) {
+	if !c.opts.SkipMoveNudge && unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && ovn.IsChassis(ctx, c.sb, before[0]) {
 		c.moved(u.Name, st.Gateway[0])
 	}
 	st.Realized = c.realized(ctx, u.Name, res.NBCfg, unitErr == nil)
