@@ -68,23 +68,20 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 			l.Stop()
 		}
 	}()
-	if err := l.simAdd("main"); err != nil {
+	h := l.hosts()
+	if err := h.underlay(); err != nil {
 		return nil, err
 	}
-	if _, err := l.Exec("main", "ovs-vsctl", "add-br", "n1"); err != nil {
-		return nil, err
-	}
-	type macOf struct{ sim, ip, mac string }
-	var arp []macOf
+	var arp []underlayMAC
 	attach := func(name string, ip string) error {
-		if err := l.simAdd(name); err != nil {
+		if err := h.simAdd(name); err != nil {
 			return err
 		}
-		mac, err := l.attach(name, ip)
+		mac, err := h.attach(name, ip, l.SB)
 		if err != nil {
 			return err
 		}
-		arp = append(arp, macOf{name, ip, mac})
+		arp = append(arp, underlayMAC{name, ip, mac})
 		l.chassis = append(l.chassis, name)
 		l.encapIP[name] = ip
 		return nil
@@ -93,16 +90,7 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 		if err := attach(gw, fmt.Sprintf("192.168.0.%d", 1+i)); err != nil {
 			return nil, err
 		}
-		d := l.simDir(gw)
-		if _, err := l.Exec(gw, "ovs-vsctl",
-			"--", "add-br", "br-ex",
-			"--", "add-port", "br-ex", ExternalPort,
-			"--", "set", "Interface", ExternalPort, "type=dummy",
-			"options:tx_pcap="+filepath.Join(d, ExternalPort+"-tx.pcap"),
-			"options:rxq_pcap="+filepath.Join(d, ExternalPort+"-rx.pcap"),
-			"--", "set", "Open_vSwitch", ".",
-			"external-ids:ovn-bridge-mappings="+t.PhysicalNetwork+":br-ex",
-			"external-ids:ovn-cms-options=enable-chassis-as-gw"); err != nil {
+		if err := h.gatewayWire(gw, t.PhysicalNetwork); err != nil {
 			return nil, err
 		}
 	}
@@ -111,16 +99,8 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 			return nil, err
 		}
 	}
-	// The dummy netdevs have no kernel stack to resolve the tunnel
-	// endpoints: preload each vswitchd's tunnel neighbour cache.
-	for _, a := range arp {
-		for _, b := range arp {
-			if a.sim != b.sim {
-				if _, err := l.Exec(b.sim, "ovs-appctl", "tnl/neigh/set", "br-phys", a.ip, a.mac); err != nil {
-					return nil, err
-				}
-			}
-		}
+	if err := h.neighbours(arp); err != nil {
+		return nil, err
 	}
 	for _, ch := range l.chassis {
 		if err := poll(90*time.Second, "chassis "+ch+" in the SB", func() (bool, error) {
@@ -133,13 +113,37 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 	return l, nil
 }
 
-func (l *Local) simDir(sim string) string { return filepath.Join(l.Dir, sim) }
+func (l *Local) simDir(sim string) string { return l.hosts().simDir(sim) }
+
+// hosts is Local's chassis side: the simulated hosts under its directory.
+func (l *Local) hosts() hosts { return hosts{root: l.Dir, ds: &l.sims} }
+
+// simAdd starts chassis sim's Open_vSwitch ovsdb-server and ovs-vswitchd.
+func (l *Local) simAdd(sim string) error { return l.hosts().simAdd(sim) }
+
+// attach plugs sim into the underlay with ip and starts its ovn-controller
+// on the SB; it returns br-phys's MAC.
+func (l *Local) attach(sim, ip string) (string, error) { return l.hosts().attach(sim, ip, l.SB) }
+
+// Exec runs an OVS/OVN command on chassis sim: ovs-vsctl, ovs-appctl and
+// ovs-ofctl talk to that chassis's daemons.
+func (l *Local) Exec(sim string, args ...string) (string, error) { return l.hosts().exec(sim, args...) }
+
+// hosts are simulated hosts ("sims"), each in root/<name> with its own
+// Open_vSwitch database and daemons, started into ds. Local and Zones
+// build their chassis with it; only the SB an ovn-controller joins differs.
+type hosts struct {
+	root string
+	ds   *daemons
+}
+
+func (h hosts) simDir(sim string) string { return filepath.Join(h.root, sim) }
 
 // simAdd starts a private Open_vSwitch ovsdb-server and an ovs-vswitchd on
 // the dummy datapath. --enable-dummy=system keeps geneve working
 // (=override would turn the tunnel ports into plain dummies).
-func (l *Local) simAdd(sim string) error {
-	d := l.simDir(sim)
+func (h hosts) simAdd(sim string) error {
+	d := h.simDir(sim)
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return err
 	}
@@ -147,62 +151,107 @@ func (l *Local) simAdd(sim string) error {
 	if _, err := run(d, "ovsdb-tool", "create", db, VSwitchSchema); err != nil {
 		return err
 	}
-	if err := l.sims.start(d, "ovsdb-server", "ovs-appctl", "--remote=punix:"+filepath.Join(d, "db.sock"), db); err != nil {
+	if err := h.ds.start(d, "ovsdb-server", "ovs-appctl", "--remote=punix:"+filepath.Join(d, "db.sock"), db); err != nil {
 		return err
 	}
 	if _, err := run(d, "ovs-vsctl", "--no-wait", "init"); err != nil {
 		return err
 	}
-	return l.sims.start(d, "ovs-vswitchd", "ovs-appctl", "--enable-dummy=system", "--disable-system", "--disable-system-route",
+	return h.ds.start(d, "ovs-vswitchd", "ovs-appctl", "--enable-dummy=system", "--disable-system", "--disable-system-route",
 		"unix:"+filepath.Join(d, "db.sock"))
 }
 
+// underlay starts the sim "main" holding bridge n1, the simulated underlay
+// every chassis's br-phys is linked to.
+func (h hosts) underlay() error {
+	if err := h.simAdd("main"); err != nil {
+		return err
+	}
+	_, err := h.exec("main", "ovs-vsctl", "add-br", "n1")
+	return err
+}
+
 // attach plugs sim's br-phys into the underlay, gives it ip, and starts
-// ovn-controller; it returns br-phys's MAC.
-func (l *Local) attach(sim, ip string) (string, error) {
-	d := l.simDir(sim)
+// ovn-controller on the SB endpoint sb; it returns br-phys's MAC.
+func (h hosts) attach(sim, ip, sb string) (string, error) {
+	d := h.simDir(sim)
 	link := sim + "_br-phys"
-	sock := filepath.Join(l.simDir("main"), link+".sock")
-	if _, err := l.Exec("main", "ovs-vsctl", "--", "add-port", "n1", link,
+	sock := filepath.Join(h.simDir("main"), link+".sock")
+	if _, err := h.exec("main", "ovs-vsctl", "--", "add-port", "n1", link,
 		"--", "set", "Interface", link, "type=dummy", "options:pstream=punix:"+sock); err != nil {
 		return "", err
 	}
-	if _, err := l.Exec(sim, "ovs-vsctl", "--", "add-br", "br-phys",
+	if _, err := h.exec(sim, "ovs-vsctl", "--", "add-br", "br-phys",
 		"--", "add-port", "br-phys", "br-phys_n1",
 		"--", "set", "Interface", "br-phys_n1", "type=dummy", "options:stream=unix:"+sock); err != nil {
 		return "", err
 	}
-	mac, err := l.Exec(sim, "ovs-vsctl", "get", "Interface", "br-phys", "mac_in_use")
+	mac, err := h.exec(sim, "ovs-vsctl", "get", "Interface", "br-phys", "mac_in_use")
 	if err != nil {
 		return "", err
 	}
-	if _, err := l.Exec(sim, "ovs-appctl", "netdev-dummy/ip4addr", "br-phys", ip+"/24"); err != nil {
+	if _, err := h.exec(sim, "ovs-appctl", "netdev-dummy/ip4addr", "br-phys", ip+"/24"); err != nil {
 		return "", err
 	}
-	if _, err := l.Exec(sim, "ovs-appctl", "ovs/route/add", ip+"/24", "br-phys"); err != nil {
+	if _, err := h.exec(sim, "ovs-appctl", "ovs/route/add", ip+"/24", "br-phys"); err != nil {
 		return "", err
 	}
-	if _, err := l.Exec(sim, "ovs-vsctl",
+	if _, err := h.exec(sim, "ovs-vsctl",
 		"--", "set", "Open_vSwitch", ".",
 		"external-ids:hostname="+sim, "external-ids:system-id="+sim,
-		"external-ids:ovn-remote="+l.SB, "external-ids:ovn-encap-type=geneve", "external-ids:ovn-encap-ip="+ip,
+		"external-ids:ovn-remote="+sb, "external-ids:ovn-encap-type=geneve", "external-ids:ovn-encap-ip="+ip,
 		"--", "--may-exist", "add-br", "br-int",
 		"--", "set", "bridge", "br-int", "fail-mode=secure", "other-config:disable-in-band=true"); err != nil {
 		return "", err
 	}
-	if err := l.sims.start(d, "ovn-controller", "ovn-appctl", "unix:"+filepath.Join(d, "db.sock")); err != nil {
+	if err := h.ds.start(d, "ovn-controller", "ovn-appctl", "unix:"+filepath.Join(d, "db.sock")); err != nil {
 		return "", err
 	}
 	return strings.Trim(strings.TrimSpace(mac), `"`), nil
 }
 
-// Exec runs an OVS/OVN command on chassis sim: ovs-vsctl, ovs-appctl and
-// ovs-ofctl talk to that chassis's daemons.
-func (l *Local) Exec(sim string, args ...string) (string, error) {
+// gatewayWire gives gateway sim the bridge br-ex with the wire port
+// ExternalPort (tx and rx pcap), maps physnet to it and marks sim a
+// gateway candidate.
+func (h hosts) gatewayWire(sim, physnet string) error {
+	d := h.simDir(sim)
+	_, err := h.exec(sim, "ovs-vsctl",
+		"--", "add-br", "br-ex",
+		"--", "add-port", "br-ex", ExternalPort,
+		"--", "set", "Interface", ExternalPort, "type=dummy",
+		"options:tx_pcap="+filepath.Join(d, ExternalPort+"-tx.pcap"),
+		"options:rxq_pcap="+filepath.Join(d, ExternalPort+"-rx.pcap"),
+		"--", "set", "Open_vSwitch", ".",
+		"external-ids:ovn-bridge-mappings="+physnet+":br-ex",
+		"external-ids:ovn-cms-options=enable-chassis-as-gw")
+	return err
+}
+
+// underlayMAC pairs a chassis with its underlay address and br-phys MAC.
+type underlayMAC struct{ sim, ip, mac string }
+
+// neighbours preloads each vswitchd's tunnel neighbour cache with every
+// other chassis: the dummy netdevs have no kernel stack to resolve the
+// tunnel endpoints.
+func (h hosts) neighbours(all []underlayMAC) error {
+	for _, a := range all {
+		for _, b := range all {
+			if a.sim != b.sim {
+				if _, err := h.exec(b.sim, "ovs-appctl", "tnl/neigh/set", "br-phys", a.ip, a.mac); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// exec runs an OVS/OVN command on chassis sim (see Local.Exec).
+func (h hosts) exec(sim string, args ...string) (string, error) {
 	if len(args) == 0 {
 		return "", errors.New("no command")
 	}
-	d := l.simDir(sim)
+	d := h.simDir(sim)
 	prog := args[0]
 	args = args[1:]
 	switch prog {
@@ -226,15 +275,41 @@ func (l *Local) Exec(sim string, args ...string) (string, error) {
 	return run(d, prog, args...)
 }
 
-// AddVMPort adds a dummy interface port on sim's br-int bound to the
+// addVMPort adds a dummy interface port on sim's br-int bound to the
 // logical switch port ifaceID, capturing what it sends and receives.
-func (l *Local) AddVMPort(sim, port, ifaceID string) error {
-	d := l.simDir(sim)
-	_, err := l.Exec(sim, "ovs-vsctl", "--", "add-port", "br-int", port,
+func (h hosts) addVMPort(sim, port, ifaceID string) error {
+	d := h.simDir(sim)
+	_, err := h.exec(sim, "ovs-vsctl", "--", "add-port", "br-int", port,
 		"--", "set", "Interface", port, "type=dummy", "external-ids:iface-id="+ifaceID,
 		"options:tx_pcap="+filepath.Join(d, port+"-tx.pcap"),
 		"options:rxq_pcap="+filepath.Join(d, port+"-rx.pcap"))
 	return err
+}
+
+// stop stops the chassis daemons: ovn-controllers first, while their SB is
+// up, so that they remove their chassis; then the rest in reverse order.
+func (h hosts) stop() error {
+	var ctrl, rest []daemon
+	for _, d := range h.ds.list {
+		if d.name == "ovn-controller" {
+			ctrl = append(ctrl, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	var errs []error
+	for _, group := range [][]daemon{ctrl, rest} {
+		ds := daemons{list: group}
+		errs = append(errs, ds.Stop())
+	}
+	h.ds.list = nil
+	return errors.Join(errs...)
+}
+
+// AddVMPort adds a dummy interface port on sim's br-int bound to the
+// logical switch port ifaceID, capturing what it sends and receives.
+func (l *Local) AddVMPort(sim, port, ifaceID string) error {
+	return l.hosts().addVMPort(sim, port, ifaceID)
 }
 
 // DelVMPort removes a port added by AddVMPort.
@@ -257,22 +332,7 @@ func (l *Local) CapturePath(sim, port string) string {
 // Stop stops the chassis (ovn-controllers first, while the SB is up, so
 // that they remove their chassis), then Central.
 func (l *Local) Stop() error {
-	var ctrl, rest []daemon
-	for _, d := range l.sims.list {
-		if d.name == "ovn-controller" {
-			ctrl = append(ctrl, d)
-		} else {
-			rest = append(rest, d)
-		}
-	}
-	var errs []error
-	for _, group := range [][]daemon{ctrl, rest} {
-		ds := daemons{list: group}
-		errs = append(errs, ds.Stop())
-	}
-	l.sims.list = nil
-	errs = append(errs, l.Central.Stop())
-	return errors.Join(errs...)
+	return errors.Join(l.hosts().stop(), l.Central.Stop())
 }
 
 // Pids returns the pids of every daemon of the sandbox.
