@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -103,7 +102,7 @@ func (l *Local) AddGateway(sim, physnet string) error {
 	l.chassis = append(l.chassis, sim)
 	l.encapIP[sim] = ip
 	l.Topology.Gateways = append(slices.Clone(l.Topology.Gateways), sim)
-	if err := l.externalWire(sim, physnet); err != nil {
+	if err := l.hosts().gatewayWire(sim, physnet); err != nil {
 		return fmt.Errorf("adding gateway %s: %w", sim, err)
 	}
 	for _, peer := range l.chassis {
@@ -132,22 +131,6 @@ func (l *Local) AddGateway(sim, physnet string) error {
 		return fmt.Errorf("adding gateway %s: %w", sim, err)
 	}
 	return nil
-}
-
-// externalWire gives gateway sim the bridge br-ex with the wire port
-// ExternalPort, maps physnet to it and marks sim a gateway candidate.
-func (l *Local) externalWire(sim, physnet string) error {
-	d := l.simDir(sim)
-	_, err := l.Exec(sim, "ovs-vsctl",
-		"--", "add-br", "br-ex",
-		"--", "add-port", "br-ex", ExternalPort,
-		"--", "set", "Interface", ExternalPort, "type=dummy",
-		"options:tx_pcap="+filepath.Join(d, ExternalPort+"-tx.pcap"),
-		"options:rxq_pcap="+filepath.Join(d, ExternalPort+"-rx.pcap"),
-		"--", "set", "Open_vSwitch", ".",
-		"external-ids:ovn-bridge-mappings="+physnet+":br-ex",
-		"external-ids:ovn-cms-options=enable-chassis-as-gw")
-	return err
 }
 
 // simDaemon is the running daemon prog of chassis sim, if any.
