@@ -343,9 +343,10 @@ func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 
 // The control: the same moves by kubevirt-ovn sync with --move-nudge=false
 // (the priority swap alone) leave the old gateway answering in about 1 of
-// 6 moves on OVN 23.03. It stops at the first stale move; it fails when
-// none of 40 goes stale: then this OVN may have fixed the bug, and the
-// nudge may no longer be needed (see testdata/gateway-moves.md).
+// 6 moves on OVN 23.03. It stops at the first stale move (typically within
+// a few); it fails when none of 80 goes stale (a chance of about 5e-7 at 1
+// in 6): then this OVN may have fixed the bug, and the nudge may no longer
+// be needed (see testdata/gateway-moves.md).
 func TestGatewayMovesPlainSwapGoStale(t *testing.T) {
 	g := newGWMoves(t)
 	gateway := "gw1"
@@ -362,7 +363,7 @@ func TestGatewayMovesPlainSwapGoStale(t *testing.T) {
 		return nil
 	}
 	from, to := "gw1", "gw2"
-	for i := 1; i <= moves(t, 40); i++ {
+	for i := 1; i <= moves(t, 80); i++ {
 		r := g.checkMove(noNudge, from, to)
 		t.Logf("move %d: %s", i, r)
 		if r.stale {
@@ -371,5 +372,5 @@ func TestGatewayMovesPlainSwapGoStale(t *testing.T) {
 		}
 		from, to = to, from
 	}
-	assert.Fail(t, "no stale move in 40 moves without the nudge: this OVN may have fixed the bug the nudge works around")
+	assert.Fail(t, "no stale move in 80 moves without the nudge: this OVN may have fixed the bug the nudge works around")
 }
