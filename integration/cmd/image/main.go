@@ -230,7 +230,6 @@ func imageArchive(binary []byte, tag, arch string, created time.Time) ([]byte, e
 	cfg.Architecture, cfg.OS, cfg.Created = arch, "linux", created.Format(time.RFC3339)
 	cfg.Config.User = User
 	cfg.Config.Entrypoint = []string{BinaryPath}
-	cfg.Config.Env = []string{"PATH=/"}
 	cfg.Config.WorkingDir = "/"
 	cfg.RootFS.Type = "layers"
 	cfg.RootFS.DiffIDs = []string{layerDigest}
