@@ -174,3 +174,54 @@ func TestImageArchiveReproducible(t *testing.T) {
 	assert.Equal(t, digest(a), digest(b))
 	assert.Error(t, Build(context.Background(), Options{Out: filepath.Join(t.TempDir(), "x.tar"), Tag: "no-tag"}))
 }
+
+// deploy/Containerfile, for those with a container engine, builds what
+// Build builds: a static binary with the go.mod's Go on an empty base, the
+// same user and entrypoint.
+func TestContainerfileMatches(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "Containerfile"))
+	require.NoError(t, err)
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "..", "go.mod"))
+	require.NoError(t, err)
+	var goVersion string
+	for _, l := range strings.Split(string(gomod), "\n") {
+		if v, ok := strings.CutPrefix(l, "go "); ok {
+			parts := strings.Split(strings.TrimSpace(v), ".")
+			require.GreaterOrEqual(t, len(parts), 2)
+			goVersion = parts[0] + "." + parts[1]
+		}
+	}
+	require.NotEmpty(t, goVersion)
+
+	var froms []string
+	var user, entrypoint, build string
+	text := strings.ReplaceAll(string(data), "\\\n", " ")
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "FROM":
+			froms = append(froms, strings.Join(f[1:], " "))
+		case "USER":
+			user = strings.Join(f[1:], " ")
+		case "ENTRYPOINT":
+			entrypoint = strings.Join(f[1:], " ")
+		case "RUN":
+			if strings.Contains(l, "go build") {
+				build = l
+			}
+		}
+	}
+	require.Len(t, froms, 2)
+	assert.Contains(t, froms[0], "golang:"+goVersion+" ", "builder on the go.mod's Go %s", goVersion)
+	assert.Equal(t, "scratch", froms[1])
+	assert.Equal(t, User, user)
+	ep, err := json.Marshal([]string{BinaryPath})
+	require.NoError(t, err)
+	assert.Equal(t, string(ep), entrypoint)
+	for _, w := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/kubevirt-ovn", "/rootfs" + BinaryPath} {
+		assert.Contains(t, build, w)
+	}
+}
