@@ -7,12 +7,22 @@ TEST_PACKAGES := etcd-server jq
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 KEEP         ?=
 
-.PHONY: all build deps generate check-generate check-format vet test demo bench clean
+.PHONY: all build image deps generate check-generate check-format vet test demo bench clean
 
 all: build
 
 build:
 	$(GO) build -o bin/kubevirt-ovn ./cmd/kubevirt-ovn
+
+# The image deploy/deployment.yaml runs, built without a container engine:
+# bin/kubevirt-ovn-image.tar (IMAGE, default kubevirt-ovn:latest; a static
+# binary for IMAGE_ARCH, default this machine's) for `docker load -i`,
+# `podman load -i` or `kind load image-archive`. deploy/Containerfile builds
+# the same image with an engine (README, "The image").
+IMAGE      ?= kubevirt-ovn:latest
+IMAGE_ARCH ?=
+image:
+	$(GO) run ./integration/cmd/image -o bin/kubevirt-ovn-image.tar -tag $(IMAGE) $(if $(IMAGE_ARCH),-arch $(IMAGE_ARCH))
 
 # Debian 12's OVN 23.03, OVS 3.1 and etcd, installed when missing. Their
 # own services are not used: tests and the demo run private daemons.

@@ -97,7 +97,10 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kubevirt-ovn status: --nb and --sb are required")
 		return 2
 	}
-	defaultSBTLS(nb, sb)
+	if err := endpointsTLS(nb, sb); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn status: %v\n", err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	g, err := readGateways(ctx, *nb, *sb, *instance, stderr)
@@ -165,7 +168,10 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kubevirt-ovn rebalance: --nb and --sb are required")
 		return 2
 	}
-	defaultSBTLS(nb, sb)
+	if err := endpointsTLS(nb, sb); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn rebalance: %v\n", err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	g, err := readGateways(ctx, *nb, *sb, *instance, stderr)

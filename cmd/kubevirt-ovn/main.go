@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // endpointFlags defines --nb and --sb with their TLS material; the SB's
-// default to the NB's after parsing (see defaultSBTLS).
+// default to the NB's after parsing (see endpointsTLS).
 func endpointFlags(fs *flag.FlagSet, nb, sb *ovn.Endpoint) {
 	fs.StringVar(&nb.Address, "nb", "", "OVN Northbound endpoint: unix:PATH, tcp:IP:PORT or ssl:IP:PORT (comma-separated for a cluster)")
 	fs.StringVar(&nb.Cert, "nb-cert", "", "client certificate for an ssl: NB")
@@ -112,11 +112,48 @@ func (e endpointTimeout) Set(v string) error {
 	return nil
 }
 
-// defaultSBTLS gives the SB the NB's TLS material unless it has its own.
-func defaultSBTLS(nb, sb *ovn.Endpoint) {
-	if sb.Cert == "" {
-		sb.Cert, sb.Key, sb.CA = nb.Cert, nb.Key, nb.CA
+// endpointsTLS gives the SB the NB's TLS material where it has none of its
+// own, and checks that the files of every endpoint that uses ssl: can be
+// read, naming the flag and the file when one cannot. The TLS flags of a
+// tcp: or unix: endpoint are ignored: a Deployment passes them whether or
+// not its Secret exists.
+func endpointsTLS(nb, sb *ovn.Endpoint) error {
+	sbFlag := func(own, fromNB string, v *string, nbv string) string {
+		if *v == "" && nbv != "" {
+			*v = nbv
+			return fmt.Sprintf("%s (default: %s)", own, fromNB)
+		}
+		return own
 	}
+	sbNames := [3]string{
+		sbFlag("--sb-cert", "--nb-cert", &sb.Cert, nb.Cert),
+		sbFlag("--sb-key", "--nb-key", &sb.Key, nb.Key),
+		sbFlag("--sb-ca", "--nb-ca", &sb.CA, nb.CA),
+	}
+	if err := checkTLSFiles("NB", *nb, [3]string{"--nb-cert", "--nb-key", "--nb-ca"}); err != nil {
+		return err
+	}
+	return checkTLSFiles("SB", *sb, sbNames)
+}
+
+// checkTLSFiles checks, for an endpoint that uses ssl:, that its
+// certificate, key and CA files (named by the flags in names) are given
+// and readable.
+func checkTLSFiles(db string, ep ovn.Endpoint, names [3]string) error {
+	if !ep.UsesTLS() {
+		return nil
+	}
+	for i, file := range []string{ep.Cert, ep.Key, ep.CA} {
+		if file == "" {
+			return fmt.Errorf("%s endpoint %s: ssl: needs a certificate, a key and a CA certificate, and %s is not set", db, ep.Address, names[i])
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("%s %s, needed by the ssl: %s endpoint %s: %w", names[i], file, db, ep.Address, err)
+		}
+		f.Close()
+	}
+	return nil
 }
 
 type multiFlag []string
@@ -161,7 +198,10 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kubevirt-ovn sync: --nb and --from-file are required")
 		return 2
 	}
-	defaultSBTLS(&nb, &sb)
+	if err := endpointsTLS(&nb, &sb); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
+		return 1
+	}
 	// Connection events (an endpoint that does not answer, a lost and
 	// regained NB) are always logged; -v adds libovsdb's own.
 	logger := stdr.New(log.New(stderr, "", log.LstdFlags))

@@ -85,7 +85,10 @@ func runRun(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kubevirt-ovn run: --nb is required")
 		return 2
 	}
-	defaultSBTLS(&f.nb, &f.sb)
+	if err := endpointsTLS(&f.nb, &f.sb); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn run: %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := runController(ctx, &f, klog.Background()); err != nil {

@@ -112,7 +112,7 @@ func connect(ctx context.Context, db, dbName string, modelFor func(ovsdb.Databas
 	if len(c.addrs) == 0 {
 		return nil, errors.New("no OVSDB endpoint given")
 	}
-	if strings.Contains(ep.Address, "ssl:") {
+	if ep.UsesTLS() {
 		var err error
 		if c.tls, err = ep.tlsConfig(); err != nil {
 			return nil, err

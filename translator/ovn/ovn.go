@@ -52,6 +52,18 @@ func (e Endpoint) addresses() []string {
 	return out
 }
 
+// UsesTLS says whether one of the endpoints of Address is ssl:, the only
+// scheme whose Cert, Key and CA are read; for tcp: and unix: they are
+// ignored, whatever they name.
+func (e Endpoint) UsesTLS() bool {
+	for _, a := range e.addresses() {
+		if strings.HasPrefix(a, "ssl:") {
+			return true
+		}
+	}
+	return false
+}
+
 func (e Endpoint) timeout() time.Duration {
 	if e.Timeout <= 0 {
 		return DefaultTimeout
@@ -65,11 +77,11 @@ func (e Endpoint) tlsConfig() (*tls.Config, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(e.Cert, e.Key)
 	if err != nil {
-		return nil, fmt.Errorf("endpoint %s: %w", e.Address, err)
+		return nil, fmt.Errorf("endpoint %s: client certificate %s and key %s: %w", e.Address, e.Cert, e.Key, err)
 	}
 	caPEM, err := os.ReadFile(e.CA)
 	if err != nil {
-		return nil, fmt.Errorf("endpoint %s: %w", e.Address, err)
+		return nil, fmt.Errorf("endpoint %s: CA certificate: %w", e.Address, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {

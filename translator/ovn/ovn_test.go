@@ -29,4 +29,6 @@ func TestEndpointAddresses(t *testing.T) {
 	_, err = connect(ctx, "NB", "OVN_Northbound", nil, Endpoint{Address: "ssl:127.0.0.1:6641"}, logr.Discard())
 	assert.EqualError(t, err, "endpoint ssl:127.0.0.1:6641: ssl: needs a certificate, a key and a CA certificate")
 	assert.Equal(t, DefaultTimeout, Endpoint{}.timeout())
+	assert.False(t, Endpoint{Address: "tcp:127.0.0.1:6641,unix:/run/ovn/ssl:db.sock"}.UsesTLS(), "TLS flags of a tcp:/unix: endpoint are ignored")
+	assert.True(t, Endpoint{Address: "tcp:127.0.0.1:6641, ssl:127.0.0.1:6643"}.UsesTLS())
 }
