@@ -317,9 +317,6 @@ func moves(t *testing.T, n int) int {
 // new gateway and nudges the chassis (translator/ovn.FinishMoves). 40 moves
 // back and forth leave no old gateway answering ARP for the SNAT IP.
 func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
-	if testing.Short() {
-		t.Skip("40 gateway moves take about a minute")
-	}
 	g := newGWMoves(t)
 	gateway := "gw1"
 	bySync := func(to string) error {
