@@ -23,12 +23,13 @@ import (
 // orders from the NB, the SB's chassis and where each gateway port is
 // bound now.
 type gatewayState struct {
-	nb      client.Client
-	sb      client.Client
-	routers []translator.Assignment
-	snatIP  map[string]string
-	chassis []translator.Chassis
-	active  map[string]string
+	instance string
+	nb       client.Client
+	sb       client.Client
+	routers  []translator.Assignment
+	snatIP   map[string]string
+	chassis  []translator.Chassis
+	active   map[string]string
 }
 
 func (g *gatewayState) Close() {
@@ -43,7 +44,7 @@ func readGateways(ctx context.Context, nb, sb ovn.Endpoint, instance string, std
 	if err != nil {
 		return nil, err
 	}
-	g := &gatewayState{nb: nbc}
+	g := &gatewayState{instance: instance, nb: nbc}
 	if err := ovn.ReadOwned(ctx, nbc, instance); err != nil {
 		nbc.Close()
 		return nil, err
@@ -74,40 +75,47 @@ func readGateways(ctx context.Context, nb, sb ovn.Endpoint, instance string, std
 	return g, nil
 }
 
-// gatewayFlags are the flags of status and rebalance.
-func gatewayFlags(name string, stderr io.Writer) (*flag.FlagSet, *ovn.Endpoint, *ovn.Endpoint, *string, *time.Duration) {
+// openGateways parses the flags of command name (status, rebalance: more
+// flags defined by more), checks them, and reads the gateway state. code is
+// the exit status when g is nil.
+func openGateways(name string, args []string, stderr io.Writer, more func(*flag.FlagSet)) (g *gatewayState, ctx context.Context, cancel context.CancelFunc, code int) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var nb, sb ovn.Endpoint
 	endpointFlags(fs, &nb, &sb)
 	instance := fs.String("instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
-	return fs, &nb, &sb, instance, timeout
+	more(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, nil, 2
+	}
+	if nb.Address == "" || sb.Address == "" {
+		fmt.Fprintf(stderr, "kubevirt-ovn %s: --nb and --sb are required\n", name)
+		return nil, nil, nil, 2
+	}
+	if err := endpointsTLS(&nb, &sb); err != nil {
+		fmt.Fprintf(stderr, "kubevirt-ovn %s: %v\n", name, err)
+		return nil, nil, nil, 1
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), *timeout)
+	g, err := readGateways(ctx, nb, sb, *instance, stderr)
+	if err != nil {
+		cancel()
+		fmt.Fprintf(stderr, "kubevirt-ovn %s: %v\n", name, err)
+		return nil, nil, nil, 1
+	}
+	return g, ctx, cancel, 0
 }
 
 // runStatus prints, per router, its gateway order as the NB holds it and
 // the chassis its gateway port is active on now (SB), then the primaries
 // per gateway chassis.
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs, nb, sb, instance, timeout := gatewayFlags("status", stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	g, _, cancel, code := openGateways("status", args, stderr, func(*flag.FlagSet) {})
+	if g == nil {
+		return code
 	}
-	if nb.Address == "" || sb.Address == "" {
-		fmt.Fprintln(stderr, "kubevirt-ovn status: --nb and --sb are required")
-		return 2
-	}
-	if err := endpointsTLS(nb, sb); err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn status: %v\n", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	g, err := readGateways(ctx, *nb, *sb, *instance, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn status: %v\n", err)
-		return 1
-	}
 	defer g.Close()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROUTER\tSNAT IP\tPRIMARY\tFAILOVER\tACTIVE\t")
@@ -158,27 +166,15 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 // gateway chassis (translator.Rebalance), prints them and, without
 // --dry-run, commits them one router per transaction.
 func runRebalance(args []string, stdout, stderr io.Writer) int {
-	fs, nb, sb, instance, timeout := gatewayFlags("rebalance", stderr)
-	dryRun := fs.Bool("dry-run", false, "print the moves and write nothing")
-	moveNudge := moveNudgeFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	var dryRun, moveNudge *bool
+	g, ctx, cancel, code := openGateways("rebalance", args, stderr, func(fs *flag.FlagSet) {
+		dryRun = fs.Bool("dry-run", false, "print the moves and write nothing")
+		moveNudge = moveNudgeFlag(fs)
+	})
+	if g == nil {
+		return code
 	}
-	if nb.Address == "" || sb.Address == "" {
-		fmt.Fprintln(stderr, "kubevirt-ovn rebalance: --nb and --sb are required")
-		return 2
-	}
-	if err := endpointsTLS(nb, sb); err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn rebalance: %v\n", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	g, err := readGateways(ctx, *nb, *sb, *instance, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn rebalance: %v\n", err)
-		return 1
-	}
 	defer g.Close()
 	moves := translator.Rebalance(g.routers, g.chassis)
 	if len(moves) == 0 {
@@ -195,7 +191,7 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 		if *dryRun {
 			continue
 		}
-		if err := moveGateway(ctx, g.nb, *instance, m); err != nil {
+		if err := moveGateway(ctx, g.nb, g.instance, m); err != nil {
 			fmt.Fprintf(stderr, "kubevirt-ovn rebalance: moving %s: %v\n", m.Router, err)
 			failed++
 			failedRouters = append(failedRouters, m.Router)

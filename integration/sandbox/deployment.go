@@ -21,19 +21,7 @@ type Deployment interface {
 	SBEndpoint() string
 	NBCtl(args ...string) (string, error)
 	SBCtl(args ...string) (string, error)
-	// Exec runs an OVS/OVN command (ovs-vsctl, ovs-appctl, ovn-appctl...)
-	// on a chassis.
-	Exec(chassis string, args ...string) (string, error)
-	// Gateways are the gateway candidates, bridged to the external network
-	// by a wire port ExternalPort; Workers carry VM ports.
-	Gateways() []string
-	Workers() []string
-	// AddVMPort plugs a VM interface bound to the logical port ifaceID.
-	AddVMPort(chassis, port, ifaceID string) error
-	// Inject makes a port receive a frame; Capture returns what the port
-	// has sent so far.
-	Inject(chassis, port string, frame []byte) error
-	Capture(chassis, port string) ([]wire.Seen, error)
+	Chassis
 	// KillChassis crashes a chassis: SIGKILL to its ovs-vswitchd and
 	// ovn-controller; it returns their pids. The chassis leaves Gateways
 	// and Workers for good; what its ports sent stays readable.
@@ -43,11 +31,6 @@ type Deployment interface {
 	AddGateway(chassis, physnet string) error
 	// RemoveChassis deletes a chassis from the SB (ovn-sbctl chassis-del).
 	RemoveChassis(chassis string) error
-	// Pids are the processes to find gone after Stop (none for a remote
-	// deployment); Logs are files worth reading when a test fails.
-	Pids() []int
-	Logs() []string
-	Stop() error
 }
 
 // EnvDeployment names the deployment the integration tests use.

@@ -122,12 +122,21 @@ type Zones struct {
 
 // Chassis is the chassis side of a deployment, which Local and Zones share.
 type Chassis interface {
+	// Exec runs an OVS/OVN command (ovs-vsctl, ovs-appctl, ovn-appctl...)
+	// on a chassis.
 	Exec(chassis string, args ...string) (string, error)
+	// Gateways are the gateway candidates, bridged to the external network
+	// by a wire port ExternalPort; Workers carry VM ports.
 	Gateways() []string
 	Workers() []string
+	// AddVMPort plugs a VM interface bound to the logical port ifaceID.
 	AddVMPort(chassis, port, ifaceID string) error
+	// Inject makes a port receive a frame; Capture returns what the port
+	// has sent so far.
 	Inject(chassis, port string, frame []byte) error
 	Capture(chassis, port string) ([]wire.Seen, error)
+	// Pids are the processes to find gone after Stop (none for a remote
+	// deployment); Logs are files worth reading when a test fails.
 	Pids() []int
 	Logs() []string
 	Stop() error

@@ -314,15 +314,11 @@ func ActiveGateways(ctx context.Context, sb client.Client) (map[string]string, e
 	}
 	out := map[string]string{}
 	for _, b := range bindings {
-		router, ok := RouterOfRedirectPort(b.LogicalPort)
-		if !ok || b.Chassis == nil {
-			continue
+		if router, ok := RouterOfRedirectPort(b.LogicalPort); ok {
+			if ch := boundChassis(ctx, sb, b); ch != "" {
+				out[router] = ch
+			}
 		}
-		ch := &sbmodel.Chassis{UUID: *b.Chassis}
-		if err := sb.Get(ctx, ch); err != nil {
-			continue
-		}
-		out[router] = ch.Name
 	}
 	return out, nil
 }
@@ -334,7 +330,15 @@ func ActiveGateway(ctx context.Context, sb client.Client, router string) string 
 		return ""
 	}
 	b := &sbmodel.PortBinding{LogicalPort: "cr-" + translator.GatewayPortName(router)}
-	if err := sb.Get(ctx, b); err != nil || b.Chassis == nil {
+	if err := sb.Get(ctx, b); err != nil {
+		return ""
+	}
+	return boundChassis(ctx, sb, b)
+}
+
+// boundChassis is the name of the chassis b is bound to, "" for none.
+func boundChassis(ctx context.Context, sb client.Client, b *sbmodel.PortBinding) string {
+	if b.Chassis == nil {
 		return ""
 	}
 	ch := &sbmodel.Chassis{UUID: *b.Chassis}
