@@ -177,4 +177,7 @@ type Chassis struct {
 	Gateway bool
 	// Physnets are the physical networks its ovn-bridge-mappings map.
 	Physnets []string
+	// Zone is the interconnect zone whose SB has this chassis as a local
+	// chassis (not other_config:is-remote); "" with one central NB.
+	Zone string
 }

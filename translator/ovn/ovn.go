@@ -303,6 +303,28 @@ func GatewayChassis(ctx context.Context, sb client.Client) ([]translator.Chassis
 	return out, nil
 }
 
+// ZoneChassis lists the local chassis of zone's SB (GatewayChassis
+// without the remote entries, other_config:is-remote=true, that stand for
+// the chassis of other zones), each marked with zone.
+func ZoneChassis(ctx context.Context, sb client.Client, zone string) ([]translator.Chassis, error) {
+	all, err := GatewayChassis(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
+	var remote []*sbmodel.Chassis
+	if err := sb.WhereCache(func(c *sbmodel.Chassis) bool { return c.OtherConfig["is-remote"] == "true" }).List(ctx, &remote); err != nil {
+		return nil, fmt.Errorf("listing SB chassis: %w", err)
+	}
+	out := all[:0]
+	for _, c := range all {
+		if !slices.ContainsFunc(remote, func(r *sbmodel.Chassis) bool { return r.Name == c.Name }) {
+			c.Zone = zone
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 // ActiveGateways maps each router whose gateway port is bound in the SB
 // (its chassisredirect port, cr-<port>) to the chassis it is bound to now:
 // where OVN has made it active, which BFD may have moved away from the
