@@ -49,6 +49,13 @@ type Input struct {
 	candidates   []Chassis
 	chassisKnown bool
 	sched        *schedule
+
+	// Interconnect mode (zones.go): every chassis by name and hostname,
+	// the zones, and the tunnel keys.
+	nodes map[string]node
+	zones []string
+	zoned bool
+	keys  *tunnelKeys
 }
 
 type set[K comparable] map[K]struct{}
@@ -316,8 +323,18 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 			if d.External != nil && d.External.Network != "" {
 				in.addRouterNames(affected, in.internalClaims[d.External.Network])
 			}
+			if in.zoned {
+				// The networks it was on lose it from its home zone.
+				for _, n := range d.Internal {
+					affected.add(Unit{Kind: KindNetwork, Name: n})
+				}
+				if d.External != nil {
+					affected.add(Unit{Kind: KindNetwork, Name: d.External.Network})
+				}
+			}
 		}
 	}
+	in.zoneAffected(affected)
 	return sortedUnits(affected)
 }
 
@@ -393,6 +410,7 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 	var cands []Chassis
 	for _, c := range chassis {
 		if c.Gateway {
+			c.Zone = "" // only setNodes reads zones
 			c.Physnets = slices.Sorted(slices.Values(c.Physnets))
 			cands = append(cands, c)
 		}
@@ -403,12 +421,28 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.setNodes(chassis) {
+		// A chassis came, went or changed zone: every unit's zones may
+		// change (rare: a node joins or leaves).
+		in.candidates, in.chassisKnown = cands, known
+		in.rechoose()
+		all := set[Unit]{}
+		for n := range in.networks {
+			all.add(Unit{Kind: KindNetwork, Name: n})
+		}
+		for r := range in.routers {
+			all.add(Unit{Kind: KindRouter, Name: r})
+		}
+		return sortedUnits(all)
+	}
 	same := known == in.chassisKnown && (!known || slices.EqualFunc(cands, in.candidates, sameChassis))
 	in.candidates, in.chassisKnown = cands, known
 	if same {
 		return nil
 	}
-	return sortedUnits(in.rechoose())
+	affected := in.rechoose()
+	in.zoneAffected(affected)
+	return sortedUnits(affected)
 }
 
 func sameChassis(a, b Chassis) bool {

@@ -39,6 +39,9 @@ type Held interface {
 	// HeldGateways are the chassis of router's gateway port by priority,
 	// highest first (its Gateway_Chassis rows).
 	HeldGateways(router string) []string
+	// HeldTunnelKeys are the tunnel keys our switches and switch ports
+	// request (interconnect mode). Read once, before the first allocation.
+	HeldTunnelKeys() TunnelKeys
 }
 
 // Claims say who holds what, as read from the rows in the NB.
@@ -54,6 +57,8 @@ type Claims struct {
 	// Gateways maps a router to the chassis of its gateway port, highest
 	// priority first.
 	Gateways map[string][]string
+	// Keys are the tunnel keys our switches and switch ports request.
+	Keys TunnelKeys
 }
 
 // HeldSNATIP implements Held.
@@ -70,6 +75,9 @@ func (c Claims) HeldVMAddress(network, addr string) string {
 // HeldGateways implements Held.
 func (c Claims) HeldGateways(router string) []string { return c.Gateways[router] }
 
+// HeldTunnelKeys implements Held.
+func (c Claims) HeldTunnelKeys() TunnelKeys { return c.Keys }
+
 // noClaims is the Held of an NB where nobody holds anything.
 type noClaims struct{}
 
@@ -77,6 +85,7 @@ func (noClaims) HeldSNATIP(string) string            { return "" }
 func (noClaims) HeldInternal(string) string          { return "" }
 func (noClaims) HeldVMAddress(string, string) string { return "" }
 func (noClaims) HeldGateways(string) []string        { return nil }
+func (noClaims) HeldTunnelKeys() TunnelKeys          { return TunnelKeys{} }
 
 // Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
 // accepted it.

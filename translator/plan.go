@@ -42,6 +42,9 @@ type NetworkPlan struct {
 	KeepPorts []string
 	// VMErrors say why, one per port in KeepPorts.
 	VMErrors []error `json:"-"`
+	// Zones are the rows of each zone's NB in interconnect mode (nil
+	// otherwise); a zone without an entry holds none of them.
+	Zones map[string]*ZoneRows `json:",omitempty"`
 }
 
 // RouterPlan is the desired rows of one router.
@@ -62,6 +65,9 @@ type RouterPlan struct {
 	Gateway *GatewayChoice
 	// SNATIP is the router's SNAT IP, empty without an external network.
 	SNATIP string
+	// Zones are the rows of each zone's NB in interconnect mode (nil
+	// otherwise); a zone without an entry holds none of them.
+	Zones map[string]*ZoneRows `json:",omitempty"`
 }
 
 // SwitchPort is a router-owned port on the switch of Network.
@@ -152,6 +158,9 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 	case KindRouter:
 		in.planRouter(&up, instance, held)
 	}
+	if in.zoned && !up.InInput {
+		in.keys.forget(u)
+	}
 	slices.SortStableFunc(up.Errs, byMessage)
 	return up
 }
@@ -199,6 +208,9 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		vms[i] = &d.VMInterface
 	}
 	up.Network = networkPlan(n, vms, instance, held)
+	if in.zoned {
+		in.zoneNetwork(up.Network, vms, held)
+	}
 }
 
 // networkPlan plans the switch of valid network n and its ports, for the VM
@@ -503,6 +515,9 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 		return
 	}
 	rp := planRouter(vr, instance)
+	if in.zoned {
+		in.zoneRouter(&rp, held)
+	}
 	up.Router = &rp
 }
 

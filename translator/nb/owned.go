@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -104,7 +105,7 @@ func compareUnits(a, b translator.Unit) int {
 // SNAT IP, internal network and VM address now, for Snapshot.Held: the
 // first claimant keeps what it holds.
 func HeldClaims(_ context.Context, c client.Client, instance string) (translator.Claims, error) {
-	held := translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{}}
+	held := newClaims()
 	gws := gateways{}
 	eachOwned(c, instance, func(_ *Table, u translator.Unit, row any) {
 		for _, cl := range claimsOf(u, row) {
@@ -119,6 +120,11 @@ func HeldClaims(_ context.Context, c client.Client, instance string) (translator
 		held.Gateways[r] = gws.order(r)
 	}
 	return held, nil
+}
+
+func newClaims() translator.Claims {
+	return translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{},
+		Keys: translator.TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}}
 }
 
 // gateways are the Gateway_Chassis rows of each router, by UUID.
@@ -164,6 +170,8 @@ const (
 	claimSNAT = iota
 	claimInternal
 	claimVM
+	claimSwitchKey // key: switch name, owner: its tunnel key
+	claimPortKey   // key: port name, owner: its tunnel key
 )
 
 func (cl claim) put(held translator.Claims) {
@@ -174,12 +182,36 @@ func (cl claim) put(held translator.Claims) {
 		held.Internal[cl.key] = cl.owner
 	case claimVM:
 		held.VMAddresses[cl.key] = cl.owner
+	case claimSwitchKey:
+		held.Keys.Switches[cl.key], _ = strconv.Atoi(cl.owner)
+	case claimPortKey:
+		held.Keys.Ports[cl.key], _ = strconv.Atoi(cl.owner)
 	}
 }
 
 // claimsOf says what a row of unit u holds: a gateway port its SNAT IP, a
 // router's port on a network switch that network, a VM port its MAC and IP.
 func claimsOf(u translator.Unit, row any) []claim {
+	out := keyClaims(row)
+	return append(out, ownerClaims(u, row)...)
+}
+
+// keyClaims are the tunnel keys a switch or switch port of ours requests.
+func keyClaims(row any) []claim {
+	switch r := row.(type) {
+	case *nbmodel.LogicalSwitch:
+		if k := r.OtherConfig[translator.KeyTunnel]; k != "" {
+			return []claim{{claimSwitchKey, r.Name, k}}
+		}
+	case *nbmodel.LogicalSwitchPort:
+		if k := r.Options[translator.KeyTunnel]; k != "" {
+			return []claim{{claimPortKey, r.Name, k}}
+		}
+	}
+	return nil
+}
+
+func ownerClaims(u translator.Unit, row any) []claim {
 	switch p := row.(type) {
 	case *nbmodel.LogicalRouterPort:
 		if u.Kind != translator.KindRouter || p.Name != translator.GatewayPortName(u.Name) || len(p.Networks) == 0 {
@@ -225,7 +257,7 @@ type HeldIndex struct {
 // change after.
 func NewHeldIndex(c client.Client, instance string) *HeldIndex {
 	h := &HeldIndex{instance: instance, rows: map[string][]claim{}, gws: gateways{}, gwOwner: map[string]string{},
-		held: translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{}}}
+		held: newClaims()}
 	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc:    func(table string, m model.Model) { h.update(table, m, false) },
 		UpdateFunc: func(table string, _, m model.Model) { h.update(table, m, false) },
@@ -245,7 +277,7 @@ func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 		h.updateGateway(t, m, deleted)
 		return
 	}
-	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable) {
+	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable && table != nbmodel.LogicalSwitchTable) {
 		return
 	}
 	uuid := uuidOf(m)
@@ -294,6 +326,13 @@ func (h *HeldIndex) HeldGateways(router string) []string {
 	return h.gws.order(router)
 }
 
+// HeldTunnelKeys implements translator.Held: a copy.
+func (h *HeldIndex) HeldTunnelKeys() translator.TunnelKeys {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return translator.TunnelKeys{Switches: maps.Clone(h.held.Keys.Switches), Ports: maps.Clone(h.held.Keys.Ports)}
+}
+
 // HeldSNATIP implements translator.Held.
 func (h *HeldIndex) HeldSNATIP(ip string) string {
 	h.mu.RLock()
@@ -321,6 +360,10 @@ func (cl claim) get(held translator.Claims) string {
 		return held.SNATIPs[cl.key]
 	case claimInternal:
 		return held.Internal[cl.key]
+	case claimSwitchKey:
+		return strconv.Itoa(held.Keys.Switches[cl.key])
+	case claimPortKey:
+		return strconv.Itoa(held.Keys.Ports[cl.key])
 	}
 	return held.VMAddresses[cl.key]
 }
@@ -333,5 +376,9 @@ func (cl claim) drop(held translator.Claims) {
 		delete(held.Internal, cl.key)
 	case claimVM:
 		delete(held.VMAddresses, cl.key)
+	case claimSwitchKey:
+		delete(held.Keys.Switches, cl.key)
+	case claimPortKey:
+		delete(held.Keys.Ports, cl.key)
 	}
 }

@@ -117,7 +117,8 @@ var Registry = []*Table{
 	{
 		Name: nbmodel.LogicalSwitchTable, New: func() model.Model { return &nbmodel.LogicalSwitch{} },
 		Key:     func(m model.Model) string { return m.(*nbmodel.LogicalSwitch).Name },
-		Columns: []string{"name", "external_ids"},
+		// other_config holds requested-tnl-key in interconnect mode.
+		Columns: []string{"name", "other_config", "external_ids"},
 		Guard:   true,
 	},
 	{

@@ -40,6 +40,9 @@ type SyncOptions struct {
 	BumpNBCfg bool
 	// OnCommit observes every NB transaction: its duration and error.
 	OnCommit func(took time.Duration, err error)
+	// Zone, in interconnect mode, is the zone whose NB this is: the
+	// plan's rows of that zone are written there (ZoneRows).
+	Zone string
 }
 
 // UnitResult is what a sync did to one unit.
@@ -106,8 +109,9 @@ type Work struct {
 
 // PlanWork is the work of units in plan: each is synced to plan, or has its
 // rows removed when plan has no such unit, or is left as it is when plan
-// says its input is invalid.
-func PlanWork(plan *translator.Plan, units []translator.Unit) []Work {
+// says its input is invalid. zone, in interconnect mode, is the NB's zone:
+// its rows are the plan's rows of that zone.
+func PlanWork(plan *translator.Plan, units []translator.Unit, zone string) []Work {
 	networks := map[string]*translator.NetworkPlan{}
 	for i := range plan.Networks {
 		networks[plan.Networks[i].Name] = &plan.Networks[i]
@@ -122,6 +126,16 @@ func PlanWork(plan *translator.Plan, units []translator.Unit) []Work {
 		switch {
 		case plan.Failed[u] != nil:
 			w.Err = errors.Join(plan.Failed[u]...)
+		case zone != "":
+			var zr *translator.ZoneRows
+			if np := networks[u.Name]; u.Kind == translator.KindNetwork && np != nil {
+				zr = np.Zones[zone]
+			} else if rp := routers[u.Name]; u.Kind == translator.KindRouter && rp != nil {
+				zr = rp.Zones[zone]
+			}
+			if zr != nil {
+				w.Rows, w.Keep = zr.Rows, zr.Keep
+			}
 		case u.Kind == translator.KindNetwork && networks[u.Name] != nil:
 			np := networks[u.Name]
 			w.Rows, w.Keep = np.Rows(), np.KeepPorts
@@ -153,12 +167,12 @@ func Sync(ctx context.Context, c client.Client, plan *translator.Plan, opts Sync
 	for u := range plan.Failed {
 		units = append(units, u)
 	}
-	return SyncWork(ctx, c, PlanWork(plan, units), opts)
+	return SyncWork(ctx, c, PlanWork(plan, units, opts.Zone), opts)
 }
 
 // SyncUnits is Sync restricted to units (see PlanWork).
 func SyncUnits(ctx context.Context, c client.Client, plan *translator.Plan, units []translator.Unit, opts SyncOptions) (*SyncResult, error) {
-	return SyncWork(ctx, c, PlanWork(plan, units), opts)
+	return SyncWork(ctx, c, PlanWork(plan, units, opts.Zone), opts)
 }
 
 func instanceOf(opts SyncOptions) string {

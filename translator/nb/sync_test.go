@@ -657,7 +657,7 @@ func TestUnitThatCannotBeDiffedFailsAlone(t *testing.T) {
 	plan := tr.Build(s, instance)
 	units := []tr.Unit{{Kind: tr.KindNetwork, Name: "net-a"}, {Kind: tr.KindNetwork, Name: "net-b"}, {Kind: tr.KindNetwork, Name: "net-c"},
 		{Kind: tr.KindNetwork, Name: "public"}, {Kind: tr.KindRouter, Name: "router1"}}
-	work := nb.PlanWork(plan, units)
+	work := nb.PlanWork(plan, units, "")
 	for i := range work {
 		if work[i].Unit.Name == "net-c" {
 			work[i].Rows = append(work[i].Rows, tr.Row{Model: &nbmodel.ACL{Action: "drop"}})

@@ -1,0 +1,410 @@
+package translator
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
+
+// Interconnect mode: one NB per zone, as ovn-kubernetes runs OVN. It is on
+// when the chassis given to SetChassis carry a Zone. Then every unit's
+// plan also says, per zone, which rows that zone's NB holds (ZoneRows):
+//   - A router lives in its home zone: the zone of its primary gateway
+//     chassis; a router without a gateway (no SNAT) in the zone of a chassis
+//     chosen by a hash of its name, where it is bound as a gateway router
+//     (options:chassis), so that traffic from other zones has somewhere to
+//     arrive. Its Gateway_Chassis are the chassis of its order in its home
+//     zone: BFD cannot fail over to another zone; when its primary chassis
+//     goes, the scheduler picks the next and the router moves.
+//   - A network's switch exists in the zones of its VM interfaces (their
+//     node's chassis) and of the routers attached to it, with the same
+//     other_config:requested-tnl-key everywhere.
+//   - A VM port is a normal port in its node's zone and a type=remote port
+//     (same addresses, options:requested-chassis=its chassis) in the
+//     network's other zones; a router's switch-side port likewise, bound to
+//     the router's home chassis. Every port of ours on a switch carries the
+//     same options:requested-tnl-key in every zone.
+//
+// Tunnel keys are allocated here, kept while the switch or port exists
+// (also across restarts: before the first allocation the keys the NBs hold
+// are adopted), and are never reused while a row holding them may still
+// exist. Datapath keys are taken downward from MaxDatapathKey, in the range
+// OVN reserves for keys that are the same across zones (above what
+// ovn-northd allocates for a zone's own datapaths; ovn-ic and
+// ovn-kubernetes' transit switches allocate that range upward from its
+// bottom). Port keys are taken downward from MaxPortKey (ovn-northd
+// allocates a datapath's other ports upward from 1).
+
+// Tunnel key ranges (OVN's lib/ovn-util.h: 24-bit datapath keys, the top
+// 65535 of them global; 15-bit port keys). Geneve carries them all; VXLAN
+// does not (its datapath keys are 12 bits), and ovn-kubernetes runs Geneve.
+const (
+	MinDatapathKey = 1<<24 - 1 - (1<<16 - 1) + 1
+	MaxDatapathKey = 1<<24 - 1
+	MaxPortKey     = 1<<15 - 1
+)
+
+// KeyTunnel is the option (LSP options, Logical_Switch other_config) that
+// asks ovn-northd for a tunnel key.
+const KeyTunnel = "requested-tnl-key"
+
+// ZoneRows are the rows one zone's NB holds of a unit in interconnect mode,
+// parents first, and the switch ports left as they are there.
+type ZoneRows struct {
+	Rows []Row
+	Keep []string
+}
+
+// TunnelKeys are the tunnel keys our rows request in the NB(s): by switch
+// name, and by switch port name.
+type TunnelKeys struct {
+	Switches map[string]int
+	Ports    map[string]int
+}
+
+// node is a chassis by name or hostname.
+type node struct {
+	chassis, zone string
+}
+
+// Zoned says whether the input is in interconnect mode.
+func (in *Input) Zoned() bool {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	return in.zoned
+}
+
+// Zones lists the zones of the chassis, sorted.
+func (in *Input) Zones() []string {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	return slices.Clone(in.zones)
+}
+
+// setNodes records every chassis's zone (SetChassis's part) and says
+// whether any chassis or zone changed. Callers hold in.mu (write).
+func (in *Input) setNodes(chassis []Chassis) bool {
+	nodes := map[string]node{}
+	zones := set[string]{}
+	for _, c := range chassis {
+		if c.Zone == "" {
+			continue
+		}
+		zones.add(c.Zone)
+		nodes[c.Name] = node{c.Name, c.Zone}
+	}
+	for _, c := range chassis {
+		if _, taken := nodes[c.Hostname]; c.Zone != "" && c.Hostname != "" && !taken {
+			nodes[c.Hostname] = node{c.Name, c.Zone}
+		}
+	}
+	if maps.Equal(nodes, in.nodes) {
+		return false
+	}
+	in.nodes = nodes
+	in.zones = slices.Sorted(maps.Keys(zones))
+	in.zoned = len(zones) > 0
+	if in.zoned && in.keys == nil {
+		in.keys = newTunnelKeys()
+	}
+	return true
+}
+
+// homeOf is the chassis router name lives on in interconnect mode: its
+// primary gateway chassis when it has a gateway (as scheduled, else as the
+// NB holds it), else one chosen by a hash of its name; "" when there is
+// none. Callers hold in.mu (read).
+func (in *Input) homeOf(name string, held Held) string {
+	if decls := in.routers[name]; len(decls) == 1 {
+		for d := range decls {
+			if n, ok := in.need(d); ok {
+				if order, err := in.gatewaysOf(name, n, held); err == nil && len(order) > 0 {
+					return order[0]
+				}
+				if order := held.HeldGateways(name); len(order) > 0 {
+					if _, ok := in.nodes[order[0]]; ok {
+						return order[0]
+					}
+				}
+				return ""
+			}
+		}
+	}
+	best, bestHash := "", uint64(0)
+	for key, nd := range in.nodes {
+		if key != nd.chassis {
+			continue // a hostname
+		}
+		if h := rendezvous(name, nd.chassis); best == "" || h > bestHash || (h == bestHash && nd.chassis < best) {
+			best, bestHash = nd.chassis, h
+		}
+	}
+	return best
+}
+
+// networkZones are the zones network's switch exists in: those of its VM
+// interfaces' nodes and of the homes of the routers attached to it.
+// Callers hold in.mu (read).
+func (in *Input) networkZones(network string, held Held) set[string] {
+	out := set[string]{}
+	n, ok := in.validNetwork(network)
+	if !ok {
+		return out
+	}
+	for d := range in.vms[network] {
+		if nd, ok := in.nodes[d.Node]; ok && d.NetworkNamespace == n.Namespace {
+			out.add(nd.zone)
+		}
+	}
+	routers := set[string]{}
+	for d := range in.internalClaims[network] {
+		routers.add(d.Name)
+	}
+	for d := range in.externalDecls[network] {
+		routers.add(d.Name)
+	}
+	for r := range routers {
+		if home := in.homeOf(r, held); home != "" {
+			out.add(in.nodes[home].zone)
+		}
+	}
+	return out
+}
+
+// zoneNetwork fills np.Zones. A VM interface whose node is no chassis of a
+// zone gets an error, and its port is left as it is.
+func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) {
+	sw := np.Switch.Name
+	vmNode := map[string]*VMInterface{}
+	for _, v := range vms {
+		vmNode[VMPortName(np.Name, v.Namespace, v.VMI, v.Interface)] = v
+	}
+	var ports []*nbmodel.LogicalSwitchPort
+	for _, p := range np.Ports {
+		v := vmNode[p.Name]
+		if v == nil || in.nodes[v.Node].zone != "" {
+			ports = append(ports, p)
+			continue
+		}
+		np.KeepPorts = append(np.KeepPorts, p.Name)
+		np.VMErrors = append(np.VMErrors, vmErr(v, "status.nodeName", "node %q is no chassis of any zone (hostname or chassis name in a zone's Southbound)", v.Node))
+	}
+	np.Ports = ports
+	slices.Sort(np.KeepPorts)
+
+	refs := []keyRef{{sw: sw}}
+	for _, p := range np.Ports {
+		refs = append(refs, keyRef{sw, p.Name})
+	}
+	keys := in.keys.take(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
+	np.Zones = map[string]*ZoneRows{}
+	for z := range in.networkZones(np.Name, held) {
+		zr := &ZoneRows{Keep: np.KeepPorts}
+		ls := model.Clone(np.Switch).(*nbmodel.LogicalSwitch)
+		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[keyRef{sw: sw}])}
+		zr.Rows = append(zr.Rows, Row{Model: ls})
+		for _, p := range np.Ports {
+			key := keys[keyRef{sw, p.Name}]
+			if v := vmNode[p.Name]; v != nil && in.nodes[v.Node].zone != z {
+				zr.Rows = append(zr.Rows, Row{Model: remotePort(p, p.Addresses, in.nodes[v.Node].chassis, key), Parent: sw})
+				continue
+			}
+			zr.Rows = append(zr.Rows, Row{Model: withKey(p, key), Parent: sw})
+		}
+		np.Zones[z] = zr
+	}
+}
+
+// zoneRouter fills rp.Zones: everything in its home zone, its switch-side
+// ports as remote ports in the other zones of their networks.
+func (in *Input) zoneRouter(rp *RouterPlan, held Held) {
+	home := in.homeOf(rp.Name, held)
+	if home == "" {
+		return
+	}
+	zone := in.nodes[home].zone
+	var refs []keyRef
+	for _, sp := range rp.SwitchPorts {
+		refs = append(refs, keyRef{SwitchName(sp.Network), sp.Port.Name})
+	}
+	keys := in.keys.take(Unit{Kind: KindRouter, Name: rp.Name}, refs, held)
+
+	local := &ZoneRows{}
+	rp.Zones = map[string]*ZoneRows{zone: local}
+	lr := rp.Router
+	if rp.Gateway == nil {
+		lr = model.Clone(lr).(*nbmodel.LogicalRouter)
+		lr.Options["chassis"] = home
+	}
+	local.Rows = append(local.Rows, Row{Model: lr})
+	for _, p := range rp.Ports {
+		local.Rows = append(local.Rows, Row{Model: p, Parent: lr.Name})
+	}
+	// Only the chassis of its home zone: the others are remote chassis
+	// there. Their priorities stay those of the whole order.
+	for _, g := range rp.GatewayChassis {
+		if in.nodes[g.ChassisName].zone == zone {
+			local.Rows = append(local.Rows, Row{Model: g, Parent: GatewayPortName(rp.Name)})
+		}
+	}
+	for _, nat := range rp.NATs {
+		local.Rows = append(local.Rows, Row{Model: nat, Parent: lr.Name})
+	}
+	for _, r := range rp.Routes {
+		local.Rows = append(local.Rows, Row{Model: r, Parent: lr.Name})
+	}
+	lrps := map[string]*nbmodel.LogicalRouterPort{}
+	for _, p := range rp.Ports {
+		lrps[p.Name] = p
+	}
+	for _, sp := range rp.SwitchPorts {
+		sw := SwitchName(sp.Network)
+		key := keys[keyRef{sw, sp.Port.Name}]
+		local.Rows = append(local.Rows, Row{Model: withKey(sp.Port, key), Parent: sw})
+		lrp := lrps[sp.Port.Options["router-port"]]
+		addr := []string{lrp.MAC + " " + strings.Join(lrp.Networks, " ")}
+		for z := range in.networkZones(sp.Network, held) {
+			if z == zone {
+				continue
+			}
+			if rp.Zones[z] == nil {
+				rp.Zones[z] = &ZoneRows{}
+			}
+			rp.Zones[z].Rows = append(rp.Zones[z].Rows, Row{Model: remotePort(sp.Port, addr, home, key), Parent: sw})
+		}
+	}
+	for _, b := range rp.MACBindings {
+		local.Rows = append(local.Rows, Row{Model: b})
+	}
+}
+
+// remotePort is port p of another zone: type=remote, bound to chassis.
+func remotePort(p *nbmodel.LogicalSwitchPort, addresses []string, chassis string, key int) *nbmodel.LogicalSwitchPort {
+	return &nbmodel.LogicalSwitchPort{
+		Name:        p.Name,
+		Type:        "remote",
+		Addresses:   slices.Clone(addresses),
+		Options:     map[string]string{"requested-chassis": chassis, KeyTunnel: strconv.Itoa(key)},
+		ExternalIDs: maps.Clone(p.ExternalIDs),
+	}
+}
+
+// withKey is a copy of p requesting tunnel key key.
+func withKey(p *nbmodel.LogicalSwitchPort, key int) *nbmodel.LogicalSwitchPort {
+	c := model.Clone(p).(*nbmodel.LogicalSwitchPort)
+	if c.Options == nil {
+		c.Options = map[string]string{}
+	}
+	c.Options[KeyTunnel] = strconv.Itoa(key)
+	return c
+}
+
+// zoneAffected adds to affected what a change of its units changes in
+// interconnect mode: a router's home decides its networks' zones, and a
+// network's zones decide where its routers have remote ports. Callers hold
+// in.mu.
+func (in *Input) zoneAffected(affected set[Unit]) {
+	if !in.zoned {
+		return
+	}
+	nets := set[string]{}
+	for u := range affected {
+		if u.Kind == KindNetwork {
+			nets.add(u.Name)
+			continue
+		}
+		for d := range in.routers[u.Name] {
+			for _, n := range d.Internal {
+				nets.add(n)
+			}
+			if d.External != nil {
+				nets.add(d.External.Network)
+			}
+		}
+	}
+	for n := range nets {
+		affected.add(Unit{Kind: KindNetwork, Name: n})
+		in.addRouterNames(affected, in.internalClaims[n])
+		in.addRouterNames(affected, in.externalDecls[n])
+	}
+}
+
+// RemotePorts are the type=remote ports plan puts in zone's NB, with the
+// chassis each is bound to: on OVN before 23.09 the SB binding of each is
+// the CMS's to set.
+func RemotePorts(plan *Plan, zone string) map[string]string {
+	out := map[string]string{}
+	add := func(zr *ZoneRows) {
+		if zr == nil {
+			return
+		}
+		for _, r := range zr.Rows {
+			if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok && p.Type == "remote" {
+				out[p.Name] = p.Options["requested-chassis"]
+			}
+		}
+	}
+	for i := range plan.Networks {
+		add(plan.Networks[i].Zones[zone])
+	}
+	for i := range plan.Routers {
+		add(plan.Routers[i].Zones[zone])
+	}
+	return out
+}
+
+// ZonesHeld is what the NBs of several zones hold, as one Held: a claim is
+// the first zone's that has it; tunnel keys are every zone's, the first
+// zone's where two disagree.
+type ZonesHeld []Held
+
+// HeldSNATIP implements Held.
+func (z ZonesHeld) HeldSNATIP(ip string) string {
+	return firstHeld(z, func(h Held) string { return h.HeldSNATIP(ip) })
+}
+
+// HeldInternal implements Held.
+func (z ZonesHeld) HeldInternal(network string) string {
+	return firstHeld(z, func(h Held) string { return h.HeldInternal(network) })
+}
+
+// HeldVMAddress implements Held.
+func (z ZonesHeld) HeldVMAddress(network, addr string) string {
+	return firstHeld(z, func(h Held) string { return h.HeldVMAddress(network, addr) })
+}
+
+// HeldGateways implements Held: a router's Gateway_Chassis are in its home
+// zone only.
+func (z ZonesHeld) HeldGateways(router string) []string {
+	for _, h := range z {
+		if order := h.HeldGateways(router); len(order) > 0 {
+			return order
+		}
+	}
+	return nil
+}
+
+// HeldTunnelKeys implements Held.
+func (z ZonesHeld) HeldTunnelKeys() TunnelKeys {
+	out := TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}
+	for i := len(z) - 1; i >= 0; i-- {
+		k := z[i].HeldTunnelKeys()
+		maps.Copy(out.Switches, k.Switches)
+		maps.Copy(out.Ports, k.Ports)
+	}
+	return out
+}
+
+func firstHeld(z ZonesHeld, get func(Held) string) string {
+	for _, h := range z {
+		if v := get(h); v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,248 @@
+package translator
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
+
+// zoneChassis is ovn-kubernetes' layout: one zone per node; gw1 and gw2
+// are gateways mapping physnet1.
+func zoneChassis() []Chassis {
+	return []Chassis{
+		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw1"},
+		{Name: "gw2", Hostname: "node-gw2", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw2"},
+		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
+		{Name: "hv2", Hostname: "node-hv2", Zone: "hv2"},
+	}
+}
+
+func zoneInput() *Input {
+	in := NewInput()
+	in.Set("nets", Objects{Networks: []Network{publicNet(), netA(), netB()}})
+	in.Set("r1", Objects{Routers: []Router{{Name: "r1", EnableSNAT: true, Gateway: "gw1", Internal: []string{"net-a", "net-b"},
+		External: &External{Network: "public", IP: "172.16.0.10"}}}})
+	in.Set("vms", Objects{VMs: []VMInterface{
+		{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"},
+		{Namespace: "default", VMI: "vm2", Interface: "eth0", Network: "net-b", NetworkNamespace: "default", MAC: "02:00:00:00:00:02", IP: "10.20.0.5", Node: "hv2"},
+	}})
+	in.SetChassis(zoneChassis(), true)
+	return in
+}
+
+// zoneView is what one unit's rows in one zone look like: table/name ->
+// type and requested chassis, for asserting.
+func zoneView(zr *ZoneRows) map[string]string {
+	out := map[string]string{}
+	if zr == nil {
+		return out
+	}
+	for _, r := range zr.Rows {
+		switch m := r.Model.(type) {
+		case *nbmodel.LogicalSwitch:
+			out["LS "+m.Name] = "key=" + m.OtherConfig[KeyTunnel]
+		case *nbmodel.LogicalSwitchPort:
+			out["LSP "+m.Name] = fmt.Sprintf("%s@%s", m.Type, m.Options["requested-chassis"])
+		case *nbmodel.LogicalRouter:
+			out["LR "+m.Name] = m.Options["chassis"]
+		case *nbmodel.GatewayChassis:
+			out["GC "+m.Name] = m.ChassisName
+		case *nbmodel.NAT:
+			out["NAT "+m.LogicalIP] = m.ExternalIP
+		}
+	}
+	return out
+}
+
+func TestZonePlanPutsEachRowInItsZone(t *testing.T) {
+	in := zoneInput()
+	require.True(t, in.Zoned())
+	assert.Equal(t, []string{"gw1", "gw2", "hv1", "hv2"}, in.Zones())
+
+	r1 := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	require.Empty(t, r1.Errs)
+	require.NotNil(t, r1.Router)
+	assert.Equal(t, []string{"gw1", "gw2"}, r1.Router.Gateway.Chassis)
+	gw1 := zoneView(r1.Router.Zones["gw1"])
+	assert.Equal(t, "", gw1["LR kv-r1"], "a router with a gateway port is no gateway router")
+	assert.Equal(t, "gw1", gw1["GC kv-rtoe-r1-gw1"])
+	assert.NotContains(t, gw1, "GC kv-rtoe-r1-gw2", "gw2 is another zone's chassis")
+	assert.Equal(t, "172.16.0.10", gw1["NAT 10.10.0.0/24"])
+	assert.Equal(t, "router@", gw1["LSP kv-stor-net-a_r1"])
+	assert.Equal(t, map[string]string{"LSP kv-stor-net-a_r1": "remote@gw1"}, zoneView(r1.Router.Zones["hv1"]))
+	assert.Equal(t, map[string]string{"LSP kv-stor-net-b_r1": "remote@gw1"}, zoneView(r1.Router.Zones["hv2"]))
+	assert.Nil(t, r1.Router.Zones["gw2"])
+
+	netA := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.Empty(t, netA.Errs)
+	assert.Equal(t, []string{"gw1", "hv1"}, slices.Sorted(maps.Keys(netA.Network.Zones)))
+	vm1 := VMPortName("net-a", "default", "vm1", "eth0")
+	assert.Equal(t, "@", zoneView(netA.Network.Zones["hv1"])["LSP "+vm1])
+	assert.Equal(t, "remote@hv1", zoneView(netA.Network.Zones["gw1"])["LSP "+vm1])
+	assert.Equal(t, zoneView(netA.Network.Zones["gw1"])["LS kv-net-a"], zoneView(netA.Network.Zones["hv1"])["LS kv-net-a"])
+
+	// The same key in every zone, and different switches and ports have
+	// different keys.
+	keys := map[string]string{}
+	for _, u := range in.Units() {
+		up := in.Plan(u, testInstance, nil)
+		zones := map[string]*ZoneRows{}
+		if up.Network != nil {
+			zones = up.Network.Zones
+		} else if up.Router != nil {
+			zones = up.Router.Zones
+		}
+		perSwitch := map[string]string{}
+		for _, zr := range zones {
+			for _, r := range zr.Rows {
+				var name, key string
+				switch m := r.Model.(type) {
+				case *nbmodel.LogicalSwitch:
+					name, key = m.Name, "dp "+m.OtherConfig[KeyTunnel]
+				case *nbmodel.LogicalSwitchPort:
+					name, key = m.Name, r.Parent+" "+m.Options[KeyTunnel]
+				default:
+					continue
+				}
+				require.NotEqual(t, "", key)
+				if k, ok := keys[name]; ok {
+					assert.Equal(t, k, key, "%s has one key in every zone", name)
+				}
+				keys[name] = key
+				if other, ok := perSwitch[key]; ok && other != name {
+					t.Errorf("%s and %s share key %s", name, other, key)
+				}
+				perSwitch[key] = name
+			}
+		}
+	}
+	assert.Equal(t, fmt.Sprintf("dp %d", MaxDatapathKey-2), keys["kv-public"]+"", "switch keys come down from the top, networks by name")
+}
+
+
+// keysOf plans every unit and returns each switch's and port's key.
+func keysOf(t *testing.T, in *Input, held Held) TunnelKeys {
+	t.Helper()
+	out := TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}
+	for _, u := range in.Units() {
+		up := in.Plan(u, testInstance, held)
+		require.Empty(t, up.Errs)
+		zones := map[string]*ZoneRows{}
+		if up.Network != nil {
+			zones = up.Network.Zones
+		} else if up.Router != nil {
+			zones = up.Router.Zones
+		}
+		for _, zr := range zones {
+			for _, r := range zr.Rows {
+				switch m := r.Model.(type) {
+				case *nbmodel.LogicalSwitch:
+					out.Switches[m.Name], _ = strconv.Atoi(m.OtherConfig[KeyTunnel])
+				case *nbmodel.LogicalSwitchPort:
+					out.Ports[m.Name], _ = strconv.Atoi(m.Options[KeyTunnel])
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestZoneKeysSurviveRestartAndInputChanges(t *testing.T) {
+	first := keysOf(t, zoneInput(), nil)
+
+	// A restart with other input order: the NB's keys are adopted.
+	in := NewInput()
+	in.Set("vms", Objects{VMs: []VMInterface{
+		{Namespace: "default", VMI: "vm0", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:09", IP: "10.10.0.9", Node: "hv2"},
+		{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"},
+		{Namespace: "default", VMI: "vm2", Interface: "eth0", Network: "net-b", NetworkNamespace: "default", MAC: "02:00:00:00:00:02", IP: "10.20.0.5", Node: "hv2"},
+	}})
+	in.Set("nets", Objects{Networks: []Network{netB(), netA(), publicNet()}})
+	in.Set("r1", Objects{Routers: []Router{{Name: "r1", EnableSNAT: true, Gateway: "gw1", Internal: []string{"net-a", "net-b"},
+		External: &External{Network: "public", IP: "172.16.0.10"}}}})
+	in.SetChassis(zoneChassis(), true)
+	again := keysOf(t, in, Claims{Keys: first})
+	for name, k := range first.Switches {
+		assert.Equal(t, k, again.Switches[name], name)
+	}
+	for name, k := range first.Ports {
+		assert.Equal(t, k, again.Ports[name], name)
+	}
+	vm0 := VMPortName("net-a", "default", "vm0", "eth0")
+	require.NotZero(t, again.Ports[vm0])
+	for name, k := range first.Ports {
+		assert.NotEqual(t, k, again.Ports[vm0], "the new port does not take %s's key", name)
+	}
+
+	// A port that goes frees its key, which is not handed out again at
+	// once.
+	vm1 := VMPortName("net-a", "default", "vm1", "eth0")
+	in.Set("vms", Objects{VMs: []VMInterface{
+		{Namespace: "default", VMI: "vm0", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:09", IP: "10.10.0.9", Node: "hv2"},
+		{Namespace: "default", VMI: "vm3", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:03", IP: "10.10.0.3", Node: "hv2"},
+	}})
+	third := keysOf(t, in, nil)
+	assert.Zero(t, third.Ports[vm1])
+	vm3 := VMPortName("net-a", "default", "vm3", "eth0")
+	assert.NotEqual(t, first.Ports[vm1], third.Ports[vm3])
+	assert.Equal(t, again.Ports[vm0], third.Ports[vm0])
+}
+
+func TestZoneVMOnUnknownNodeFailsAlone(t *testing.T) {
+	in := zoneInput()
+	in.Set("late", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm9", Interface: "eth0", Network: "net-a",
+		NetworkNamespace: "default", MAC: "02:00:00:00:00:99", IP: "10.10.0.99", Node: "node-nowhere"}}})
+	up := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.NotNil(t, up.Network)
+	vm9 := VMPortName("net-a", "default", "vm9", "eth0")
+	assert.Equal(t, []string{vm9}, up.Network.KeepPorts)
+	require.Len(t, up.Network.VMErrors, 1)
+	assert.Contains(t, up.Network.VMErrors[0].Error(), `status.nodeName node "node-nowhere" is no chassis of any zone`)
+	assert.Equal(t, "@", zoneView(up.Network.Zones["hv1"])["LSP "+VMPortName("net-a", "default", "vm1", "eth0")])
+	assert.Equal(t, []string{vm9}, up.Network.Zones["hv1"].Keep)
+}
+
+func TestZoneRouterMovesWithItsPrimary(t *testing.T) {
+	in := NewInput()
+	in.Set("nets", Objects{Networks: []Network{publicNet(), netA()}})
+	in.Set("r2", Objects{Routers: []Router{{Name: "r2", EnableSNAT: true, Internal: []string{"net-a"},
+		External: &External{Network: "public", IP: "172.16.0.20"}}}})
+	in.Set("vms", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a",
+		NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "hv1"}}})
+	in.SetChassis(zoneChassis(), true)
+	up := in.Plan(Unit{KindRouter, "r2"}, testInstance, nil)
+	require.NotNil(t, up.Router)
+	home := up.Router.Gateway.Chassis[0]
+	other := map[string]string{"gw1": "gw2", "gw2": "gw1"}[home]
+	require.Contains(t, up.Router.Zones, home)
+	port := up.Router.Zones["hv1"].Rows[0].Model.(*nbmodel.LogicalSwitchPort)
+	key := port.Options[KeyTunnel]
+
+	// The primary's chassis goes: every unit is planned again, the router
+	// moves to the other gateway's zone, its remote port in hv1 follows
+	// it, and keeps its key.
+	var left []Chassis
+	for _, c := range zoneChassis() {
+		if c.Name != home {
+			left = append(left, c)
+		}
+	}
+	affected := in.SetChassis(left, true)
+	assert.Contains(t, affected, Unit{KindRouter, "r2"})
+	assert.Contains(t, affected, Unit{KindNetwork, "net-a"})
+	up = in.Plan(Unit{KindRouter, "r2"}, testInstance, nil)
+	require.NotNil(t, up.Router)
+	assert.Equal(t, []string{other}, up.Router.Gateway.Chassis)
+	assert.NotContains(t, up.Router.Zones, home)
+	assert.Equal(t, "remote@"+other, zoneView(up.Router.Zones["hv1"])["LSP kv-stor-net-a_r2"])
+	assert.Equal(t, key, up.Router.Zones["hv1"].Rows[0].Model.(*nbmodel.LogicalSwitchPort).Options[KeyTunnel])
+	na := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	assert.ElementsMatch(t, []string{"hv1", other}, slices.Collect(maps.Keys(na.Network.Zones)))
+}
