@@ -273,7 +273,14 @@ func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client
 	redirect := model.Condition{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: "chassisredirect"}
 	if _, err := c.Monitor(ctx, c.NewMonitor(
 		client.WithTable(ch, &ch.Name, &ch.Hostname, &ch.OtherConfig, &ch.ExternalIDs),
-		client.WithConditionalTable(pb, []model.Condition{redirect}, &pb.LogicalPort, &pb.Type, &pb.Chassis),
+		// datapath and tunnel_key are read by nothing, but they are the
+		// schema's first index of Port_Binding, which libovsdb's cache
+		// tries first when a binding is looked up by logical_port (the
+		// second): left out of the monitor, they would be empty in every
+		// cached row and match the lookup's empty ones, and Get would
+		// return any binding.
+		client.WithConditionalTable(pb, []model.Condition{redirect},
+			&pb.LogicalPort, &pb.Type, &pb.Chassis, &pb.Datapath, &pb.TunnelKey),
 	)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring SB %s: %w", ep.Address, err)
