@@ -41,11 +41,17 @@ func (c *countingClient) Transact(ctx context.Context, ops ...ovsdb.Operation) (
 }
 
 func newRealSB(t *testing.T) *realSB {
+	return newRealSBVia(t, func(sock string) string { return "unix:" + sock })
+}
+
+// newRealSBVia is newRealSB with the client connected to via(the SB's
+// socket), e.g. an nbtest.Proxy's endpoint.
+func newRealSBVia(t *testing.T, via func(sock string) string) *realSB {
 	s := &realSB{t: t, sock: nbtest.RealSB(t)}
 	s.ctl("init")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := ConnectSB(ctx, Endpoint{Address: "unix:" + s.sock}, logr.Discard())
+	c, err := ConnectSB(ctx, Endpoint{Address: via(s.sock), Timeout: time.Second}, logr.Discard())
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	s.sb = &countingClient{Client: c}
@@ -103,8 +109,8 @@ func (s *realSB) cached(ok func() bool, what string) {
 	require.Eventually(s.t, ok, 30*time.Second, 5*time.Millisecond, "the SB client's cache never saw %s", what)
 }
 
-// TestActiveGatewayOfEachRouter: with several gateway ports in the SB's
-// cache, each router's active gateway is read from its own
+// TestActiveGatewayOfEachRouter: with gateway ports and remote ports in
+// the SB's cache, each router's active gateway is read from its own
 // gateway port (a Port_Binding looked up by name must not be mistaken for
 // another one: libovsdb looks it up by the schema's first index,
 // datapath+tunnel_key, first).
@@ -124,6 +130,9 @@ func TestActiveGatewayOfEachRouter(t *testing.T) {
 		s.ctl(args...)
 		s.cachedBinding("cr-"+translator.GatewayPortName(r.router), r.chassis)
 	}
+	s.remotePort("kv-span_vm-a", 2, "chassis="+hv3)
+	s.remotePort("kv-span_vm-b", 3, "chassis="+hv2)
+	s.remotePort("kv-span_vm-c", 4)
 	for _, c := range []struct{ router, chassis string }{{"r1", "hv2"}, {"r2", "hv3"}, {"r3", ""}} {
 		assert.Equal(t, c.chassis, ActiveGateway(ctx, s.sb, c.router), "active gateway of %s", c.router)
 	}
