@@ -66,40 +66,6 @@ func (z *ZoneDB) ChassisUUID(name string) (string, error) {
 	return uuid, nil
 }
 
-// BindRemotePort binds the type=remote logical port to chassis (a remote
-// chassis row of the zone's SB) by setting its SB Port_Binding.chassis, as
-// ovn-kubernetes did before OVN 23.09's northd binds remote ports to their
-// requested-chassis itself. It waits for northd to create the binding and
-// does nothing when the port is bound there already (a newer northd).
-func (z *ZoneDB) BindRemotePort(port, chassis string) error {
-	uuid, err := z.ChassisUUID(chassis)
-	if err != nil {
-		return err
-	}
-	var pb, bound string
-	if err := poll(30*time.Second, "zone "+z.Name+": Port_Binding of "+port, func() (bool, error) {
-		out, err := z.SBCtl("--bare", "--columns=_uuid,chassis", "find", "Port_Binding", "logical_port="+port)
-		f := strings.Fields(out)
-		if err != nil || len(f) == 0 {
-			return false, err
-		}
-		pb = f[0]
-		if len(f) > 1 {
-			bound = f[1]
-		}
-		return true, nil
-	}); err != nil {
-		return err
-	}
-	if bound == uuid {
-		return nil
-	}
-	if _, err := z.SBCtl("set", "Port_Binding", pb, "chassis="+uuid); err != nil {
-		return fmt.Errorf("zone %s: binding remote port %s to chassis %s: %w", z.Name, port, chassis, err)
-	}
-	return nil
-}
-
 // Zones is OVN as ovn-kubernetes runs it in interconnect mode, on this
 // machine: per zone an NB, an SB and ovn-northd (no central NB anywhere),
 // each chassis's ovn-controller on its zone's SB, and every zone's SB

@@ -238,22 +238,10 @@ func (c *Controller) Run(ctx context.Context) error {
 		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m) },
 	})
 	if c.sb != nil {
-		onSB := func(table string, m model.Model) {
-			switch table {
-			case sbmodel.ChassisTable:
-				c.refreshChassis(ctx)
-			case sbmodel.PortBindingTable:
-				// A gateway port bound elsewhere (BFD failover, a move):
-				// its router's status says where it is active.
-				if r, ok := ovn.RouterOfRedirectPort(m.(*sbmodel.PortBinding).LogicalPort); ok {
-					c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
-				}
-			}
-		}
 		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-			AddFunc:    func(table string, m model.Model) { onSB(table, m) },
-			UpdateFunc: func(table string, _, m model.Model) { onSB(table, m) },
-			DeleteFunc: func(table string, m model.Model) { onSB(table, m) },
+			AddFunc:    func(table string, m model.Model) { c.onSB(ctx, table, m) },
+			UpdateFunc: func(table string, _, m model.Model) { c.onSB(ctx, table, m) },
+			DeleteFunc: func(table string, m model.Model) { c.onSB(ctx, table, m) },
 		})
 	}
 	if c.sb != nil {
@@ -288,6 +276,27 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil
 		case <-ticker.C:
 			c.EnqueueAll(ctx)
+		}
+	}
+}
+
+// onSB refreshes the gateway candidates when a chassis changes, and
+// enqueues the router whose gateway port's binding changed.
+func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
+	switch table {
+	case sbmodel.ChassisTable:
+		c.refreshChassis(ctx)
+	case sbmodel.PortBindingTable:
+		// A gateway port bound elsewhere (BFD failover, a move): its
+		// router's status says where it is active. The monitor's other
+		// bindings, remote ports (interconnect), are bound by
+		// ovn.BindRemotePorts and reconcile nothing.
+		pb := m.(*sbmodel.PortBinding)
+		if pb.Type != ovn.RedirectPortType {
+			return
+		}
+		if r, ok := ovn.RouterOfRedirectPort(pb.LogicalPort); ok {
+			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
 	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
@@ -156,4 +157,18 @@ func TestFencedClientSendsNothingOnceStopped(t *testing.T) {
 	var switches []*nbmodel.LogicalSwitch
 	require.NoError(t, nb.List(context.Background(), &switches))
 	assert.Len(t, switches, 1, "only the unfenced transaction wrote")
+}
+
+// SB binding events: a gateway port's chassisredirect binding brings its
+// router back (its status says where it is active); a remote port's
+// (interconnect), even one named like a gateway port's, reconciles nothing.
+func TestSBBindingEventsEnqueueOnlyGatewayRouters(t *testing.T) {
+	c, _ := newTestController(t)
+	ctx := context.Background()
+	cr := "cr-" + tr.GatewayPortName("router1")
+	c.onSB(ctx, sbmodel.PortBindingTable, &sbmodel.PortBinding{LogicalPort: "kv-net-a_default_vm-a_eth1", Type: ovn.RemotePortType})
+	c.onSB(ctx, sbmodel.PortBindingTable, &sbmodel.PortBinding{LogicalPort: cr, Type: ovn.RemotePortType})
+	assert.Empty(t, drain(c), "remote port bindings")
+	c.onSB(ctx, sbmodel.PortBindingTable, &sbmodel.PortBinding{LogicalPort: cr, Type: ovn.RedirectPortType})
+	assert.Equal(t, []tr.Unit{router1}, drain(c))
 }

@@ -42,9 +42,9 @@ func Disconnections(c client.Client) int {
 	return 0
 }
 
-// connectionLost says whether err, returned by Transact, is the connection
-// failing rather than the server answering.
-func connectionLost(err error) bool {
+// ConnectionLost says whether err, returned by Transact, is the connection
+// failing rather than the server answering (for the NB or the SB).
+func ConnectionLost(err error) bool {
 	var opErr *net.OpError
 	return errors.Is(err, client.ErrNotConnected) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||

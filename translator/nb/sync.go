@@ -358,7 +358,7 @@ func Commit(ctx context.Context, c client.Client, what string, ops []ovsdb.Opera
 	start := time.Now()
 	results, err := c.Transact(ctx, ops...)
 	took := time.Since(start)
-	if err != nil && ctx.Err() == nil && connectionLost(err) {
+	if err != nil && ctx.Err() == nil && ConnectionLost(err) {
 		return took, fmt.Errorf("%s: NB transaction cut by a lost connection (%v), it may or may not have been committed: %w", what, err, ErrNotConnected)
 	}
 	if err == nil {

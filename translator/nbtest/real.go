@@ -10,23 +10,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// NBSchema is where Debian's ovn-common installs the NB schema.
-const NBSchema = "/usr/share/ovn/ovn-nb.ovsschema"
+// NBSchema and SBSchema are where Debian's ovn-common installs the NB and
+// SB schemas.
+const (
+	NBSchema = "/usr/share/ovn/ovn-nb.ovsschema"
+	SBSchema = "/usr/share/ovn/ovn-sb.ovsschema"
+)
 
 // Real serves an empty OVN_Northbound from the system's ovsdb-server (OVN
 // installed by `make deps`) until the test ends, and returns its unix
 // socket path: for what libovsdb's in-process server does not do as
 // ovsdb-server does (it ignores monitor conditions, and compares a wait's
 // rows one by one against every expected row).
-func Real(t testing.TB) string {
+func Real(t testing.TB) string { return realDB(t, "nb", NBSchema) }
+
+// RealSB is Real for an empty OVN_Southbound (the system's SB schema), with
+// no northd: the test writes what northd would.
+func RealSB(t testing.TB) string { return realDB(t, "sb", SBSchema) }
+
+func realDB(t testing.TB, name, schema string) string {
 	t.Helper()
 	dir := t.TempDir()
-	db := filepath.Join(dir, "nb.db")
-	out, err := exec.Command("ovsdb-tool", "create", db, NBSchema).CombinedOutput()
+	db := filepath.Join(dir, name+".db")
+	out, err := exec.Command("ovsdb-tool", "create", db, schema).CombinedOutput()
 	require.NoError(t, err, "ovsdb-tool create (is OVN installed? make deps): %s", out)
-	sock := filepath.Join(dir, "nb.sock")
-	cmd := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, "nb.ctl"),
-		"--no-chdir", "-vconsole:off", "--log-file="+filepath.Join(dir, "nb.log"))
+	sock := filepath.Join(dir, name+".sock")
+	cmd := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, name+".ctl"),
+		"--no-chdir", "-vconsole:off", "--log-file="+filepath.Join(dir, name+".log"))
 	require.NoError(t, cmd.Start(), "starting ovsdb-server")
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()

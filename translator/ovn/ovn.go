@@ -257,8 +257,9 @@ func MonitorNB(ctx context.Context, c client.Client, instance string) (client.Mo
 
 // ConnectSB connects to the SB and monitors the columns of its Chassis
 // table that GatewayChassis reads and, of Port_Binding, the chassisredirect
-// ports (where each gateway port is active, for ActiveGateway); the client
-// model holds only those tables.
+// ports (where each gateway port is active, for ActiveGateway) and the
+// remote ports (interconnect: a port of another zone, which
+// BindRemotePorts binds); the client model holds only those tables.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
 	modelFor := func(ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
 		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{
@@ -270,10 +271,19 @@ func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client
 	}
 	ch := &sbmodel.Chassis{}
 	pb := &sbmodel.PortBinding{}
-	redirect := model.Condition{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: "chassisredirect"}
+	// The conditions of a table are OR-ed: one monitor, both kinds of port.
+	redirect := model.Condition{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: RedirectPortType}
+	remote := model.Condition{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: RemotePortType}
 	if _, err := c.Monitor(ctx, c.NewMonitor(
 		client.WithTable(ch, &ch.Name, &ch.Hostname, &ch.OtherConfig, &ch.ExternalIDs),
-		client.WithConditionalTable(pb, []model.Condition{redirect}, &pb.LogicalPort, &pb.Type, &pb.Chassis),
+		// datapath and tunnel_key are read by nothing, but they are the
+		// schema's first index of Port_Binding, which libovsdb's cache
+		// tries first when a binding is looked up by logical_port (the
+		// second): left out of the monitor, they would be empty in every
+		// cached row and match the lookup's empty ones, and Get would
+		// return any binding.
+		client.WithConditionalTable(pb, []model.Condition{redirect, remote},
+			&pb.LogicalPort, &pb.Type, &pb.Chassis, &pb.RequestedChassis, &pb.Datapath, &pb.TunnelKey),
 	)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring SB %s: %w", ep.Address, err)
