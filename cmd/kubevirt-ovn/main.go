@@ -168,6 +168,8 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	var paths multiFlag
 	endpointFlags(fs, &nb, &sb)
 	fs.Var(&paths, "from-file", "manifest file or directory (repeatable)")
+	var zones zoneFlags
+	fs.Var(&zones, "zone", "interconnect mode, instead of --nb/--sb: a zone's NAME=NB,SB (one endpoint each, e.g. gw1=unix:/run/ovn-gw1/ovnnb_db.sock,unix:/run/ovn-gw1/ovnsb_db.sock); repeat for every zone")
 	dryRun := fs.Bool("dry-run", false, "print the planned changes and write nothing")
 	allowEmpty := fs.Bool("allow-empty", false, "let manifests that declare no router and no network delete every row this instance owns")
 	instance := fs.String("instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
@@ -194,8 +196,12 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		// doubles (GOMEMLIMIT overrides it).
 		debug.SetMemoryLimit(syncMemoryLimit(paths))
 	}
-	if nb.Address == "" || len(paths) == 0 {
-		fmt.Fprintln(stderr, "kubevirt-ovn sync: --nb and --from-file are required")
+	if len(paths) == 0 || (nb.Address == "") == (len(zones) == 0) {
+		fmt.Fprintln(stderr, "kubevirt-ovn sync: --from-file and either --nb or --zone are required")
+		return 2
+	}
+	if len(zones) > 0 && sb.Address != "" {
+		fmt.Fprintln(stderr, "kubevirt-ovn sync: --sb goes with --nb; with --zone each zone names its SB")
 		return 2
 	}
 	if err := endpointsTLS(&nb, &sb); err != nil {
@@ -211,7 +217,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	// The manifests are decoded while the NB connects and sends our rows.
+	// The manifests are decoded while the NBs connect and send our rows.
 	type loaded struct {
 		set *manifest.Set
 		err error
@@ -221,18 +227,16 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		set, err := manifest.LoadPaths(paths)
 		loading <- loaded{set, err}
 	}()
-	nbc, err := ovn.DialNB(ctx, nb, logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
-		return 1
+	targets := []*target{{nbEp: nb, sbEp: sb}}
+	if len(zones) > 0 {
+		targets = zones.targets()
 	}
-	defer nbc.Close()
-	// A one-shot sync reads our rows once, without a monitor: a monitor
-	// would send back every row it writes.
-	read := func(ctx context.Context) error { return ovn.ReadOwned(ctx, nbc, *instance) }
-	if err := read(ctx); err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
-		return 1
+	for _, tg := range targets {
+		defer tg.close()
+		if err := tg.connect(ctx, *instance, logger); err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
+			return 1
+		}
 	}
 	l := <-loading
 	if l.err != nil {
@@ -243,61 +247,78 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	for _, n := range set.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	var sbc client.Client
-	if sb.Address != "" {
-		sbc, err = ovn.ConnectSB(ctx, sb, logger)
-		if err != nil {
-			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
-			return 1
-		}
-		defer sbc.Close()
-		set.Snapshot.Chassis, err = ovn.GatewayChassis(ctx, sbc)
-		if err != nil {
-			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
-			return 1
-		}
-		set.Snapshot.ChassisKnown = true
-	}
-
-	if err := refuseEmpty(ctx, set, nbc, *instance, *allowEmpty, paths); err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
-		return 1
-	}
-	if set.Snapshot.Held, err = kvnb.HeldClaims(ctx, nbc, *instance); err != nil {
+	var err error
+	if set.Snapshot.Chassis, set.Snapshot.ChassisKnown, err = chassisOf(ctx, targets); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
+	}
+	var held translator.ZonesHeld
+	for _, tg := range targets {
+		if err := refuseEmpty(ctx, set, tg.nbc, *instance, *allowEmpty, paths); err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: %s%v (nothing written)\n", tg.label(), err)
+			return 1
+		}
+		claims, err := kvnb.HeldClaims(ctx, tg.nbc, *instance)
+		if err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: %s%v\n", tg.label(), err)
+			return 1
+		}
+		held = append(held, claims)
+	}
+	set.Snapshot.Held = held
+	if len(held) == 1 {
+		set.Snapshot.Held = held[0]
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
-	before := set.Snapshot.Held.(translator.Claims).Gateways
 	set = nil // the decoded manifests are not needed any more: let the GC have them
-	res, err := syncSurvivingReconnects(ctx, nbc, read, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BatchOps: *batchOps}, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
-		return 1
-	}
-	if !*dryRun && sbc != nil && *moveNudge {
-		finishMoves(ctx, nbc, sbc, gatewayMoves(ctx, sbc, plan, res, before), stderr)
+
+	var results []*kvnb.SyncResult
+	for _, tg := range targets {
+		res, err := syncSurvivingReconnects(ctx, tg.nbc, tg.read, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BatchOps: *batchOps, Zone: tg.zone}, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: %s%v\n", tg.label(), err)
+			return 1
+		}
+		results = append(results, res)
+		if *dryRun || tg.sbc == nil {
+			continue
+		}
+		if tg.zone != "" {
+			// OVN before 23.09: the SB binding of a remote port is ours to
+			// set (a newer ovn-northd has set it: nothing to do).
+			if err := ovn.WaitRemotePorts(ctx, tg.sbc, translator.RemotePorts(plan, tg.zone)); err != nil {
+				fmt.Fprintf(stderr, "kubevirt-ovn sync: %s%v\n", tg.label(), err)
+				return 1
+			}
+		} else if *moveNudge {
+			finishMoves(ctx, tg.nbc, tg.sbc, gatewayMoves(ctx, tg.sbc, plan, res, held[0].(translator.Claims).Gateways), stderr)
+		}
 	}
 	if *memProfile != "" {
 		if err := writeHeapProfile(*memProfile); err != nil {
 			fmt.Fprintf(stderr, "kubevirt-ovn sync: --memprofile: %v\n", err)
 		}
 	}
-	printResult(stdout, res, *dryRun)
-	if res.Transactions > 0 {
-		fmt.Fprintf(stderr, "NB: %d transactions, %d operations in %s\n", res.Transactions, res.Operations, res.TxTime.Round(time.Millisecond))
-	}
-	for _, u := range res.Units {
-		for _, n := range u.Notes {
-			fmt.Fprintf(stderr, "note: %s\n", n)
-		}
-	}
-
-	// Every input error, then every unit whose transaction failed.
+	failed := map[translator.Unit]bool{}
 	failures := plan.Errors
-	for _, u := range res.Units {
-		if u.Err != nil && plan.Failed[u.Unit] == nil {
-			failures = append(failures, u.Err)
+	for i, res := range results {
+		tg := targets[i]
+		if tg.zone != "" {
+			fmt.Fprintf(stdout, "zone %s:\n", tg.zone)
+		}
+		printResult(stdout, res, *dryRun)
+		if res.Transactions > 0 {
+			fmt.Fprintf(stderr, "%sNB: %d transactions, %d operations in %s\n", tg.label(), res.Transactions, res.Operations, res.TxTime.Round(time.Millisecond))
+		}
+		for _, u := range res.Units {
+			for _, n := range u.Notes {
+				fmt.Fprintf(stderr, "note: %s%s\n", tg.label(), n)
+			}
+			// Every unit whose transaction failed, after every input error.
+			if u.Err != nil && plan.Failed[u.Unit] == nil && !failed[u.Unit] {
+				failed[u.Unit] = true
+				failures = append(failures, fmt.Errorf("%s%w", tg.label(), u.Err))
+			}
 		}
 	}
 	if len(failures) > 0 {

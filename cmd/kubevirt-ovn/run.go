@@ -53,6 +53,7 @@ type runFlags struct {
 	retryPeriod    time.Duration
 	events         bool
 	moveNudge      *bool
+	zones          zoneFlags
 }
 
 func runRun(args []string, stderr io.Writer) int {
@@ -62,6 +63,7 @@ func runRun(args []string, stderr io.Writer) int {
 	endpointFlags(fs, &f.nb, &f.sb)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to watch (default: in-cluster configuration)")
 	fs.Var(&f.paths, "from-file", "watch manifests on disk instead of a cluster: a file or directory (repeatable)")
+	fs.Var(&f.zones, "zone", "with --from-file, interconnect mode instead of --nb/--sb: a zone's NAME=NB,SB (one endpoint each); repeat for every zone")
 	fs.StringVar(&f.instance, "instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
 	fs.IntVar(&f.workers, "workers", 2, "units reconciled in parallel")
 	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "reconcile every unit this often, whatever the events")
@@ -81,8 +83,15 @@ func runRun(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if f.nb.Address == "" {
-		fmt.Fprintln(stderr, "kubevirt-ovn run: --nb is required")
+	switch {
+	case len(f.zones) > 0 && (f.nb.Address != "" || f.sb.Address != ""):
+		fmt.Fprintln(stderr, "kubevirt-ovn run: --zone names each zone's NB and SB: no --nb or --sb with it")
+		return 2
+	case len(f.zones) > 0 && len(f.paths) == 0:
+		fmt.Fprintln(stderr, "kubevirt-ovn run: --zone works with --from-file (a cluster's interconnect mode is not supported yet)")
+		return 2
+	case len(f.zones) == 0 && f.nb.Address == "":
+		fmt.Fprintln(stderr, "kubevirt-ovn run: --nb (or --zone) is required")
 		return 2
 	}
 	if err := endpointsTLS(&f.nb, &f.sb); err != nil {
@@ -91,7 +100,11 @@ func runRun(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runController(ctx, &f, klog.Background()); err != nil {
+	runner := runController
+	if len(f.zones) > 0 {
+		runner = runZones
+	}
+	if err := runner(ctx, &f, klog.Background()); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn run: %v\n", err)
 		return 1
 	}
@@ -200,6 +213,57 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 		return err
 	}
 	return lead(ctx, lock, f, ctrl, log)
+}
+
+// runZones runs the controllers of every zone (--zone) from manifests on
+// disk.
+func runZones(ctx context.Context, f *runFlags, log logr.Logger) error {
+	var zones []controller.ZoneClients
+	for _, tg := range f.zones.targets() {
+		nbc, err := ovn.ConnectNB(ctx, tg.nbEp, f.instance, log.WithName("nb").WithValues("zone", tg.zone))
+		if err != nil {
+			return fmt.Errorf("%s%w", tg.label(), err)
+		}
+		defer nbc.Close()
+		sbc, err := ovn.ConnectSB(ctx, tg.sbEp, log.WithName("sb").WithValues("zone", tg.zone))
+		if err != nil {
+			return fmt.Errorf("%s%w", tg.label(), err)
+		}
+		defer sbc.Close()
+		zones = append(zones, controller.ZoneClients{Zone: tg.zone, NB: nbc, SB: sbc})
+	}
+	owned := func() (int, error) {
+		n := 0
+		for _, z := range zones {
+			k, err := controller.OwnedUnits(ctx, z.NB, f.instance)()
+			if err != nil {
+				return 0, err
+			}
+			n += k
+		}
+		return n, nil
+	}
+	files, err := controller.NewFileSource(f.paths, log.WithName("files"), controller.FileOptions{AllowEmpty: f.allowEmpty, Owned: owned})
+	if err != nil {
+		return err
+	}
+	// The metrics' owned-row counts are the first zone's.
+	metrics := controller.NewMetrics(zones[0].NB, f.instance)
+	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics, SkipMoveNudge: !*f.moveNudge}
+	group := controller.NewZones(zones, files, nil, opts)
+	go files.Watch(ctx, f.fileInterval, group.EnqueueUnits)
+	ready := func() error {
+		for _, z := range zones {
+			if err := connected(z.NB); err != nil {
+				return fmt.Errorf("zone %s: %w", z.Zone, err)
+			}
+		}
+		return nil
+	}
+	if err := serve(ctx, f.addr, metrics, ready, log); err != nil {
+		return err
+	}
+	return group.Run(ctx)
 }
 
 // stopGrace bounds how long a replica that stops leading waits for the

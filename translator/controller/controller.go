@@ -118,6 +118,14 @@ type Controller struct {
 	moves    map[string]string
 	moveKick chan struct{}
 
+	// Interconnect mode (zones.go): the zone whose NB this controller
+	// writes, the zones it runs beside, what planning reads as held (every
+	// zone's NB), and which unit each remote port of this zone belongs to.
+	zone     string
+	group    *Zones
+	planHeld translator.Held
+	remote   map[string]translator.Unit
+
 	// onReconcile, for tests, sees every unit reconciled; active counts
 	// the reconciles in progress.
 	onReconcile func(translator.Unit)
@@ -146,7 +154,9 @@ func New(nbc, sb client.Client, source Source, status Status, opts Options) *Con
 		parked:   map[string]map[string]bool{},
 		moves:    map[string]string{},
 		moveKick: make(chan struct{}, 1),
+		remote:   map[string]translator.Unit{},
 	}
+	c.planHeld = c.held
 	if opts.Metrics != nil {
 		opts.Metrics.watchQueue(c.queue)
 	}
@@ -194,6 +204,10 @@ func cmpBool(a, b bool) int {
 // refreshChassis reads the SB chassis into the input and enqueues the
 // routers whose gateway candidates changed.
 func (c *Controller) refreshChassis(ctx context.Context) {
+	if c.group != nil {
+		c.group.refreshChassis(ctx)
+		return
+	}
 	chassis, err := ovn.GatewayChassis(ctx, c.sb)
 	if err != nil {
 		c.opts.Log.Info("reading SB chassis", "error", err.Error())
@@ -289,10 +303,14 @@ func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
 	case sbmodel.PortBindingTable:
 		// A gateway port bound elsewhere (BFD failover, a move): its
 		// router's status says where it is active. The monitor's other
-		// bindings, remote ports (interconnect), are bound by
-		// ovn.BindRemotePorts and reconcile nothing.
+		// bindings are remote ports (interconnect): one of ours that
+		// northd created or someone rebound is bound again by its unit
+		// (OVN before 23.09); others' reconcile nothing.
 		pb := m.(*sbmodel.PortBinding)
 		if pb.Type != ovn.RedirectPortType {
+			if u, ok := c.remoteOwner(pb.LogicalPort); ok && pb.Type == ovn.RemotePortType {
+				c.Enqueue(u)
+			}
 			return
 		}
 		if r, ok := ovn.RouterOfRedirectPort(pb.LogicalPort); ok {
@@ -376,14 +394,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // status.
 func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	log := c.opts.Log.WithValues("kind", u.Kind, "name", u.Name)
-	up := c.input.Plan(u, c.opts.Instance, c.held)
+	if c.zone != "" {
+		log = log.WithValues("zone", c.zone)
+	}
+	up := c.input.Plan(u, c.opts.Instance, c.planHeld)
 	rp := up.Router
 	if len(up.Errs) > 0 {
 		rp = nil
 	}
 	generation, inInput := up.Generation, up.InInput
+	work := c.work(up)
 	if u.Kind == translator.KindRouter {
-		if rp != nil && c.parkUntilSwitches(ctx, rp) {
+		if rp != nil && c.parkUntilSwitches(ctx, rp.Name, c.switchNetworks(rp, work.Rows)) {
 			log.V(2).Info("waiting for the switches of its networks")
 			c.opts.Metrics.observeParked()
 			return nil
@@ -398,15 +420,6 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	if err := ctx.Err(); err != nil {
 		// Stopped while planning: write nothing.
 		return err
-	}
-	work := nb.Work{Desired: nb.Desired{Unit: u}}
-	switch {
-	case len(up.Errs) > 0:
-		work.Err = errors.Join(up.Errs...)
-	case up.Network != nil:
-		work.Rows, work.Keep = up.Network.Rows(), up.Network.KeepPorts
-	case up.Router != nil:
-		work.Rows = up.Router.Rows()
 	}
 	var before []string
 	if rp != nil && rp.Gateway != nil {
@@ -431,6 +444,9 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	}
 	if changes > 0 {
 		log.Info("synced", "changes", changes, "nbCfg", res.NBCfg)
+	}
+	if c.zone != "" && unitErr == nil {
+		unitErr = c.bindRemotePorts(ctx, u, work.Rows)
 	}
 	for _, r := range res.Units {
 		for _, n := range r.Notes {
@@ -466,7 +482,12 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 			st.Active = ovn.ActiveGateway(ctx, c.sb, u.Name)
 		}
 	}
-	if !c.opts.SkipMoveNudge && unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && ovn.IsChassis(ctx, c.sb, before[0]) {
+	home := c.zone == "" || c.isHome(work.Rows)
+	if !home && unitErr == nil {
+		// Another zone's controller reports this router.
+		return nil
+	}
+	if !c.opts.SkipMoveNudge && home && unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && ovn.IsChassis(ctx, c.sb, before[0]) {
 		c.moved(u.Name, st.Gateway[0])
 	}
 	st.Realized = c.realized(ctx, u.Name, res.NBCfg, unitErr == nil)
@@ -524,21 +545,21 @@ func (c *Controller) forget(router string) {
 // there (its network's reconcile succeeded, or the monitor brought the row).
 // The check and the parking hold c.mu, as unpark does after the switch is in
 // the cache, so that a router cannot be parked after its wake-up call.
-func (c *Controller) parkUntilSwitches(ctx context.Context, rp *translator.RouterPlan) bool {
+func (c *Controller) parkUntilSwitches(ctx context.Context, router string, networks []string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	parked := false
-	for _, sp := range rp.SwitchPorts {
-		if c.hasSwitch(ctx, sp.Network) {
+	for _, n := range networks {
+		if c.hasSwitch(ctx, n) {
 			continue
 		}
-		if c.parked[sp.Network] == nil {
-			c.parked[sp.Network] = map[string]bool{}
+		if c.parked[n] == nil {
+			c.parked[n] = map[string]bool{}
 			// Level-triggered: whatever became of the network's last
 			// reconcile, it is reconciled again.
-			c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: sp.Network})
+			c.Enqueue(translator.Unit{Kind: translator.KindNetwork, Name: n})
 		}
-		c.parked[sp.Network][rp.Name] = true
+		c.parked[n][router] = true
 		parked = true
 	}
 	return parked

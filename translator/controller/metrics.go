@@ -28,6 +28,7 @@ type Metrics struct {
 
 	mu      sync.Mutex
 	routers map[string]RouterStatus
+	queues  []workqueue.TypedRateLimitingInterface[translator.Unit]
 }
 
 // NewMetrics registers the metrics; nb is counted for owned rows on scrape.
@@ -82,10 +83,25 @@ func (m *Metrics) countRouters(f func(RouterStatus) bool) float64 {
 	return float64(n)
 }
 
+// watchQueue adds q to the queue depth (every zone's controller has one).
 func (m *Metrics) watchQueue(q workqueue.TypedRateLimitingInterface[translator.Unit]) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.queues = append(m.queues, q)
+	if len(m.queues) > 1 {
+		return
+	}
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubevirt_ovn_queue_depth", Help: "Units waiting to be reconciled.",
-	}, func() float64 { return float64(q.Len()) }))
+	}, func() float64 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		n := 0
+		for _, q := range m.queues {
+			n += q.Len()
+		}
+		return float64(n)
+	}))
 }
 
 func (m *Metrics) observeReconcile(u translator.Unit, d time.Duration, err error) {

@@ -1,0 +1,280 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+// zoneEnv is the interconnect OVN of newZones (zones gw1, gw2, hv1, hv2:
+// one chassis and one NB+SB+northd each, no central NB) with vm-a plugged
+// on hv1 and vm-b on hv2, the examples to edit, and ovn-kubernetes-like
+// rows seeded in every zone's NB. After the test a second sync against
+// every zone must write nothing and the seeded rows must read the same.
+type zoneEnv struct {
+	t         *testing.T
+	z         *sandbox.Zones
+	manifests string
+	foreign   map[string]string
+}
+
+func newZoneEnv(t *testing.T) *zoneEnv {
+	t.Helper()
+	e := &zoneEnv{t: t, z: newZones(t), manifests: examples(t), foreign: map[string]string{}}
+	require.NoError(t, e.z.AddVMPort("hv1", "vm-a", vmAPort))
+	require.NoError(t, e.z.AddVMPort("hv2", "vm-b", vmBPort))
+	for _, zdb := range e.z.List() {
+		e.foreign[zdb.Name] = seedForeignRows(t, zdb)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		r := kubevirtOVN(t, e.syncArgs()...)
+		assert.Equal(t, 0, r.code)
+		assert.NotRegexp(t, regexp.MustCompile(`(created|updated|deleted)`), r.stdout, "a second sync after the scenario must write nothing in any zone")
+		for _, zdb := range e.z.List() {
+			assert.Equal(t, e.foreign[zdb.Name], dumpForeignRows(t, zdb), "zone %s: ovn-kubernetes-like rows must be identical", zdb.Name)
+		}
+	})
+	return e
+}
+
+// zoneFlags are the --zone flags naming every zone's NB and SB.
+func (e *zoneEnv) zoneFlags() []string {
+	var out []string
+	for _, zdb := range e.z.List() {
+		out = append(out, "--zone", zdb.Name+"="+zdb.NBTCP+","+zdb.SBTCP)
+	}
+	return out
+}
+
+func (e *zoneEnv) syncArgs(extra ...string) []string {
+	return append(append([]string{"sync", "--from-file", e.manifests}, e.zoneFlags()...), extra...)
+}
+
+// sync runs kubevirt-ovn sync against every zone and waits until every
+// zone's chassis have realized it.
+func (e *zoneEnv) sync() string {
+	e.t.Helper()
+	r := kubevirtOVN(e.t, e.syncArgs()...)
+	require.Equal(e.t, 0, r.code, "kubevirt-ovn sync failed:\n%s", r.stderr)
+	e.realized()
+	return r.stdout
+}
+
+// realized waits until every zone's chassis have what its NB holds.
+func (e *zoneEnv) realized() {
+	e.t.Helper()
+	for _, zdb := range e.z.List() {
+		nbctl(e.t, zdb, "--timeout=90", "--wait=hv", "sync")
+	}
+}
+
+// ready waits until vm-a and vm-b are up in their zones and router1's
+// gateway port is active on gw, in gw's zone.
+func (e *zoneEnv) ready(gw string) {
+	e.t.Helper()
+	nbctl(e.t, e.z.Zone("hv1"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmAPort, "up=true")
+	nbctl(e.t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmBPort, "up=true")
+	zdb := e.z.ZoneOf(gw)
+	uuid, err := zdb.ChassisUUID(gw)
+	require.NoError(e.t, err)
+	sbctl(e.t, zdb, "--timeout=90", "wait-until", "Port_Binding", crPort, "chassis="+uuid)
+	e.realized()
+}
+
+func (e *zoneEnv) capture(sim, port string) capture {
+	return capture{name: sim + ":" + port, read: func() ([]seen, error) { return e.z.Capture(sim, port) }}
+}
+
+func (e *zoneEnv) wire(gw string) capture { return e.capture(gw, sandbox.ExternalPort) }
+
+func (e *zoneEnv) send(sim, port, srcMAC, srcIP string, sport, dport uint16) {
+	e.t.Helper()
+	f := frame{SrcMAC: srcMAC, DstMAC: routerMAC, SrcIP: srcIP, DstIP: remoteIP, TTL: 64, SPort: sport, DPort: dport}
+	require.NoError(e.t, e.z.Inject(sim, port, frameBytes(e.t, f)))
+}
+
+// owned lists, per zone, the rows of ours a table holds there (names).
+func (e *zoneEnv) owned(table string) map[string]string {
+	out := map[string]string{}
+	for _, zdb := range e.z.List() {
+		out[zdb.Name] = strings.Join(strings.Fields(nbctl(e.t, zdb, "--bare", "--columns=name", "find", table, "external_ids:kubevirt-ovn/managed-by=kubevirt-ovn")), " ")
+	}
+	return out
+}
+
+// TestZonesSyncSNATFromAnotherZone: router1 (gateway gw1) lives in zone
+// gw1, its networks in the zones of their VMs and in gw1; vm-a in zone hv1
+// reaches the outside SNATed on gw1's wire, and the reply comes back to it
+// un-SNATed across zones. The rows of each zone are where the plan says,
+// with one tunnel key per switch and port in every zone.
+func TestZonesSyncSNATFromAnotherZone(t *testing.T) {
+	e := newZoneEnv(t)
+	out := e.sync()
+	assert.Contains(t, out, "zone gw1:")
+
+	assert.Equal(t, map[string]string{"gw1": "kv-router1", "gw2": "", "hv1": "", "hv2": ""}, e.owned("Logical_Router"))
+	switches := e.owned("Logical_Switch")
+	assert.ElementsMatch(t, []string{"kv-net-a", "kv-net-b", "kv-public"}, strings.Fields(switches["gw1"]))
+	assert.Equal(t, "kv-net-a", switches["hv1"])
+	assert.Equal(t, "kv-net-b", switches["hv2"])
+	assert.Equal(t, "", switches["gw2"])
+	key := func(zone, table, name, col string) string {
+		return strings.TrimSpace(nbctl(t, e.z.Zone(zone), "--if-exists", "get", table, name, col+":requested-tnl-key"))
+	}
+	assert.NotEmpty(t, key("hv1", "Logical_Switch", "kv-net-a", "other_config"))
+	assert.Equal(t, key("gw1", "Logical_Switch", "kv-net-a", "other_config"), key("hv1", "Logical_Switch", "kv-net-a", "other_config"))
+	assert.Equal(t, key("gw1", "Logical_Switch_Port", vmAPort, "options"), key("hv1", "Logical_Switch_Port", vmAPort, "options"))
+	assert.Equal(t, "remote", strings.TrimSpace(nbctl(t, e.z.Zone("gw1"), "get", "Logical_Switch_Port", vmAPort, "type")))
+	assert.Equal(t, "remote", strings.TrimSpace(nbctl(t, e.z.Zone("hv1"), "get", "Logical_Switch_Port", "kv-stor-net-a_router1", "type")))
+
+	e.ready("gw1")
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40001, 5001)
+	got := waitFor(t, e.wire("gw1"), "vm-a's UDP (zone hv1) leaving SNATed on gw1", 0, snated(5001))
+	assert.Equal(t, gwPortMAC, got.SrcMAC)
+	assert.Equal(t, peerMAC, got.DstMAC)
+	assert.GreaterOrEqual(t, got.SPort, uint16(1025))
+
+	vmA := e.capture("hv1", "vm-a")
+	before, err := vmA.read()
+	require.NoError(t, err)
+	require.NoError(t, e.z.Inject("gw1", sandbox.ExternalPort, frameBytes(t, replyTo(got, 0))))
+	back := waitFor(t, vmA, "the reply un-SNATed to vm-a in zone hv1", len(before), func(s seen) bool {
+		return s.IsUDP && s.SrcIP == remoteIP && s.DstIP == vmAIP && s.DPort == 40001
+	})
+	assert.Equal(t, routerMAC, back.SrcMAC)
+	assert.Equal(t, vmAMAC, back.DstMAC)
+}
+
+// TestZonesRouterRemovedLeavesNoRow: removing the router and the VMs'
+// manifests removes every row of ours from every zone; the networks stay
+// where they still have a reason to be.
+func TestZonesRouterRemovedLeavesNoRow(t *testing.T) {
+	e := newZoneEnv(t)
+	e.sync()
+	require.NoError(t, os.Remove(e.manifests+"/router.yaml"))
+	out := e.sync()
+	assert.Contains(t, out, "VirtualRouter router1")
+	for table, want := range map[string]map[string]string{
+		"Logical_Router":      {"gw1": "", "gw2": "", "hv1": "", "hv2": ""},
+		"Logical_Router_Port": {"gw1": "", "gw2": "", "hv1": "", "hv2": ""},
+		"Logical_Switch":      {"gw1": "", "gw2": "", "hv1": "kv-net-a", "hv2": "kv-net-b"},
+	} {
+		assert.Equal(t, want, e.owned(table), table)
+	}
+	for _, zdb := range e.z.List() {
+		assert.Empty(t, strings.TrimSpace(nbctl(t, zdb, "--bare", "--columns=name", "find", "Logical_Switch_Port", "type=remote")), "zone %s: remote ports left", zdb.Name)
+	}
+}
+
+// TestZonesBadInputTouchesNothingElse: one router's bad SNAT IP fails that
+// router alone, in every zone: its rows stay as they were, the other
+// router and the networks are synced.
+func TestZonesBadInputTouchesNothingElse(t *testing.T) {
+	e := newZoneEnv(t)
+	e.sync()
+	snapshot := func() map[string]string {
+		out := map[string]string{}
+		for _, zdb := range e.z.List() {
+			out[zdb.Name] = nbctl(t, zdb, "--bare", "--columns=_uuid,name,options,external_ids", "list", "Logical_Router_Port")
+		}
+		return out
+	}
+	before := snapshot()
+	e.edit("router.yaml", "ip: 172.16.0.100", "ip: 172.16.9.300")
+	e.write("second.yaml", `apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata:
+  name: router2
+spec:
+  enableSnat: true
+  gateway: gw2
+  external:
+    ip: 172.16.0.101
+    network: public
+`)
+	r := kubevirtOVN(t, e.syncArgs()...)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "VirtualRouter router1: spec.external.ip")
+	after := snapshot()
+	for _, zone := range []string{"gw1", "hv1", "hv2"} {
+		assert.Equal(t, before[zone], after[zone], "zone %s: router1's ports must stay as they were", zone)
+	}
+	assert.Equal(t, map[string]string{"gw1": "kv-router1", "gw2": "kv-router2", "hv1": "", "hv2": ""}, e.owned("Logical_Router"))
+	e.edit("router.yaml", "ip: 172.16.9.300", "ip: 172.16.0.100")
+}
+
+func (e *zoneEnv) edit(file, old, new string) {
+	e.t.Helper()
+	edit(e.t, e.manifests+"/"+file, old, new)
+}
+
+func (e *zoneEnv) write(file, content string) {
+	e.t.Helper()
+	require.NoError(e.t, os.WriteFile(e.manifests+"/"+file, []byte(content), 0o644))
+}
+
+// TestZonesGatewayGoneRouterMoves: under `run --from-file` with every
+// zone, router1 (scheduled, not pinned) lives in its primary's zone. That
+// gateway's node goes (its chassis leaves every SB): the router moves to
+// the other gateway's zone — its rows leave one NB and appear in the other,
+// the remote ports in hv1 and hv2 follow — and vm-a's traffic leaves
+// SNATed on the new gateway's wire. The time from the chassis going to
+// that packet is printed.
+func TestZonesGatewayGoneRouterMoves(t *testing.T) {
+	e := newZoneEnv(t)
+	e.edit("router.yaml", "  gateway: gw1\n", "")
+	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.zoneFlags()...)...)
+
+	var home string
+	require.NoError(t, sandbox.Poll(60*time.Second, "router1 in a gateway's zone", func() (bool, error) {
+		for zone, lr := range e.owned("Logical_Router") {
+			if lr == "kv-router1" {
+				home = zone
+			}
+		}
+		return home != "", nil
+	}))
+	other := map[string]string{"gw1": "gw2", "gw2": "gw1"}[home]
+	require.NotEmpty(t, other, "router1 lives in zone %s", home)
+	e.ready(home)
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40040, 5040)
+	waitFor(t, e.wire(home), "vm-a's UDP leaving SNATed via "+home, 0, snated(5040))
+
+	_, err := e.z.KillChassis(home)
+	require.NoError(t, err)
+	gone := time.Now()
+	require.NoError(t, e.z.RemoveChassis(home))
+	// Send until a packet leaves SNATed on the new gateway: the outage
+	// is from the chassis going to the first one.
+	var moved time.Duration
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-a's UDP leaving SNATed via "+other, func() (bool, error) {
+		e.send("hv1", "vm-a", vmAMAC, vmAIP, 40041, 5041)
+		ps, err := e.z.Capture(other, sandbox.ExternalPort)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range ps {
+			if snated(5041)(p) {
+				moved = time.Since(gone)
+				return true, nil
+			}
+		}
+		return false, nil
+	}))
+	report(t, fmt.Sprintf("interconnect: gateway %s's chassis gone -> router1 moved to zone %s, first SNATed packet there after %s", home, other, moved.Round(time.Millisecond)))
+	assert.Equal(t, "", e.owned("Logical_Router")[home], "router1 left zone %s", home)
+	assert.Equal(t, "kv-router1", e.owned("Logical_Router")[other])
+	assert.Equal(t, "remote", strings.TrimSpace(nbctl(t, e.z.Zone("hv1"), "get", "Logical_Switch_Port", "kv-stor-net-a_router1", "type")))
+	assert.Equal(t, other, strings.Trim(strings.TrimSpace(nbctl(t, e.z.Zone("hv1"), "get", "Logical_Switch_Port", "kv-stor-net-a_router1", "options:requested-chassis")), `"`))
+}

@@ -1,0 +1,179 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
+)
+
+// Zones runs kubevirt-ovn in interconnect mode: one Controller per zone,
+// each writing its zone's NB, all planning from one Input (one schedule,
+// one set of tunnel keys). Every zone's SB gives its local chassis; their
+// union is the input's chassis. What an input change or a chassis change
+// affects is reconciled in every zone.
+type Zones struct {
+	ctrls []*Controller
+	input *translator.Input
+	mu    sync.Mutex // serializes refreshChassis
+}
+
+// ZoneClients are one zone's name and its NB and SB clients.
+type ZoneClients struct {
+	Zone   string
+	NB, SB client.Client
+}
+
+// NewZones returns the controllers of zones (sorted by name) over source;
+// Run starts them. status may be nil.
+func NewZones(zones []ZoneClients, source Source, status Status, opts Options) *Zones {
+	g := &Zones{input: source.Input()}
+	zones = slices.Clone(zones)
+	slices.SortFunc(zones, func(a, b ZoneClients) int { return strings.Compare(a.Zone, b.Zone) })
+	var held translator.ZonesHeld
+	for _, z := range zones {
+		o := opts
+		o.Log = opts.Log.WithValues("zone", z.Zone)
+		c := New(z.NB, z.SB, source, status, o)
+		c.zone, c.group = z.Zone, g
+		g.ctrls = append(g.ctrls, c)
+		held = append(held, c.held)
+	}
+	for _, c := range g.ctrls {
+		c.planHeld = held
+	}
+	return g
+}
+
+// EnqueueUnits schedules units in every zone.
+func (g *Zones) EnqueueUnits(units []translator.Unit) {
+	for _, c := range g.ctrls {
+		c.EnqueueUnits(units)
+	}
+}
+
+// Run runs every zone's controller until ctx ends.
+func (g *Zones) Run(ctx context.Context) error {
+	errs := make([]error, len(g.ctrls))
+	var wg sync.WaitGroup
+	for i, c := range g.ctrls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Run(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// refreshChassis reads every zone's local chassis into the input and
+// enqueues, in every zone, the units that changes.
+func (g *Zones) refreshChassis(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var all []translator.Chassis
+	for _, c := range g.ctrls {
+		chassis, err := ovn.ZoneChassis(ctx, c.sb, c.zone)
+		if err != nil {
+			c.opts.Log.Info("reading SB chassis", "error", err.Error())
+			return
+		}
+		all = append(all, chassis...)
+	}
+	g.EnqueueUnits(g.input.SetChassis(all, true))
+}
+
+// work is what unit plan up asks of this controller's NB.
+func (c *Controller) work(up translator.UnitPlan) nb.Work {
+	work := nb.Work{Desired: nb.Desired{Unit: up.Unit}}
+	var zr *translator.ZoneRows
+	switch {
+	case len(up.Errs) > 0:
+		work.Err = errors.Join(up.Errs...)
+	case c.zone != "" && up.Network != nil:
+		zr = up.Network.Zones[c.zone]
+	case c.zone != "" && up.Router != nil:
+		zr = up.Router.Zones[c.zone]
+	case up.Network != nil:
+		work.Rows, work.Keep = up.Network.Rows(), up.Network.KeepPorts
+	case up.Router != nil:
+		work.Rows = up.Router.Rows()
+	}
+	if zr != nil {
+		work.Rows, work.Keep = zr.Rows, zr.Keep
+	}
+	return work
+}
+
+// switchNetworks are the networks whose switches router rp's rows hang
+// from in this controller's NB.
+func (c *Controller) switchNetworks(rp *translator.RouterPlan, rows []translator.Row) []string {
+	var out []string
+	for _, sp := range rp.SwitchPorts {
+		sw := translator.SwitchName(sp.Network)
+		if slices.ContainsFunc(rows, func(r translator.Row) bool { return r.Parent == sw }) {
+			out = append(out, sp.Network)
+		}
+	}
+	return out
+}
+
+// isHome says whether rows hold the router itself: this zone is its home.
+func (c *Controller) isHome(rows []translator.Row) bool {
+	return slices.ContainsFunc(rows, func(r translator.Row) bool {
+		_, ok := r.Model.(*nbmodel.LogicalRouter)
+		return ok
+	})
+}
+
+// bindRemotePorts records which remote ports of this zone unit u's rows
+// hold and binds them in the SB where ovn-northd does not (OVN before
+// 23.09). A port whose binding northd has not created yet is bound when
+// its SB event enqueues u again.
+func (c *Controller) bindRemotePorts(ctx context.Context, u translator.Unit, rows []translator.Row) error {
+	want := map[string]string{}
+	for _, r := range rows {
+		if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok && p.Type == "remote" {
+			want[p.Name] = p.Options["requested-chassis"]
+		}
+	}
+	c.mu.Lock()
+	for port, owner := range c.remote {
+		if _, ok := want[port]; owner == u && !ok {
+			delete(c.remote, port)
+		}
+	}
+	for port := range want {
+		c.remote[port] = u
+	}
+	c.mu.Unlock()
+	if len(want) == 0 || c.sb == nil {
+		return nil
+	}
+	pending, err := ovn.BindRemotePorts(ctx, c.sb, want)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		c.opts.Log.V(2).Info("remote ports not bound yet", "unit", u.String(), "ports", pending, "chassis", slices.Sorted(maps.Values(want)))
+	}
+	return nil
+}
+
+// remoteOwner is the unit whose rows hold remote port port in this zone.
+func (c *Controller) remoteOwner(port string) (translator.Unit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.remote[port]
+	return u, ok
+}
