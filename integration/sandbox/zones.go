@@ -343,6 +343,22 @@ func (z *Zones) ZoneFlags() []string {
 	return out
 }
 
+// WaitGateway waits until the chassisredirect port crPort is bound to
+// gateway gw in gw's zone's SB and every BFD session of that zone's
+// gateways is up. A router's gateway chassis are all in its zone (BFD runs
+// within a zone); a zone with one gateway has no session to wait for.
+func (z *Zones) WaitGateway(crPort, gw string) error {
+	zdb := z.ZoneOf(gw)
+	if zdb == nil {
+		return fmt.Errorf("waiting for %s on %s: no such chassis in %s (chassis: %s)", crPort, gw, z.Dir, strings.Join(z.all(), ", "))
+	}
+	gateways := z.running(slices.Clone(zdb.Gateways))
+	if err := waitGateway(zdb, z, crPort, gw, gateways, nil, func(string) bool { return len(gateways) > 1 }); err != nil {
+		return fmt.Errorf("zone %s: %w", zdb.Name, err)
+	}
+	return nil
+}
+
 // KillChassis crashes chassis as Local.KillChassis does: SIGKILL, by pid,
 // to its ovs-vswitchd and ovn-controller; it returns their pids. Its SB
 // rows stay (its own in its zone's SB, the remote entries in the others')
