@@ -179,9 +179,15 @@ func (c central) syncArgs() []string {
 }
 
 func (c central) show() error {
-	for _, args := range [][]string{{"show"}, {"lr-nat-list", router}, {"lr-route-list", router}, {"lrp-get-gateway-chassis", "kv-rtoe-router1"}} {
-		step("ovn-nbctl " + strings.Join(args, " "))
-		out, err := c.NBCtl(args...)
+	return printNB("", c.NBCtl, []string{"show"}, []string{"lr-nat-list", router}, []string{"lr-route-list", router}, []string{"lrp-get-gateway-chassis", "kv-rtoe-router1"})
+}
+
+// printNB prints what each ovn-nbctl command says, under a heading naming
+// the command, prefixed by where.
+func printNB(where string, nbctl func(...string) (string, error), commands ...[]string) error {
+	for _, args := range commands {
+		step(where + "ovn-nbctl " + strings.Join(args, " "))
+		out, err := nbctl(args...)
 		if err != nil {
 			return err
 		}
@@ -215,23 +221,12 @@ func (z interconnect) syncArgs() []string { return z.ZoneFlags() }
 
 func (z interconnect) show() error {
 	for _, zdb := range z.List() {
-		step("zone " + zdb.Name + ": ovn-nbctl show")
-		out, err := zdb.NBCtl("show")
-		if err != nil {
+		if err := printNB("zone "+zdb.Name+": ", zdb.NBCtl, []string{"show"}); err != nil {
 			return err
 		}
-		fmt.Print(out)
 	}
 	home := z.ZoneOf(gateway)
-	for _, args := range [][]string{{"lr-nat-list", router}, {"lrp-get-gateway-chassis", "kv-rtoe-router1"}} {
-		step("zone " + home.Name + ": ovn-nbctl " + strings.Join(args, " "))
-		out, err := home.NBCtl(args...)
-		if err != nil {
-			return err
-		}
-		fmt.Print(out)
-	}
-	return nil
+	return printNB("zone "+home.Name+": ", home.NBCtl, []string{"lr-nat-list", router}, []string{"lrp-get-gateway-chassis", "kv-rtoe-router1"})
 }
 
 func (z interconnect) realized() error {
