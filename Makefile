@@ -6,6 +6,8 @@ OVN_PACKAGES := ovn-central ovn-host openvswitch-switch
 TEST_PACKAGES := etcd-server jq
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 KEEP         ?=
+# ZONES=1: the demo on interconnect OVN (one NB, SB and northd per zone).
+ZONES        ?=
 
 .PHONY: all build image deps generate check-generate check-format vet test demo bench clean
 
@@ -60,7 +62,7 @@ test: deps check-generate check-format vet
 	@if [ -s bin/measured.txt ]; then echo "measured:"; cat bin/measured.txt; fi
 
 demo: deps build
-	$(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep)
+	$(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep) $(if $(ZONES),-zones)
 
 # Measure the binary on a private OVN: N = 10, 100, 1000, 3000 routers, full
 # and no-op sync against the raw single-transaction floor and batched

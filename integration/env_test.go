@@ -40,10 +40,18 @@ const (
 // writes nothing and that the ovn-kubernetes-like rows seeded at the start
 // are unchanged, then stops every daemon.
 type env struct {
+	traffic
 	t         *testing.T
 	l         sandbox.Deployment
 	manifests string
 	foreign   string
+}
+
+// traffic sends frames into chassis ports and reads what ports sent, on
+// any deployment's chassis (Local's or Zones').
+type traffic struct {
+	t *testing.T
+	c sandbox.Chassis
 }
 
 // newOVN starts the deployment with vm-a and vm-b plugged in.
@@ -52,7 +60,7 @@ func newOVN(t *testing.T) *env {
 	dir := t.TempDir()
 	l, err := sandbox.Start(filepath.Join(dir, "ovn"))
 	require.NoError(t, err)
-	e := &env{t: t, l: l}
+	e := &env{traffic: traffic{t, l}, t: t, l: l}
 	t.Cleanup(func() {
 		if t.Failed() {
 			keep, _ := os.MkdirTemp("", "kubevirt-ovn-failed-")
@@ -209,27 +217,27 @@ func (e *env) ready(gw string, bfdWorkers ...string) {
 }
 
 // wire is the capture of the external wire of gateway gw.
-func (e *env) wire(gw string) capture { return e.capture(gw, sandbox.ExternalPort) }
+func (p traffic) wire(gw string) capture { return p.capture(gw, sandbox.ExternalPort) }
 
 // vm is the capture of what a VM port receives (what OVS sends to the VM).
-func (e *env) vm(sim, port string) capture { return e.capture(sim, port) }
+func (p traffic) vm(sim, port string) capture { return p.capture(sim, port) }
 
-func (e *env) capture(sim, port string) capture {
-	return capture{name: sim + ":" + port, read: func() ([]seen, error) { return e.l.Capture(sim, port) }}
+func (p traffic) capture(sim, port string) capture {
+	return capture{name: sim + ":" + port, read: func() ([]seen, error) { return p.c.Capture(sim, port) }}
 }
 
 // send makes a VM (on sim, port) send UDP to the outside through its
 // router.
-func (e *env) send(sim, port, srcMAC, srcIP string, sport, dport uint16) {
-	e.t.Helper()
+func (p traffic) send(sim, port, srcMAC, srcIP string, sport, dport uint16) {
+	p.t.Helper()
 	f := frame{SrcMAC: srcMAC, DstMAC: routerMAC, SrcIP: srcIP, DstIP: remoteIP, TTL: 64, SPort: sport, DPort: dport}
-	require.NoError(e.t, e.l.Inject(sim, port, frameBytes(e.t, f)))
+	require.NoError(p.t, p.c.Inject(sim, port, frameBytes(p.t, f)))
 }
 
 // inject puts a frame on gateway gw's external wire.
-func (e *env) inject(gw string, f frame) {
-	e.t.Helper()
-	require.NoError(e.t, e.l.Inject(gw, sandbox.ExternalPort, frameBytes(e.t, f)))
+func (p traffic) inject(gw string, f frame) {
+	p.t.Helper()
+	require.NoError(p.t, p.c.Inject(gw, sandbox.ExternalPort, frameBytes(p.t, f)))
 }
 
 // replyTo is the remote's UDP reply to a packet seen leaving SNATed.

@@ -64,18 +64,34 @@ func TestReplyUnSNATedToTheRightVM(t *testing.T) {
 
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40003, 53)
 	out := waitFor(t, e.wire("gw1"), "vm-a's request SNATed", 0, snated(53))
-	skipB := count(t, e.vm("hv2", "vm-b"))
+	e.unSNATed("gw1", out, vmA, 40003, vmB)
+}
 
-	e.inject("gw1", replyTo(out, 0))
-	got := waitFor(t, e.vm("hv1", "vm-a"), "the reply at vm-a", 0, func(s seen) bool {
-		return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 53
+// A VM of deploy/examples: where it is plugged and its addresses.
+type vmRef struct{ chassis, port, mac, ip string }
+
+var (
+	vmA = vmRef{"hv1", "vm-a", vmAMAC, vmAIP}
+	vmB = vmRef{"hv2", "vm-b", vmBMAC, vmBIP}
+)
+
+// unSNATed puts the remote's reply to out, a packet vm sent from its port
+// sport that left gateway gw SNATed, on gw's wire: it reaches vm
+// un-SNATed (its IP and sport), routed by the router, and not other.
+func (p traffic) unSNATed(gw string, out seen, vm vmRef, sport uint16, other vmRef) {
+	p.t.Helper()
+	t := p.t
+	skip := count(t, p.vm(other.chassis, other.port))
+	p.inject(gw, replyTo(out, 0))
+	got := waitFor(t, p.vm(vm.chassis, vm.port), "the reply at "+vm.port+" on "+vm.chassis, 0, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == remoteIP && s.SPort == out.DPort
 	})
-	assert.Equal(t, vmAIP, got.DstIP, "destination un-SNATed to vm-a's IP")
-	assert.Equal(t, uint16(40003), got.DPort, "destination port restored")
-	assert.Equal(t, vmAMAC, got.DstMAC)
+	assert.Equal(t, vm.ip, got.DstIP, "destination un-SNATed to the VM's IP")
+	assert.Equal(t, sport, got.DPort, "destination port restored")
+	assert.Equal(t, vm.mac, got.DstMAC)
 	assert.Equal(t, routerMAC, got.SrcMAC, "routed by the router's internal port")
-	requireNone(t, e.vm("hv2", "vm-b"), "the reply reaches vm-b", skipB, func(s seen) bool {
-		return s.IsUDP && s.SrcIP == remoteIP
+	requireNone(t, p.vm(other.chassis, other.port), "the reply for "+vm.port+" reaches "+other.port, skip, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == remoteIP && s.SPort == out.DPort
 	})
 }
 
@@ -87,17 +103,23 @@ func TestARPForSNATIPAnsweredByActiveGatewayOnly(t *testing.T) {
 	e.sync()
 	e.ready("gw1", "hv1", "hv2")
 
-	req := frame{SrcMAC: peerMAC, DstMAC: "ff:ff:ff:ff:ff:ff", ARPOp: 1,
-		ARPSHA: peerMAC, ARPSPA: peerIP, ARPTHA: "00:00:00:00:00:00", ARPTPA: snatIP}
-	isReply := func(s seen) bool { return s.IsARP && s.ARPOp == 2 && s.ARPSPA == snatIP && s.ARPTPA == peerIP }
-	skip2 := count(t, e.wire("gw2"))
-	e.inject("gw2", req)
-	e.inject("gw1", req)
-	got := waitFor(t, e.wire("gw1"), "ARP reply for the SNAT IP from gw1", 0, isReply)
+	e.arpForSNATIP("gw1", "gw2")
+}
+
+// arpForSNATIP puts an ARP request for the SNAT IP on the wires of
+// gateways active and silent: active answers with the gateway port's MAC,
+// silent does not.
+func (p traffic) arpForSNATIP(active, silent string) {
+	p.t.Helper()
+	t := p.t
+	skip := count(t, p.wire(silent))
+	p.inject(silent, arpForSNATIP)
+	p.inject(active, arpForSNATIP)
+	got := waitFor(t, p.wire(active), "ARP reply for the SNAT IP from "+active, 0, isSNATIPReply)
 	assert.Equal(t, gwPortMAC, got.ARPSHA)
 	assert.Equal(t, gwPortMAC, got.SrcMAC)
 	assert.Equal(t, peerMAC, got.DstMAC)
-	requireNone(t, e.wire("gw2"), "standby gw2 answers ARP for the SNAT IP", skip2, isReply)
+	requireNone(t, p.wire(silent), silent+" answers ARP for the SNAT IP", skip, isSNATIPReply)
 }
 
 // Scenario 5: enableSnat false tears the router's external side down, as

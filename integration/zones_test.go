@@ -204,3 +204,64 @@ func TestZonesSpanningSwitch(t *testing.T) {
 		assert.Equal(t, uint8(64), got.TTL)
 	}
 }
+
+// TestZonesKillRemoveChassis: a gateway chassis killed leaves no daemon and
+// keeps its SB rows in every zone; removed (its node deleted), it is gone
+// from every zone's SB, local and remote, and the other chassis drop their
+// tunnels to it, as after ovnkube-controller deletes a node.
+func TestZonesKillRemoveChassis(t *testing.T) {
+	z := newZones(t)
+	const victim = "gw1"
+	for i, zdb := range z.List() {
+		flag := z.ZoneFlags()[2*i+1]
+		nb, _, _ := strings.Cut(strings.TrimPrefix(flag, zdb.Name+"="), ",")
+		out, err := exec.Command("ovn-nbctl", "--db="+nb, "get", "NB_Global", ".", "name").Output()
+		require.NoError(t, err, "--zone %s", flag)
+		assert.Equal(t, zdb.Name, strings.TrimSpace(string(out)), "--zone %s reaches another zone's NB", flag)
+	}
+	tunnel := func(from string) string {
+		out, err := z.Exec(from, "ovs-vsctl", "--bare", "--columns=name", "find", "Interface", "type=geneve", "options:remote_ip="+z.EncapIP(victim))
+		require.NoError(t, err)
+		return strings.TrimSpace(out)
+	}
+	for _, ch := range []string{"gw2", "hv1", "hv2"} {
+		require.NoError(t, sandbox.Poll(60*time.Second, ch+"'s geneve tunnel to "+victim, func() (bool, error) { return tunnel(ch) != "", nil }))
+	}
+	rows := func(zdb *sandbox.ZoneDB) string {
+		return strings.TrimSpace(sbctl(t, zdb, "--bare", "--columns=name", "find", "Chassis", "name="+victim) +
+			sbctl(t, zdb, "--bare", "--columns=ip", "find", "Encap", "chassis_name="+victim))
+	}
+
+	pids, err := z.KillChassis(victim)
+	require.NoError(t, err)
+	require.Len(t, pids, 2, "ovs-vswitchd and ovn-controller of %s", victim)
+	for _, pid := range pids {
+		assert.False(t, sandbox.Alive(pid), "pid %d of %s runs after KillChassis", pid, victim)
+		assert.NotContains(t, z.Pids(), pid, "Stop would signal the killed pid %d again", pid)
+	}
+	assert.NotContains(t, z.Gateways(), victim)
+	assert.Equal(t, z.Zone(victim), z.ZoneOf(victim), "a killed chassis stays in its zone until removed")
+	for _, zdb := range z.List() {
+		assert.Equal(t, victim+"\n"+z.EncapIP(victim), rows(zdb), "zone %s: %s's rows after the kill", zdb.Name, victim)
+	}
+	_, err = z.KillChassis(victim)
+	assert.ErrorContains(t, err, "killed already")
+
+	require.NoError(t, z.RemoveChassis(victim))
+	for _, zdb := range z.List() {
+		assert.Empty(t, rows(zdb), "zone %s: Chassis or Encap of %s left", zdb.Name, victim)
+		assert.Empty(t, strings.TrimSpace(sbctl(t, zdb, "--bare", "--columns=name", "find", "Chassis_Private", "name="+victim)),
+			"zone %s: Chassis_Private of %s left", zdb.Name, victim)
+		for _, ch := range []string{"gw2", "hv1", "hv2"} {
+			assert.Contains(t, sbctl(t, zdb, "--bare", "--columns=name", "list", "Chassis"), ch, "zone %s lost %s", zdb.Name, ch)
+		}
+	}
+	assert.Nil(t, z.ZoneOf(victim))
+	assert.Empty(t, z.Zone(victim).Chassis())
+	assert.ElementsMatch(t, []string{"gw2"}, z.Gateways())
+	for _, ch := range []string{"gw2", "hv1", "hv2"} {
+		require.NoError(t, sandbox.Poll(60*time.Second, ch+" dropping its geneve tunnel to the removed "+victim,
+			func() (bool, error) { return tunnel(ch) == "", nil }))
+	}
+	assert.ErrorContains(t, z.RemoveChassis(victim), "no such chassis")
+}

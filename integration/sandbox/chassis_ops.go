@@ -9,25 +9,37 @@ import (
 	"time"
 )
 
-// Changes to a running Local's chassis, for failover tests: a chassis
-// crashing, a gateway joining, a dead chassis removed from the SB.
+// Changes to a running Local's (and Zones') chassis, for failover tests: a
+// chassis crashing, a gateway joining, a dead chassis removed from the SB.
 
-// KillChassis ends chassis sim the way a crash or a power cut does:
-// SIGKILL, by pid, to its ovs-vswitchd (which runs BFD, so its peers see it
-// down) and its ovn-controller (which then cannot remove its SB row), sent
-// before waiting for either. It returns the pids killed once they are gone
-// (zombies waiting for a late reaper count as gone). The chassis's
-// Open_vSwitch ovsdb-server keeps running, so its database and the pcaps of
-// its ports stay readable; it is stopped by Stop. The chassis leaves
-// Gateways and Workers and cannot be restarted.
+// KillChassis ends chassis sim the way a crash or a power cut does (see
+// hosts.kill); its SB row stays. The chassis leaves Gateways and Workers
+// and cannot be restarted.
 func (l *Local) KillChassis(sim string) ([]int, error) {
 	if !slices.Contains(l.chassis, sim) {
 		return nil, fmt.Errorf("killing chassis %s: no such chassis in %s (chassis: %s)", sim, l.Dir, strings.Join(l.chassis, ", "))
 	}
+	pids, err := l.hosts().kill(sim)
+	if err != nil {
+		return pids, err
+	}
+	l.forget(sim)
+	return pids, nil
+}
+
+// kill ends chassis sim the way a crash or a power cut does: SIGKILL, by
+// pid, to its ovs-vswitchd (which runs BFD, so its peers see it down) and
+// its ovn-controller (which then cannot remove its SB row), sent before
+// waiting for either. It returns the pids killed once they are gone
+// (zombies waiting for a late reaper count as gone), and forgets them so
+// that stop does not signal them again (they may belong to another process
+// by then). The chassis's Open_vSwitch ovsdb-server keeps running, so its
+// database and the pcaps of its ports stay readable; stop stops it.
+func (h hosts) kill(sim string) ([]int, error) {
 	var victims []daemon
 	var pids []int
 	for _, prog := range []string{"ovs-vswitchd", "ovn-controller"} {
-		d, ok := l.simDaemon(sim, prog)
+		d, ok := h.daemon(sim, prog)
 		if !ok {
 			return nil, fmt.Errorf("killing chassis %s: it runs no %s (killed already?)", sim, prog)
 		}
@@ -52,24 +64,29 @@ func (l *Local) KillChassis(sim string) ([]int, error) {
 	if err := errors.Join(errs...); err != nil {
 		return pids, err
 	}
-	// Gone for good: Stop must not signal their pids again (they may
-	// belong to another process by then), and the chassis serves no
-	// longer as a gateway or a worker.
-	l.sims.list = slices.DeleteFunc(l.sims.list, func(d daemon) bool {
+	h.ds.list = slices.DeleteFunc(h.ds.list, func(d daemon) bool {
 		return slices.ContainsFunc(victims, func(v daemon) bool { return v.pidfile == d.pidfile })
 	})
-	l.forget(sim)
 	return pids, nil
 }
 
-// RemoveChassis deletes chassis sim from the SB (`ovn-sbctl chassis-del`),
-// as an operator does for a node that is gone. A chassis whose
-// ovn-controller still runs registers again: kill it first (KillChassis).
+// RemoveChassis deletes chassis sim from the SB, as an operator does for a
+// node that is gone. A chassis whose ovn-controller still runs registers
+// again: kill it first (KillChassis).
 func (l *Local) RemoveChassis(sim string) error {
-	if _, err := l.SBCtl("chassis-del", sim); err != nil {
-		return fmt.Errorf("removing chassis %s from the SB: %w", sim, err)
+	if err := l.removeChassis(sim); err != nil {
+		return err
 	}
 	l.forget(sim)
+	return nil
+}
+
+// removeChassis deletes chassis name's Chassis row and its Encaps from the
+// SB (`ovn-sbctl chassis-del`).
+func (c *Central) removeChassis(name string) error {
+	if _, err := c.SBCtl("chassis-del", name); err != nil {
+		return fmt.Errorf("removing chassis %s from the SB: %w", name, err)
+	}
 	return nil
 }
 
@@ -109,7 +126,7 @@ func (l *Local) AddGateway(sim, physnet string) error {
 		if peer == sim {
 			continue
 		}
-		if _, ok := l.simDaemon(peer, "ovs-vswitchd"); !ok {
+		if _, ok := l.hosts().daemon(peer, "ovs-vswitchd"); !ok {
 			continue // killed: nothing to tell it, nothing to learn from it
 		}
 		peerMAC, err := l.Exec(peer, "ovs-vsctl", "get", "Interface", "br-phys", "mac_in_use")
@@ -133,10 +150,10 @@ func (l *Local) AddGateway(sim, physnet string) error {
 	return nil
 }
 
-// simDaemon is the running daemon prog of chassis sim, if any.
-func (l *Local) simDaemon(sim, prog string) (daemon, bool) {
-	dir := l.simDir(sim)
-	for _, d := range l.sims.list {
+// daemon is the running daemon prog of chassis sim, if any.
+func (h hosts) daemon(sim, prog string) (daemon, bool) {
+	dir := h.simDir(sim)
+	for _, d := range h.ds.list {
 		if d.name == prog && d.dir == dir {
 			return d, true
 		}
@@ -144,14 +161,16 @@ func (l *Local) simDaemon(sim, prog string) (daemon, bool) {
 	return daemon{}, false
 }
 
-// forget drops sim from the gateways and workers (a fresh slice: callers
-// may hold the old one).
+// forget drops sim from the gateways and workers.
 func (l *Local) forget(sim string) {
-	drop := func(names []string) []string {
-		return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == sim })
-	}
-	l.Topology.Gateways = drop(l.Topology.Gateways)
-	l.Topology.Workers = drop(l.Topology.Workers)
+	l.Topology.Gateways = without(l.Topology.Gateways, sim)
+	l.Topology.Workers = without(l.Topology.Workers, sim)
+}
+
+// without is names without name, in a fresh slice: callers may hold the
+// old one.
+func without(names []string, name string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == name })
 }
 
 // freeEncapIP is an underlay address no chassis has: gateways take

@@ -70,7 +70,18 @@ func (l *Local) Capture(sim, port string) ([]wire.Seen, error) {
 // the port, and a worker whose session to gw is not up yet sends to the
 // next gateway, which drops the packet.
 func WaitGateway(d Deployment, crPort, gw string, workers ...string) error {
-	gwUUID, err := d.SBCtl("--bare", "--columns=_uuid", "find", "Chassis", "name="+gw)
+	return waitGateway(d, d, crPort, gw, d.Gateways(), d.Workers(), func(ch string) bool {
+		return slices.Contains(d.Gateways(), ch) || slices.Contains(workers, ch)
+	})
+}
+
+// waitGateway waits until crPort is bound to gw in sb and, on each chassis
+// of gateways and workers, every BFD session is up, with at least one where
+// needed says so.
+func waitGateway(sb interface {
+	SBCtl(args ...string) (string, error)
+}, c Chassis, crPort, gw string, gateways, workers []string, needed func(chassis string) bool) error {
+	gwUUID, err := sb.SBCtl("--bare", "--columns=_uuid", "find", "Chassis", "name="+gw)
 	if err != nil {
 		return err
 	}
@@ -79,18 +90,17 @@ func WaitGateway(d Deployment, crPort, gw string, workers ...string) error {
 		return fmt.Errorf("no chassis %s in the SB", gw)
 	}
 	return poll(90*time.Second, crPort+" bound to "+gw+" with BFD up", func() (bool, error) {
-		bound, err := d.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
+		bound, err := sb.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
 		if err != nil || strings.TrimSpace(bound) != gwUUID {
 			return false, err
 		}
-		for _, ch := range append(d.Gateways(), d.Workers()...) {
-			out, err := d.Exec(ch, "ovs-appctl", "bfd/show")
+		for _, ch := range append(slices.Clone(gateways), workers...) {
+			out, err := c.Exec(ch, "ovs-appctl", "bfd/show")
 			if err != nil {
 				return false, err
 			}
 			n := strings.Count(out, "Local Session State: ")
-			needed := slices.Contains(d.Gateways(), ch) || slices.Contains(workers, ch)
-			if (needed && n == 0) || n != strings.Count(out, "Local Session State: up") {
+			if (needed(ch) && n == 0) || n != strings.Count(out, "Local Session State: up") {
 				return false, nil
 			}
 		}

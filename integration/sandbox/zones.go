@@ -76,14 +76,17 @@ func (z *ZoneDB) ChassisUUID(name string) (string, error) {
 // underlay (bridge n1 in vswitchd "main"), so geneve runs between any two.
 //
 // Across all chassis it offers what Local does (Exec, AddVMPort, Inject,
-// Capture, Pids, Logs, Stop, Gateways, Workers); databases are per zone
-// (Zone, List, ZoneOf).
+// Capture, Pids, Logs, Stop, Gateways, Workers, KillChassis,
+// RemoveChassis); databases are per zone (Zone, List, ZoneOf, ZoneFlags).
 type Zones struct {
 	Dir      string
 	Topology ZoneTopology
 	zones    []*ZoneDB
 	encapIP  map[string]string
-	sims     daemons
+	// killed are chassis KillChassis ended and RemoveChassis has not
+	// removed yet: still in their zone, no longer Gateways or Workers.
+	killed map[string]bool
+	sims   daemons
 }
 
 // Chassis is the chassis side of a deployment, which Local and Zones share.
@@ -131,7 +134,7 @@ func StartZones(dir string, t ZoneTopology) (_ *Zones, err error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	z := &Zones{Dir: dir, Topology: t, encapIP: map[string]string{}}
+	z := &Zones{Dir: dir, Topology: t, encapIP: map[string]string{}, killed: map[string]bool{}}
 	defer func() {
 		if err != nil {
 			_ = z.Stop()
@@ -273,20 +276,102 @@ func (z *Zones) ZoneOf(chassis string) *ZoneDB {
 	return nil
 }
 
-// Gateways are the gateway chassis of every zone.
+// Gateways are the running gateway chassis of every zone.
 func (z *Zones) Gateways() []string {
 	var out []string
 	for _, zdb := range z.zones {
 		out = append(out, zdb.Gateways...)
 	}
-	return out
+	return z.running(out)
 }
 
-// Workers are the worker chassis of every zone.
+// Workers are the running worker chassis of every zone.
 func (z *Zones) Workers() []string {
 	var out []string
 	for _, zdb := range z.zones {
 		out = append(out, zdb.Workers...)
+	}
+	return z.running(out)
+}
+
+// running is chassis without the killed ones.
+func (z *Zones) running(chassis []string) []string {
+	return slices.DeleteFunc(chassis, func(ch string) bool { return z.killed[ch] })
+}
+
+// ZoneFlags are the flags that give kubevirt-ovn every zone's endpoints:
+// `--zone NAME=NB,SB` per zone (loopback TCP), in topology order.
+func (z *Zones) ZoneFlags() []string {
+	var out []string
+	for _, zdb := range z.zones {
+		out = append(out, "--zone", zdb.Name+"="+zdb.NBTCP+","+zdb.SBTCP)
+	}
+	return out
+}
+
+// WaitGateway waits until the chassisredirect port crPort is bound to
+// gateway gw in gw's zone's SB and every BFD session of that zone's
+// gateways is up. A router's gateway chassis are all in its zone (BFD runs
+// within a zone); a zone with one gateway has no session to wait for.
+func (z *Zones) WaitGateway(crPort, gw string) error {
+	zdb := z.ZoneOf(gw)
+	if zdb == nil {
+		return fmt.Errorf("waiting for %s on %s: no such chassis in %s (chassis: %s)", crPort, gw, z.Dir, strings.Join(z.all(), ", "))
+	}
+	gateways := z.running(slices.Clone(zdb.Gateways))
+	if err := waitGateway(zdb, z, crPort, gw, gateways, nil, func(string) bool { return len(gateways) > 1 }); err != nil {
+		return fmt.Errorf("zone %s: %w", zdb.Name, err)
+	}
+	return nil
+}
+
+// KillChassis crashes chassis as Local.KillChassis does: SIGKILL, by pid,
+// to its ovs-vswitchd and ovn-controller; it returns their pids. Its SB
+// rows stay (its own in its zone's SB, the remote entries in the others')
+// until RemoveChassis. It leaves Gateways and Workers, stays in its zone's
+// Chassis, and cannot be restarted.
+func (z *Zones) KillChassis(chassis string) ([]int, error) {
+	if z.ZoneOf(chassis) == nil {
+		return nil, fmt.Errorf("killing chassis %s: no such chassis in %s (chassis: %s)", chassis, z.Dir, strings.Join(z.all(), ", "))
+	}
+	pids, err := z.hosts().kill(chassis)
+	if err != nil {
+		return pids, err
+	}
+	z.killed[chassis] = true
+	return pids, nil
+}
+
+// RemoveChassis is what ovnkube-controller does when chassis's node is
+// deleted: the chassis's row (with its Encap) leaves its own zone's SB and
+// its remote entry every other zone's SB. It then belongs to no zone. A
+// chassis whose ovn-controller still runs registers again in its zone:
+// kill it first (KillChassis).
+func (z *Zones) RemoveChassis(chassis string) error {
+	home := z.ZoneOf(chassis)
+	if home == nil {
+		return fmt.Errorf("removing chassis %s: no such chassis in %s (chassis: %s)", chassis, z.Dir, strings.Join(z.all(), ", "))
+	}
+	var errs []error
+	for _, zdb := range z.zones {
+		if err := zdb.removeChassis(chassis); err != nil {
+			errs = append(errs, fmt.Errorf("zone %s: %w", zdb.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	home.Gateways = without(home.Gateways, chassis)
+	home.Workers = without(home.Workers, chassis)
+	delete(z.killed, chassis)
+	return nil
+}
+
+// all is every chassis of every zone, killed ones included.
+func (z *Zones) all() []string {
+	var out []string
+	for _, zdb := range z.zones {
+		out = append(out, zdb.Chassis()...)
 	}
 	return out
 }

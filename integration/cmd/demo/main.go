@@ -1,9 +1,14 @@
 // Command demo shows kubevirt-ovn on a real multi-chassis OVN: it starts
-// NB, SB, ovn-northd and four chassis (gateways gw1 and gw2, workers hv1
-// and hv2) on this machine, plugs the VMs of deploy/examples into the
-// workers, syncs the examples with the kubevirt-ovn binary, prints what OVN
-// holds, sends one packet from a VM and prints it as the external wire sees
-// it, SNATed. It stops everything it started unless -keep.
+// OVN with four chassis (gateways gw1 and gw2, workers hv1 and hv2) on this
+// machine, plugs the VMs of deploy/examples into the workers, syncs the
+// examples with the kubevirt-ovn binary, prints what OVN holds, sends one
+// packet from a VM and prints it as the external wire sees it, SNATed. It
+// stops everything it started unless -keep.
+//
+// By default OVN is central: one NB, one SB, one ovn-northd. With -zones it
+// is interconnect, as ovn-kubernetes runs it: each chassis in its own zone
+// (gw1, gw2, hv1, hv2) with its own NB, SB and ovn-northd, and kubevirt-ovn
+// writes every zone's NB (sync --zone NAME=NB,SB per zone).
 package main
 
 import (
@@ -24,8 +29,9 @@ func main() {
 	bin := flag.String("bin", "bin/kubevirt-ovn", "the kubevirt-ovn binary")
 	examples := flag.String("examples", "deploy/examples", "manifests to sync")
 	keep := flag.Bool("keep", false, "leave OVN running and print how to reach it")
+	zones := flag.Bool("zones", false, "interconnect: one NB, SB and ovn-northd per zone (zones gw1, gw2, hv1, hv2)")
 	flag.Parse()
-	if err := run(*bin, *examples, *keep); err != nil {
+	if err := run(*bin, *examples, *keep, *zones); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -37,15 +43,49 @@ var vms = []struct{ chassis, port, ifaceID string }{
 	{"hv2", "vm-b", "kv-net-b_default_vm-b_eth1"},
 }
 
-func run(bin, examples string, keep bool) error {
+// The router of deploy/examples: its gateway chassis and its gateway
+// port's chassisredirect port.
+const (
+	router  = "kv-router1"
+	gateway = "gw1"
+	crPort  = "cr-kv-rtoe-router1"
+)
+
+// ovn is the OVN the demo runs on: what differs between central and
+// interconnect.
+type ovn interface {
+	sandbox.Chassis
+	// syncArgs are kubevirt-ovn's flags naming the databases.
+	syncArgs() []string
+	// show prints what the NB(s) hold.
+	show() error
+	// realized waits until the chassis have realized the NB(s): the VMs'
+	// ports up, the gateway port active on the gateway.
+	realized() error
+	// explore prints how to reach the OVN left running.
+	explore(dir string)
+}
+
+func run(bin, examples string, keep, zones bool) error {
 	dir, err := os.MkdirTemp("", "kubevirt-ovn-demo-")
 	if err != nil {
 		return err
 	}
-	step("starting OVN in " + dir + ": NB + SB ovsdb-server, ovn-northd, gateways gw1 gw2, workers hv1 hv2")
-	d, err := sandbox.Start(dir)
-	if err != nil {
-		return err
+	var d ovn
+	if zones {
+		step("starting OVN in " + dir + ", interconnect: zones gw1, gw2 (a gateway each), hv1, hv2 (a worker each), each with its own NB + SB ovsdb-server and ovn-northd")
+		z, err := sandbox.StartZones(dir, sandbox.DefaultZoneTopology())
+		if err != nil {
+			return err
+		}
+		d = interconnect{z}
+	} else {
+		step("starting OVN in " + dir + ": NB + SB ovsdb-server, ovn-northd, gateways gw1 gw2, workers hv1 hv2")
+		c, err := sandbox.Start(dir)
+		if err != nil {
+			return err
+		}
+		d = central{c}
 	}
 	stop := func() {
 		step("stopping every daemon the demo started")
@@ -67,7 +107,8 @@ func run(bin, examples string, keep bool) error {
 	}
 
 	sync := func() error {
-		args := []string{"sync", "--nb", d.NBEndpoint(), "--sb", d.SBEndpoint(), "--from-file", examples}
+		args := append([]string{"sync"}, d.syncArgs()...)
+		args = append(args, "--from-file", examples)
 		fmt.Printf("$ kubevirt-ovn %s\n", strings.Join(args, " "))
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -80,29 +121,14 @@ func run(bin, examples string, keep bool) error {
 	if err := sync(); err != nil {
 		return err
 	}
-	for _, args := range [][]string{{"show"}, {"lr-nat-list", "kv-router1"}, {"lr-route-list", "kv-router1"}, {"lrp-get-gateway-chassis", "kv-rtoe-router1"}} {
-		step("ovn-nbctl " + strings.Join(args, " "))
-		out, err := d.NBCtl(args...)
-		if err != nil {
-			return err
-		}
-		fmt.Print(out)
+	if err := d.show(); err != nil {
+		return err
 	}
 	step("syncing again: nothing to change")
 	if err := sync(); err != nil {
 		return err
 	}
-
-	step("waiting until the chassis have realized it (ovn-nbctl --wait=hv sync, gateway port active on gw1)")
-	if _, err := d.NBCtl("--timeout=30", "--wait=hv", "sync"); err != nil {
-		return err
-	}
-	for _, vm := range vms {
-		if _, err := d.NBCtl("--timeout=30", "wait-until", "Logical_Switch_Port", vm.ifaceID, "up=true"); err != nil {
-			return err
-		}
-	}
-	if err := sandbox.WaitGateway(d, "cr-kv-rtoe-router1", "gw1", "hv1", "hv2"); err != nil {
+	if err := d.realized(); err != nil {
 		return err
 	}
 
@@ -118,36 +144,110 @@ func run(bin, examples string, keep bool) error {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		seen, err := d.Capture("gw1", sandbox.ExternalPort)
+		seen, err := d.Capture(gateway, sandbox.ExternalPort)
 		if err != nil {
 			return err
 		}
 		for _, s := range seen {
 			if s.IsUDP && s.DstIP == out.DstIP && s.DPort == out.DPort {
-				step("gw1's external wire (ext0) carries, SNATed to 172.16.0.100:")
+				step(gateway + "'s external wire (ext0) carries, SNATed to 172.16.0.100:")
 				fmt.Println("  " + s.String())
 				if keep {
-					printEnv(d, dir, bin, examples)
+					step("OVN keeps running; explore it with:")
+					d.explore(dir)
+					fmt.Printf("%s sync %s --from-file %s --dry-run\n", bin, strings.Join(d.syncArgs(), " "), examples)
+					fmt.Printf("OVS_RUNDIR=%s/gw1 ovs-vsctl show    # a chassis (gw1 gw2 hv1 hv2)\n", dir)
+					fmt.Printf("ovs-ofctl parse-pcap %s/gw1/ext0-tx.pcap    # what gw1 sent on the external wire\n", dir)
+					fmt.Println("stop every daemon (by control socket):")
+					fmt.Printf("for c in %s/*/ovn-controller.*.ctl; do ovn-appctl -t $c exit; done; for c in %s/*/ovs-vswitchd.ctl; do ovs-appctl -t $c exit --cleanup; done; for c in $(find %s -name ovn-northd.ctl); do ovn-appctl -t $c exit; done; for c in $(find %s -name ovsdb-server.ctl); do ovs-appctl -t $c exit; done\n", dir, dir, dir, dir)
 				}
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the packet did not leave gw1; gw1:ext0 sent:\n%s", wire.Describe(seen))
+			return fmt.Errorf("the packet did not leave %s; %s:ext0 sent:\n%s", gateway, gateway, wire.Describe(seen))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-func printEnv(d sandbox.Deployment, dir, bin, examples string) {
-	step("OVN keeps running; explore it with:")
-	fmt.Printf("export OVN_NB_DB=%s OVN_SB_DB=%s\n", d.NBEndpoint(), d.SBEndpoint())
+// central is OVN with one NB and SB.
+type central struct{ sandbox.Deployment }
+
+func (c central) syncArgs() []string {
+	return []string{"--nb", c.NBEndpoint(), "--sb", c.SBEndpoint()}
+}
+
+func (c central) show() error {
+	return printNB("", c.NBCtl, []string{"show"}, []string{"lr-nat-list", router}, []string{"lr-route-list", router}, []string{"lrp-get-gateway-chassis", "kv-rtoe-router1"})
+}
+
+// printNB prints what each ovn-nbctl command says, under a heading naming
+// the command, prefixed by where.
+func printNB(where string, nbctl func(...string) (string, error), commands ...[]string) error {
+	for _, args := range commands {
+		step(where + "ovn-nbctl " + strings.Join(args, " "))
+		out, err := nbctl(args...)
+		if err != nil {
+			return err
+		}
+		fmt.Print(out)
+	}
+	return nil
+}
+
+func (c central) realized() error {
+	step("waiting until the chassis have realized it (ovn-nbctl --wait=hv sync, gateway port active on " + gateway + ")")
+	if _, err := c.NBCtl("--timeout=30", "--wait=hv", "sync"); err != nil {
+		return err
+	}
+	for _, vm := range vms {
+		if _, err := c.NBCtl("--timeout=30", "wait-until", "Logical_Switch_Port", vm.ifaceID, "up=true"); err != nil {
+			return err
+		}
+	}
+	return sandbox.WaitGateway(c, crPort, gateway, "hv1", "hv2")
+}
+
+func (c central) explore(string) {
+	fmt.Printf("export OVN_NB_DB=%s OVN_SB_DB=%s\n", c.NBEndpoint(), c.SBEndpoint())
 	fmt.Println("ovn-nbctl show; ovn-sbctl show")
-	fmt.Printf("%s sync --nb %s --sb %s --from-file %s --dry-run\n", bin, d.NBEndpoint(), d.SBEndpoint(), examples)
-	fmt.Printf("OVS_RUNDIR=%s/gw1 ovs-vsctl show    # a chassis (gw1 gw2 hv1 hv2)\n", dir)
-	fmt.Printf("ovs-ofctl parse-pcap %s/gw1/ext0-tx.pcap    # what gw1 sent on the external wire\n", dir)
-	fmt.Println("stop every daemon (by control socket):")
-	fmt.Printf("for c in %s/*/ovn-controller.*.ctl; do ovn-appctl -t $c exit; done; for c in %s/*/ovs-vswitchd.ctl; do ovs-appctl -t $c exit --cleanup; done; ovn-appctl -t %s/northd/ovn-northd.ctl exit; for c in %s/*/ovsdb-server.ctl; do ovs-appctl -t $c exit; done\n", dir, dir, dir, dir)
+}
+
+// interconnect is OVN with one NB, SB and ovn-northd per zone.
+type interconnect struct{ *sandbox.Zones }
+
+func (z interconnect) syncArgs() []string { return z.ZoneFlags() }
+
+func (z interconnect) show() error {
+	for _, zdb := range z.List() {
+		if err := printNB("zone "+zdb.Name+": ", zdb.NBCtl, []string{"show"}); err != nil {
+			return err
+		}
+	}
+	home := z.ZoneOf(gateway)
+	return printNB("zone "+home.Name+": ", home.NBCtl, []string{"lr-nat-list", router}, []string{"lrp-get-gateway-chassis", "kv-rtoe-router1"})
+}
+
+func (z interconnect) realized() error {
+	step("waiting until the chassis have realized it (ovn-nbctl --wait=hv sync in every zone, gateway port active on " + gateway + ")")
+	for _, zdb := range z.List() {
+		if _, err := zdb.NBCtl("--timeout=30", "--wait=hv", "sync"); err != nil {
+			return fmt.Errorf("zone %s: %w", zdb.Name, err)
+		}
+	}
+	for _, vm := range vms {
+		if _, err := z.ZoneOf(vm.chassis).NBCtl("--timeout=30", "wait-until", "Logical_Switch_Port", vm.ifaceID, "up=true"); err != nil {
+			return fmt.Errorf("zone %s: %w", vm.chassis, err)
+		}
+	}
+	return z.WaitGateway(crPort, gateway)
+}
+
+func (z interconnect) explore(string) {
+	for _, zdb := range z.List() {
+		fmt.Printf("ovn-nbctl --db=%s show; ovn-sbctl --db=%s show    # zone %s\n", zdb.NBTCP, zdb.SBTCP, zdb.Name)
+	}
 }
 
 func step(s string) { fmt.Printf("\n==> %s\n", s) }
