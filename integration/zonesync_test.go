@@ -211,7 +211,12 @@ spec:
 		assert.Equal(t, before[zone], after[zone], "zone %s: router1's ports must stay as they were", zone)
 	}
 	assert.Equal(t, map[string]string{"gw1": "kv-router1", "gw2": "kv-router2", "hv1": "", "hv2": ""}, e.owned("Logical_Router"))
+
+	// Fixed: router1 gets its port on the external network in gw2, where
+	// router2 brought that network, as a remote port.
 	e.edit("router.yaml", "ip: 172.16.9.300", "ip: 172.16.0.100")
+	out := e.sync()
+	assert.Contains(t, out, "create Logical_Switch_Port kv-etor-router1 (type=remote")
 }
 
 func (e *zoneEnv) edit(file, old, new string) {
