@@ -126,7 +126,6 @@ func TestZonePlanPutsEachRowInItsZone(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("dp %d", MaxDatapathKey-2), keys["kv-public"]+"", "switch keys come down from the top, networks by name")
 }
 
-
 // keysOf plans every unit and returns each switch's and port's key.
 func keysOf(t *testing.T, in *Input, held Held) TunnelKeys {
 	t.Helper()

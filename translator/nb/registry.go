@@ -116,7 +116,7 @@ var Registry = []*Table{
 	},
 	{
 		Name: nbmodel.LogicalSwitchTable, New: func() model.Model { return &nbmodel.LogicalSwitch{} },
-		Key:     func(m model.Model) string { return m.(*nbmodel.LogicalSwitch).Name },
+		Key: func(m model.Model) string { return m.(*nbmodel.LogicalSwitch).Name },
 		// other_config holds requested-tnl-key in interconnect mode.
 		Columns: []string{"name", "other_config", "external_ids"},
 		Guard:   true,
