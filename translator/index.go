@@ -56,6 +56,8 @@ type Input struct {
 	zones []string
 	zoned bool
 	keys  *tunnelKeys
+	// follow: plan from an allocator's decisions (zones.go).
+	follow bool
 }
 
 type set[K comparable] map[K]struct{}

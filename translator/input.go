@@ -78,6 +78,12 @@ func (c Claims) HeldGateways(router string) []string { return c.Gateways[router]
 // HeldTunnelKeys implements Held.
 func (c Claims) HeldTunnelKeys() TunnelKeys { return c.Keys }
 
+// HeldSwitchKey implements KeyHolder.
+func (c Claims) HeldSwitchKey(sw string) int { return c.Keys.Switches[sw] }
+
+// HeldPortKey implements KeyHolder.
+func (c Claims) HeldPortKey(port string) int { return c.Keys.Ports[port] }
+
 // noClaims is the Held of an NB where nobody holds anything.
 type noClaims struct{}
 

@@ -45,6 +45,8 @@ type NetworkPlan struct {
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`
+	// Keys are its switch's and ports' tunnel keys in interconnect mode.
+	Keys TunnelKeys `json:"-"`
 }
 
 // RouterPlan is the desired rows of one router.
@@ -68,6 +70,8 @@ type RouterPlan struct {
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`
+	// Keys are its switch's and ports' tunnel keys in interconnect mode.
+	Keys TunnelKeys `json:"-"`
 }
 
 // SwitchPort is a router-owned port on the switch of Network.
@@ -209,7 +213,10 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	}
 	up.Network = networkPlan(n, vms, instance, held)
 	if in.zoned {
-		in.zoneNetwork(up.Network, vms, held)
+		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
+			up.Errs = append(up.Errs, err)
+			up.Network = nil
+		}
 	}
 }
 
@@ -516,7 +523,10 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 	}
 	rp := planRouter(vr, instance)
 	if in.zoned {
-		in.zoneRouter(&rp, held)
+		if err := in.zoneRouter(&rp, held); err != nil {
+			up.Errs = append(up.Errs, err)
+			return
+		}
 	}
 	up.Router = &rp
 }

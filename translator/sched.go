@@ -121,6 +121,14 @@ func (in *Input) gatewaysOf(name string, n gatewayNeed, held Held) ([]string, er
 		}
 		return []string{n.gateway}, nil
 	}
+	if in.follow {
+		if order := held.HeldGateways(name); len(order) > 0 {
+			return order, nil
+		}
+		err := routerErr(name, "gateway", "not chosen yet by the allocator")
+		err.Reason = ReasonWaiting
+		return nil, err
+	}
 	s := in.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -39,6 +40,30 @@ import (
 // ovn-kubernetes' transit switches allocate that range upward from its
 // bottom). Port keys are taken downward from MaxPortKey (ovn-northd
 // allocates a datapath's other ports upward from 1).
+
+// A follower (a zone agent in a cluster) plans from what an allocator
+// decided instead of deciding: its routers' gateway orders and every
+// tunnel key come from its Held (HeldGateways, and KeyHolder lookups); a
+// unit whose decisions are not there yet fails with ReasonWaiting, and its
+// rows are left as they are until they are.
+
+// KeyHolder looks tunnel keys up one at a time, 0 for none. A follower's
+// Held implements it.
+type KeyHolder interface {
+	HeldSwitchKey(sw string) int
+	HeldPortKey(port string) int
+}
+
+// ReasonWaiting is the reason of a follower's unit whose allocations are
+// not made yet.
+const ReasonWaiting = "WaitingForAllocation"
+
+// SetFollower makes in plan as a follower (see KeyHolder).
+func (in *Input) SetFollower(follow bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.follow = follow
+}
 
 // Tunnel key ranges (OVN's lib/ovn-util.h: 24-bit datapath keys, the top
 // 65535 of them global; 15-bit port keys). Geneve carries them all; VXLAN
@@ -178,7 +203,7 @@ func (in *Input) networkZones(network string, held Held) set[string] {
 
 // zoneNetwork fills np.Zones. A VM interface whose node is no chassis of a
 // zone gets an error, and its port is left as it is.
-func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) {
+func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) error {
 	sw := np.Switch.Name
 	vmNode := map[string]*VMInterface{}
 	for _, v := range vms {
@@ -201,7 +226,11 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) {
 	for _, p := range np.Ports {
 		refs = append(refs, keyRef{sw, p.Name})
 	}
-	keys := in.keys.take(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
+	keys, err := in.takeKeys(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
+	if err != nil {
+		return err
+	}
+	np.Keys = keysOf(keys)
 	np.Zones = map[string]*ZoneRows{}
 	for z := range in.networkZones(np.Name, held) {
 		zr := &ZoneRows{Keep: np.KeepPorts}
@@ -218,21 +247,26 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) {
 		}
 		np.Zones[z] = zr
 	}
+	return nil
 }
 
 // zoneRouter fills rp.Zones: everything in its home zone, its switch-side
 // ports as remote ports in the other zones of their networks.
-func (in *Input) zoneRouter(rp *RouterPlan, held Held) {
+func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	home := in.homeOf(rp.Name, held)
 	if home == "" {
-		return
+		return routerErr(rp.Name, "spec", "has no chassis to live on: no zone's SB has a chassis")
 	}
 	zone := in.nodes[home].zone
 	var refs []keyRef
 	for _, sp := range rp.SwitchPorts {
 		refs = append(refs, keyRef{SwitchName(sp.Network), sp.Port.Name})
 	}
-	keys := in.keys.take(Unit{Kind: KindRouter, Name: rp.Name}, refs, held)
+	keys, err := in.takeKeys(Unit{Kind: KindRouter, Name: rp.Name}, refs, held)
+	if err != nil {
+		return err
+	}
+	rp.Keys = keysOf(keys)
 
 	local := &ZoneRows{}
 	rp.Zones = map[string]*ZoneRows{zone: local}
@@ -281,6 +315,51 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) {
 	for _, b := range rp.MACBindings {
 		local.Rows = append(local.Rows, Row{Model: b})
 	}
+	return nil
+}
+
+// takeKeys are unit u's tunnel keys for refs: allocated, or a follower's
+// from held.
+func (in *Input) takeKeys(u Unit, refs []keyRef, held Held) (map[keyRef]int, error) {
+	if !in.follow {
+		return in.keys.take(u, refs, held), nil
+	}
+	kh, _ := held.(KeyHolder)
+	out := map[keyRef]int{}
+	missing := 0
+	for _, r := range refs {
+		key := 0
+		if kh != nil && r.port == "" {
+			key = kh.HeldSwitchKey(r.sw)
+		} else if kh != nil {
+			key = kh.HeldPortKey(r.port)
+		}
+		if key == 0 {
+			missing++
+		}
+		out[r] = key
+	}
+	if missing > 0 {
+		kind := ObjVirtualRouter
+		if u.Kind == KindNetwork {
+			kind = ObjNAD
+		}
+		return nil, &InputError{Kind: kind, Object: u.Name, Field: "tunnel keys", Msg: fmt.Sprintf("%d of %d not allocated yet by the allocator", missing, len(refs)), Reason: ReasonWaiting}
+	}
+	return out, nil
+}
+
+// keysOf are keys by switch and by port name.
+func keysOf(keys map[keyRef]int) TunnelKeys {
+	out := TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}
+	for r, k := range keys {
+		if r.port == "" {
+			out.Switches[r.sw] = k
+		} else {
+			out.Ports[r.port] = k
+		}
+	}
+	return out
 }
 
 // remotePort is port p of another zone: type=remote, bound to chassis.
@@ -398,6 +477,30 @@ func (z ZonesHeld) HeldTunnelKeys() TunnelKeys {
 		maps.Copy(out.Ports, k.Ports)
 	}
 	return out
+}
+
+// HeldSwitchKey implements KeyHolder: the first zone's that has it.
+func (z ZonesHeld) HeldSwitchKey(sw string) int {
+	for _, h := range z {
+		if kh, ok := h.(KeyHolder); ok {
+			if k := kh.HeldSwitchKey(sw); k != 0 {
+				return k
+			}
+		}
+	}
+	return 0
+}
+
+// HeldPortKey implements KeyHolder: the first zone's that has it.
+func (z ZonesHeld) HeldPortKey(port string) int {
+	for _, h := range z {
+		if kh, ok := h.(KeyHolder); ok {
+			if k := kh.HeldPortKey(port); k != 0 {
+				return k
+			}
+		}
+	}
+	return 0
 }
 
 func firstHeld(z ZonesHeld, get func(Held) string) string {

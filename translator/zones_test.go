@@ -126,8 +126,8 @@ func TestZonePlanPutsEachRowInItsZone(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("dp %d", MaxDatapathKey-2), keys["kv-public"]+"", "switch keys come down from the top, networks by name")
 }
 
-// keysOf plans every unit and returns each switch's and port's key.
-func keysOf(t *testing.T, in *Input, held Held) TunnelKeys {
+// plannedKeys plans every unit and returns each switch's and port's key.
+func plannedKeys(t *testing.T, in *Input, held Held) TunnelKeys {
 	t.Helper()
 	out := TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}
 	for _, u := range in.Units() {
@@ -154,7 +154,7 @@ func keysOf(t *testing.T, in *Input, held Held) TunnelKeys {
 }
 
 func TestZoneKeysSurviveRestartAndInputChanges(t *testing.T) {
-	first := keysOf(t, zoneInput(), nil)
+	first := plannedKeys(t, zoneInput(), nil)
 
 	// A restart with other input order: the NB's keys are adopted.
 	in := NewInput()
@@ -167,7 +167,7 @@ func TestZoneKeysSurviveRestartAndInputChanges(t *testing.T) {
 	in.Set("r1", Objects{Routers: []Router{{Name: "r1", EnableSNAT: true, Gateway: "gw1", Internal: []string{"net-a", "net-b"},
 		External: &External{Network: "public", IP: "172.16.0.10"}}}})
 	in.SetChassis(zoneChassis(), true)
-	again := keysOf(t, in, Claims{Keys: first})
+	again := plannedKeys(t, in, Claims{Keys: first})
 	for name, k := range first.Switches {
 		assert.Equal(t, k, again.Switches[name], name)
 	}
@@ -187,7 +187,7 @@ func TestZoneKeysSurviveRestartAndInputChanges(t *testing.T) {
 		{Namespace: "default", VMI: "vm0", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:09", IP: "10.10.0.9", Node: "hv2"},
 		{Namespace: "default", VMI: "vm3", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:03", IP: "10.10.0.3", Node: "hv2"},
 	}})
-	third := keysOf(t, in, nil)
+	third := plannedKeys(t, in, nil)
 	assert.Zero(t, third.Ports[vm1])
 	vm3 := VMPortName("net-a", "default", "vm3", "eth0")
 	assert.NotEqual(t, first.Ports[vm1], third.Ports[vm3])
@@ -244,4 +244,47 @@ func TestZoneRouterMovesWithItsPrimary(t *testing.T) {
 	assert.Equal(t, key, up.Router.Zones["hv1"].Rows[0].Model.(*nbmodel.LogicalSwitchPort).Options[KeyTunnel])
 	na := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
 	assert.ElementsMatch(t, []string{"hv1", other}, slices.Collect(maps.Keys(na.Network.Zones)))
+}
+
+// TestZoneFollowerPlansWhatTheAllocatorDecided: a follower (a zone agent)
+// decides nothing: without the allocator's decisions its units wait; with
+// them it plans exactly the allocator's rows.
+func TestZoneFollowerPlansWhatTheAllocatorDecided(t *testing.T) {
+	leader := zoneInput()
+	decided := Claims{Gateways: map[string][]string{}, Keys: TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}}
+	plans := map[Unit]UnitPlan{}
+	for _, u := range leader.Units() {
+		up := leader.Plan(u, testInstance, nil)
+		require.Empty(t, up.Errs)
+		plans[u] = up
+		keys := TunnelKeys{}
+		if up.Network != nil {
+			keys = up.Network.Keys
+		} else {
+			keys = up.Router.Keys
+			decided.Gateways[u.Name] = up.Router.Gateway.Chassis
+		}
+		maps.Copy(decided.Keys.Switches, keys.Switches)
+		maps.Copy(decided.Keys.Ports, keys.Ports)
+	}
+
+	follower := zoneInput()
+	follower.SetFollower(true)
+	for _, u := range follower.Units() {
+		up := follower.Plan(u, testInstance, nil)
+		require.NotEmpty(t, up.Errs, "%s plans without the allocator's decisions", u)
+		var ie *InputError
+		require.ErrorAs(t, up.Errs[0], &ie)
+		assert.Equal(t, ReasonWaiting, ie.Reason, "%s: %v", u, up.Errs)
+	}
+	for _, u := range follower.Units() {
+		up := follower.Plan(u, testInstance, decided)
+		require.Empty(t, up.Errs)
+		want := plans[u]
+		if up.Network != nil {
+			assert.Equal(t, want.Network.Zones, up.Network.Zones, "%s", u)
+		} else {
+			assert.Equal(t, want.Router.Zones, up.Router.Zones, "%s", u)
+		}
+	}
 }

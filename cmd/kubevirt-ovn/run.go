@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -54,6 +55,12 @@ type runFlags struct {
 	events         bool
 	moveNudge      *bool
 	zones          zoneFlags
+	// Interconnect in a cluster: the allocator, or one zone's agent.
+	interconnect   bool
+	zoneNB, zoneSB ovn.Endpoint
+	zoneName       string
+	nodeName       string
+	namespace      string
 }
 
 func runRun(args []string, stderr io.Writer) int {
@@ -79,11 +86,28 @@ func runRun(args []string, stderr io.Writer) int {
 	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
 	fs.BoolVar(&f.events, "events", true, "with a cluster: record Kubernetes Events for failures and gateway changes")
 	f.moveNudge = moveNudgeFlag(fs)
+	fs.BoolVar(&f.interconnect, "interconnect", false, "in a cluster whose OVN has one NB per zone (ovn-kubernetes): be the allocator, which writes no NB; it schedules gateways and allocates tunnel keys, recorded in ConfigMaps of --namespace for the zone agents (--zone-nb)")
+	fs.StringVar(&f.zoneNB.Address, "zone-nb", "", "in a cluster whose OVN has one NB per zone: be this node's zone agent, writing this zone's NB (e.g. unix:/var/run/ovn/ovnnb_db.sock) from the allocator's decisions")
+	fs.StringVar(&f.zoneSB.Address, "zone-sb", "", "with --zone-nb: this zone's SB (e.g. unix:/var/run/ovn/ovnsb_db.sock)")
+	fs.StringVar(&f.zoneName, "zone-name", "", "with --zone-nb: the zone's name (default: the NB's NB_Global name, which ovn-kubernetes sets to it)")
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "with --zone-nb: this node's name; the zone's chassis ConfigMap is owned by the Node and goes with it")
+	fs.StringVar(&f.namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), "kubevirt-ovn"), "with --interconnect or --zone-nb: the namespace of kubevirt-ovn's ConfigMaps (zones' chassis, allocations)")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	cluster := f.interconnect || f.zoneNB.Address != ""
 	switch {
+	case f.interconnect && f.zoneNB.Address != "":
+		fmt.Fprintln(stderr, "kubevirt-ovn run: --interconnect (the allocator) and --zone-nb (a zone agent) are different roles: run one or the other")
+		return 2
+	case cluster && (f.nb.Address != "" || f.sb.Address != "" || len(f.zones) > 0 || len(f.paths) > 0):
+		fmt.Fprintln(stderr, "kubevirt-ovn run: --interconnect and --zone-nb work with a cluster: no --nb, --sb, --zone or --from-file with them")
+		return 2
+	case f.zoneNB.Address != "" && f.zoneSB.Address == "":
+		fmt.Fprintln(stderr, "kubevirt-ovn run: --zone-nb needs --zone-sb")
+		return 2
+	case cluster:
 	case len(f.zones) > 0 && (f.nb.Address != "" || f.sb.Address != ""):
 		fmt.Fprintln(stderr, "kubevirt-ovn run: --zone names each zone's NB and SB: no --nb or --sb with it")
 		return 2
