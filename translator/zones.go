@@ -272,6 +272,12 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 		return routerErr(rp.Name, "spec", "has no chassis to live on: no zone's SB has a chassis")
 	}
 	zone := in.nodes[home].zone
+	if zone == "" {
+		// A follower's gateway whose zone it does not know yet.
+		err := routerErr(rp.Name, "gateway", "chassis %s is in no zone known yet", home)
+		err.Reason = ReasonWaiting
+		return err
+	}
 	var refs []keyRef
 	for _, sp := range rp.SwitchPorts {
 		refs = append(refs, keyRef{SwitchName(sp.Network), sp.Port.Name})
