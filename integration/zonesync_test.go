@@ -20,6 +20,7 @@ import (
 // rows seeded in every zone's NB. After the test a second sync against
 // every zone must write nothing and the seeded rows must read the same.
 type zoneEnv struct {
+	traffic
 	t         *testing.T
 	z         *sandbox.Zones
 	manifests string
@@ -28,7 +29,8 @@ type zoneEnv struct {
 
 func newZoneEnv(t *testing.T) *zoneEnv {
 	t.Helper()
-	e := &zoneEnv{t: t, z: newZones(t), manifests: examples(t), foreign: map[string]string{}}
+	z := newZones(t)
+	e := &zoneEnv{traffic: traffic{t, z}, t: t, z: z, manifests: examples(t), foreign: map[string]string{}}
 	require.NoError(t, e.z.AddVMPort("hv1", "vm-a", vmAPort))
 	require.NoError(t, e.z.AddVMPort("hv2", "vm-b", vmBPort))
 	for _, zdb := range e.z.List() {
@@ -48,17 +50,8 @@ func newZoneEnv(t *testing.T) *zoneEnv {
 	return e
 }
 
-// zoneFlags are the --zone flags naming every zone's NB and SB.
-func (e *zoneEnv) zoneFlags() []string {
-	var out []string
-	for _, zdb := range e.z.List() {
-		out = append(out, "--zone", zdb.Name+"="+zdb.NBTCP+","+zdb.SBTCP)
-	}
-	return out
-}
-
 func (e *zoneEnv) syncArgs(extra ...string) []string {
-	return append(append([]string{"sync", "--from-file", e.manifests}, e.zoneFlags()...), extra...)
+	return append(append([]string{"sync", "--from-file", e.manifests}, e.z.ZoneFlags()...), extra...)
 }
 
 // sync runs kubevirt-ovn sync against every zone and waits until every
@@ -90,18 +83,6 @@ func (e *zoneEnv) ready(gw string) {
 	require.NoError(e.t, err)
 	sbctl(e.t, zdb, "--timeout=90", "wait-until", "Port_Binding", crPort, "chassis="+uuid)
 	e.realized()
-}
-
-func (e *zoneEnv) capture(sim, port string) capture {
-	return capture{name: sim + ":" + port, read: func() ([]seen, error) { return e.z.Capture(sim, port) }}
-}
-
-func (e *zoneEnv) wire(gw string) capture { return e.capture(gw, sandbox.ExternalPort) }
-
-func (e *zoneEnv) send(sim, port, srcMAC, srcIP string, sport, dport uint16) {
-	e.t.Helper()
-	f := frame{SrcMAC: srcMAC, DstMAC: routerMAC, SrcIP: srcIP, DstIP: remoteIP, TTL: 64, SPort: sport, DPort: dport}
-	require.NoError(e.t, e.z.Inject(sim, port, frameBytes(e.t, f)))
 }
 
 // owned lists, per zone, the rows of ours a table holds there (names).
@@ -145,15 +126,7 @@ func TestZonesSyncSNATFromAnotherZone(t *testing.T) {
 	assert.Equal(t, peerMAC, got.DstMAC)
 	assert.GreaterOrEqual(t, got.SPort, uint16(1025))
 
-	vmA := e.capture("hv1", "vm-a")
-	before, err := vmA.read()
-	require.NoError(t, err)
-	require.NoError(t, e.z.Inject("gw1", sandbox.ExternalPort, frameBytes(t, replyTo(got, 0))))
-	back := waitFor(t, vmA, "the reply un-SNATed to vm-a in zone hv1", len(before), func(s seen) bool {
-		return s.IsUDP && s.SrcIP == remoteIP && s.DstIP == vmAIP && s.DPort == 40001
-	})
-	assert.Equal(t, routerMAC, back.SrcMAC)
-	assert.Equal(t, vmAMAC, back.DstMAC)
+	e.unSNATed("gw1", got, vmA, 40001, vmB)
 }
 
 // TestZonesRouterRemovedLeavesNoRow: removing the router and the VMs'
@@ -239,7 +212,7 @@ func (e *zoneEnv) write(file, content string) {
 func TestZonesGatewayGoneRouterMoves(t *testing.T) {
 	e := newZoneEnv(t)
 	e.edit("router.yaml", "  gateway: gw1\n", "")
-	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.zoneFlags()...)...)
+	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.z.ZoneFlags()...)...)
 
 	var home string
 	require.NoError(t, sandbox.Poll(60*time.Second, "router1 in a gateway's zone", func() (bool, error) {

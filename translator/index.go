@@ -56,8 +56,9 @@ type Input struct {
 	zones []string
 	zoned bool
 	keys  *tunnelKeys
-	// follow: plan from an allocator's decisions (zones.go).
-	follow bool
+	// follow: plan from an allocator's decisions (zones.go);
+	// interconnect: zoned even before any zone is known.
+	follow, interconnect bool
 }
 
 type set[K comparable] map[K]struct{}

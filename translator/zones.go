@@ -58,11 +58,25 @@ type KeyHolder interface {
 // not made yet.
 const ReasonWaiting = "WaitingForAllocation"
 
-// SetFollower makes in plan as a follower (see KeyHolder).
+// SetFollower makes in plan as a follower (see KeyHolder); a follower is
+// in interconnect mode (SetInterconnect).
 func (in *Input) SetFollower(follow bool) {
+	in.SetInterconnect()
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.follow = follow
+}
+
+// SetInterconnect puts in in interconnect mode whatever the chassis say:
+// with no zone known yet, nothing is planned anywhere rather than rows
+// for one central NB.
+func (in *Input) SetInterconnect() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.interconnect, in.zoned = true, true
+	if in.keys == nil {
+		in.keys = newTunnelKeys()
+	}
 }
 
 // Tunnel key ranges (OVN's lib/ovn-util.h: 24-bit datapath keys, the top
@@ -133,7 +147,7 @@ func (in *Input) setNodes(chassis []Chassis) bool {
 	}
 	in.nodes = nodes
 	in.zones = slices.Sorted(maps.Keys(zones))
-	in.zoned = len(zones) > 0
+	in.zoned = len(zones) > 0 || in.interconnect
 	if in.zoned && in.keys == nil {
 		in.keys = newTunnelKeys()
 	}
@@ -510,4 +524,30 @@ func firstHeld(z ZonesHeld, get func(Held) string) string {
 		}
 	}
 	return ""
+}
+
+// Allocation is what an allocator decides for one unit in a cluster whose
+// OVN has one NB per zone, for the zone agents that follow it: a router's
+// gateway order and the tunnel keys of the unit's switch and ports.
+type Allocation struct {
+	Gateways []string
+	Keys     TunnelKeys
+}
+
+// Allocation is up's decisions; nil when up plans nothing (the unit is
+// gone, or its input is invalid).
+func (up *UnitPlan) Allocation() *Allocation {
+	switch {
+	case len(up.Errs) > 0:
+		return nil
+	case up.Network != nil:
+		return &Allocation{Keys: up.Network.Keys}
+	case up.Router != nil:
+		a := &Allocation{Keys: up.Router.Keys}
+		if up.Router.Gateway != nil {
+			a.Gateways = slices.Clone(up.Router.Gateway.Chassis)
+		}
+		return a
+	}
+	return nil
 }

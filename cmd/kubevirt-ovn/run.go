@@ -17,16 +17,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
@@ -125,8 +119,13 @@ func runRun(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	runner := runController
-	if len(f.zones) > 0 {
+	switch {
+	case len(f.zones) > 0:
 		runner = runZones
+	case f.interconnect:
+		runner = runAllocator
+	case f.zoneNB.Address != "":
+		runner = runZoneAgent
 	}
 	if err := runner(ctx, &f, klog.Background()); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn run: %v\n", err)
@@ -188,25 +187,11 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 		return ctrl.Run(ctx)
 	}
 
-	cfg, err := restConfig(f.kubeconfig)
+	dyn, kc, recorder, stopEvents, err := kubeClients(ctx, f)
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	var recorder record.EventRecorder
-	if f.events {
-		b := record.NewBroadcaster(record.WithContext(ctx))
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
-		defer b.Shutdown()
-		recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubevirt-ovn"})
-	}
+	defer stopEvents()
 	source := kube.NewSource(dyn, f.resync, recorder, log.WithName("kube"))
 	ctrl := controller.New(nb, sb, source, source, opts)
 	if err := source.Notify(ctrl.EnqueueUnits); err != nil {
@@ -298,7 +283,7 @@ const stopGrace = 10 * time.Second
 // ends, and an error when the Lease is lost: the caller exits, and the
 // replica starts over as a candidate with fresh state. Either way the
 // controller has stopped writing when lead returns.
-func lead(ctx context.Context, lock resourcelock.Interface, f *runFlags, ctrl *controller.Controller, log logr.Logger) error {
+func lead(ctx context.Context, lock resourcelock.Interface, f *runFlags, ctrl interface{ Run(context.Context) error }, log logr.Logger) error {
 	id := lock.Identity()
 	electCtx, stopElecting := context.WithCancel(ctx)
 	defer stopElecting()

@@ -125,6 +125,8 @@ type Controller struct {
 	group    *Zones
 	planHeld translator.Held
 	remote   map[string]translator.Unit
+	// chassisFrom, for a zone agent, gives every zone's chassis.
+	chassisFrom func() []translator.Chassis
 
 	// onReconcile, for tests, sees every unit reconciled; active counts
 	// the reconciles in progress.
@@ -206,6 +208,10 @@ func cmpBool(a, b bool) int {
 func (c *Controller) refreshChassis(ctx context.Context) {
 	if c.group != nil {
 		c.group.refreshChassis(ctx)
+		return
+	}
+	if c.chassisFrom != nil {
+		c.EnqueueUnits(c.input.SetChassis(c.chassisFrom(), true))
 		return
 	}
 	chassis, err := ovn.GatewayChassis(ctx, c.sb)

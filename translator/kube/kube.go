@@ -62,7 +62,16 @@ type Source struct {
 	// handlers are the event handlers' registrations: synced once every
 	// object listed at start has been set in input.
 	handlers []cache.ResourceEventHandlerRegistration
+	// allocator: the interconnect allocator's source (SetAllocator).
+	allocator bool
 }
+
+// SetAllocator makes s the source of the interconnect allocator, which
+// writes no NB: no finalizers (each zone's agent removes a deleted
+// router's rows from what its NB holds), and a status that says what the
+// allocator knows: the gateway and tunnel keys are decided, not whether
+// the zones' NBs have them.
+func (s *Source) SetAllocator() { s.allocator = true }
 
 // NewSource prepares the informers; Start runs them. recorder may be nil.
 func NewSource(client dynamic.Interface, resync time.Duration, recorder record.EventRecorder, log logr.Logger) *Source {
@@ -197,6 +206,9 @@ func asUnstructured(obj any) (*unstructured.Unstructured, bool) {
 
 // Prepare adds the finalizer to a router that lacks it.
 func (s *Source) Prepare(ctx context.Context, router string) error {
+	if s.allocator {
+		return nil
+	}
 	u, err := s.current(router)
 	if err != nil || u == nil || u.GetDeletionTimestamp() != nil || slices.Contains(u.GetFinalizers(), Finalizer) {
 		return err
@@ -209,6 +221,9 @@ func (s *Source) Prepare(ctx context.Context, router string) error {
 
 // Removed drops the finalizer of a deleted router whose rows are gone.
 func (s *Source) Removed(ctx context.Context, router string) error {
+	if s.allocator {
+		return nil
+	}
 	u, err := s.current(router)
 	if err != nil || u == nil || !slices.Contains(u.GetFinalizers(), Finalizer) {
 		return err
@@ -251,6 +266,13 @@ func (s *Source) Report(ctx context.Context, router string, st controller.Router
 		if st.Err != nil {
 			realized.Reason, realized.Message = "NotReady", "the router's rows are not committed"
 		}
+	}
+	if s.allocator {
+		if st.Err == nil {
+			ready.Reason, ready.Message = "Allocated", "the router's gateway and tunnel keys are allocated; each zone's kubevirt-ovn agent writes its rows"
+		}
+		realized.Status, realized.Reason, realized.Message = metav1.ConditionUnknown, "Interconnect",
+			"the allocator does not read the zones' databases"
 	}
 	meta.SetStatusCondition(&conds, ready)
 	meta.SetStatusCondition(&conds, realized)
