@@ -21,16 +21,20 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 )
 
 // The kustomizations shipped in deploy/, each runnable as `kubectl apply -k
@@ -39,11 +43,13 @@ import (
 var kustomizations = []struct {
 	dir       string
 	kinds     []string
-	workloads map[string]workload // by Kind/name
-	rbac      map[string]grants   // by ServiceAccount
+	serves    []schema.GroupVersionResource // what the binary watches and writes
+	workloads map[string]workload           // by Kind/name
+	rbac      map[string]grants             // by ServiceAccount
 }{{
-	dir:   "deploy",
-	kinds: []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"},
+	dir:    "deploy",
+	kinds:  []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"},
+	serves: []schema.GroupVersionResource{kube.RouterGVR},
 	workloads: map[string]workload{
 		"Deployment/kubevirt-ovn": {account: "kubevirt-ovn", user: 65532, tlsSecret: true,
 			flags: map[string]string{"lease-namespace": podNamespace}},
@@ -54,12 +60,13 @@ var kustomizations = []struct {
 				"update kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters/finalizers", "update kubevirt.io/virtualrouters/status",
 				"create core/events default", "patch core/events default", "update coordination.k8s.io/leases kubevirt-ovn"},
 			cannot: []string{"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
-				"delete kubevirt.io/virtualrouters", "get core/configmaps kubevirt-ovn", "update coordination.k8s.io/leases default"},
+				"delete kubevirt.io/virtualrouters", "list ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update coordination.k8s.io/leases default"},
 		},
 	},
 }, {
-	dir:   "deploy/interconnect",
-	kinds: []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "DaemonSet"},
+	dir:    "deploy/interconnect",
+	kinds:  []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "DaemonSet"},
+	serves: []schema.GroupVersionResource{kube.RouterGVR, kube.ZoneGVR, kube.AllocationGVR},
 	workloads: map[string]workload{
 		"Deployment/kubevirt-ovn-allocator": {account: "kubevirt-ovn-allocator", user: 65532,
 			flags: map[string]string{"interconnect": "true", "namespace": podNamespace, "lease-namespace": podNamespace}},
@@ -73,22 +80,27 @@ var kustomizations = []struct {
 		"kubevirt-ovn-allocator": {
 			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
 				"update kubevirt.io/virtualrouters/status", "create core/events default", "patch core/events default",
-				"watch core/configmaps kubevirt-ovn", "create core/configmaps kubevirt-ovn", "update core/configmaps kubevirt-ovn", "delete core/configmaps kubevirt-ovn",
+				"watch ovn.kubevirt.io/ovnzones kubevirt-ovn", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn",
+				"create ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update ovn.kubevirt.io/ovnallocations kubevirt-ovn", "delete ovn.kubevirt.io/ovnallocations kubevirt-ovn",
 				"get coordination.k8s.io/leases kubevirt-ovn", "create coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn"},
 			cannot: []string{"update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters/finalizers",
 				"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
-				"get core/configmaps default", "create core/configmaps default", "get core/nodes", "update coordination.k8s.io/leases default"},
+				"update ovn.kubevirt.io/ovnzones kubevirt-ovn", "create ovn.kubevirt.io/ovnallocations default", "list ovn.kubevirt.io/ovnzones",
+				"get core/nodes", "update coordination.k8s.io/leases default"},
 		},
-		// Reads the cluster, writes its zone's ConfigMap (and its node's
+		// Reads the cluster, writes its zone's OVNZone (and its node's
 		// NB), nothing else.
 		"kubevirt-ovn-zone-agent": {
 			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
-				"get core/nodes", "watch core/configmaps kubevirt-ovn", "create core/configmaps kubevirt-ovn", "update core/configmaps kubevirt-ovn"},
+				"get core/nodes", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn", "watch ovn.kubevirt.io/ovnzones kubevirt-ovn",
+				"create ovn.kubevirt.io/ovnzones kubevirt-ovn", "update ovn.kubevirt.io/ovnzones kubevirt-ovn"},
 			cannot: []string{"create kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "delete kubevirt.io/virtualrouters",
 				"update kubevirt.io/virtualrouters/status", "patch kubevirt.io/virtualrouters/status", "update kubevirt.io/virtualrouters/finalizers",
 				"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
-				"update core/nodes", "patch core/nodes", "create core/events default", "delete core/configmaps kubevirt-ovn",
-				"get core/configmaps default", "create core/configmaps default", "get coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn"},
+				"update core/nodes", "patch core/nodes", "create core/events default",
+				"create ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update ovn.kubevirt.io/ovnallocations kubevirt-ovn", "delete ovn.kubevirt.io/ovnzones kubevirt-ovn",
+				"create ovn.kubevirt.io/ovnzones default", "list ovn.kubevirt.io/ovnzones",
+				"get coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn"},
 		},
 	},
 }}
@@ -113,9 +125,14 @@ func TestDeployManifestsDecodeStrictly(t *testing.T) {
 			kinds := map[string]int{}
 			configMaps := map[string]*corev1.ConfigMap{}
 			pods := map[string]corev1.PodSpec{}
+			served := map[schema.GroupVersionResource]bool{}
 			for _, o := range objs {
 				kinds[o.kind]++
 				switch obj := o.obj.(type) {
+				case *apiextensionsv1.CustomResourceDefinition:
+					for _, v := range obj.Spec.Versions {
+						served[schema.GroupVersionResource{Group: obj.Spec.Group, Version: v.Name, Resource: obj.Spec.Names.Plural}] = v.Served
+					}
 				case *corev1.ConfigMap:
 					configMaps[obj.Name] = obj
 				case *appsv1.Deployment:
@@ -126,6 +143,9 @@ func TestDeployManifestsDecodeStrictly(t *testing.T) {
 			}
 			for _, kind := range k.kinds {
 				assert.Positive(t, kinds[kind], "%s has a %s", k.dir, kind)
+			}
+			for _, gvr := range k.serves {
+				assert.True(t, served[gvr], "%s has the CRD of %s", k.dir, gvr)
 			}
 			assert.Equal(t, slices.Sorted(maps.Keys(k.workloads)), slices.Sorted(maps.Keys(pods)), "the workloads of %s", k.dir)
 			for name, want := range k.workloads {
