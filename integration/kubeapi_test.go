@@ -3,7 +3,9 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -139,13 +141,20 @@ func (k *kubeAPI) installCRDs(t *testing.T, files []string) {
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
-		var crd apiextensionsv1.CustomResourceDefinition
-		require.NoError(t, utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&crd), f)
-		_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err, f)
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := dec.Decode(&crd); errors.Is(err, io.EOF) {
+				break
+			} else {
+				require.NoError(t, err, f)
+			}
+			_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err, f)
+			}
+			names = append(names, crd.Name)
 		}
-		names = append(names, crd.Name)
 	}
 	for _, name := range names {
 		require.NoError(t, sandbox.Poll(30*time.Second, "CRD "+name+" established", func() (bool, error) {

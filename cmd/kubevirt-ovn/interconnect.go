@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	ovsdbcache "github.com/ovn-kubernetes/libovsdb/cache"
@@ -136,19 +137,16 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 	if !cache.WaitForCacheSync(ctx.Done(), store.HasSynced) {
 		return ctx.Err()
 	}
-	// The zone's chassis, now and whenever they change.
-	publish := func() {
-		chassis, err := ovn.ZoneChassis(ctx, sbc, zone)
-		if err == nil {
-			err = store.PublishZone(ctx, zone, f.nodeName, chassis)
-		}
-		if err != nil && ctx.Err() == nil {
-			log.Info("publishing the zone's chassis", "error", err.Error())
-		}
-	}
+	// The zone's chassis, now and whenever they change; a failed
+	// publication is tried again until it succeeds.
+	kick := make(chan struct{}, 1)
 	onChassis := func(table string) {
-		if table == sbmodel.ChassisTable {
-			publish()
+		if table != sbmodel.ChassisTable {
+			return
+		}
+		select {
+		case kick <- struct{}{}:
+		default:
 		}
 	}
 	sbc.Cache().AddEventHandler(&ovsdbcache.EventHandlerFuncs{
@@ -156,7 +154,29 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 		UpdateFunc: func(table string, _, _ model.Model) { onChassis(table) },
 		DeleteFunc: func(table string, _ model.Model) { onChassis(table) },
 	})
-	publish()
+	go func() {
+		retry := time.Second
+		for {
+			chassis, err := ovn.ZoneChassis(ctx, sbc, zone)
+			if err == nil {
+				err = store.PublishZone(ctx, zone, f.nodeName, chassis)
+			}
+			var again <-chan time.Time
+			if err != nil && ctx.Err() == nil {
+				log.Info("publishing the zone's chassis; trying again", "error", err.Error(), "in", retry)
+				again = time.After(retry)
+				retry = min(2*retry, 30*time.Second)
+			} else {
+				retry = time.Second
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			case <-again:
+			}
+		}
+	}()
 	ready := func() error {
 		if !source.HasSynced() || !store.HasSynced() {
 			return errors.New("informer caches not synced")

@@ -287,7 +287,7 @@ func (s *Store) Apply(ctx context.Context, u translator.Unit, a *translator.Allo
 	}
 	spec := allocSpec{Unit: allocUnit{Kind: string(u.Kind), Name: u.Name}, Gateways: a.Gateways,
 		SwitchKeys: a.Keys.Switches, PortKeys: a.Keys.Ports}
-	return s.put(ctx, res, AllocationGVR, "OVNAllocation", name, cur, exists, spec, nil)
+	return s.put(ctx, res, AllocationGVR, "OVNAllocation", name, cur, exists, &spec, nil)
 }
 
 // PublishZone makes zone's OVNZone list chassis; with node (and a Nodes
@@ -310,11 +310,11 @@ func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []tr
 		}
 		owners = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
 	}
-	return s.put(ctx, s.client.Resource(ZoneGVR).Namespace(s.namespace), ZoneGVR, "OVNZone", name, cur, exists, spec, owners)
+	return s.put(ctx, s.client.Resource(ZoneGVR).Namespace(s.namespace), ZoneGVR, "OVNZone", name, cur, exists, &spec, owners)
 }
 
-// put creates object name of kind with spec, or updates cur's spec when it
-// differs.
+// put creates object name of kind with spec (a pointer to a struct), or
+// updates cur's spec when it differs.
 func (s *Store) put(ctx context.Context, res dynamic.ResourceInterface, gvr schema.GroupVersionResource, kind, name string, cur any, exists bool, spec any, owners []metav1.OwnerReference) error {
 	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
 	if err != nil {
