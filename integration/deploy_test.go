@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,103 +20,289 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 )
 
-// Every object `kubectl apply -k deploy/` would send decodes strictly into
-// its typed API object (unknown or misspelt fields fail), with the kinds a
-// deployment needs.
+// The kustomizations shipped in deploy/, each runnable as `kubectl apply -k
+// DIR`, and what each must deploy: its workloads and what each
+// ServiceAccount may and may not do.
+var kustomizations = []struct {
+	dir       string
+	kinds     []string
+	serves    []schema.GroupVersionResource // what the binary watches and writes
+	workloads map[string]workload           // by Kind/name
+	rbac      map[string]grants             // by ServiceAccount
+}{{
+	dir:    "deploy",
+	kinds:  []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"},
+	serves: []schema.GroupVersionResource{kube.RouterGVR},
+	workloads: map[string]workload{
+		"Deployment/kubevirt-ovn": {account: "kubevirt-ovn", user: 65532, tlsSecret: true,
+			flags: map[string]string{"lease-namespace": podNamespace}},
+	},
+	rbac: map[string]grants{
+		"kubevirt-ovn": {
+			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
+				"update kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters/finalizers", "update kubevirt.io/virtualrouters/status",
+				"create core/events default", "patch core/events default", "update coordination.k8s.io/leases kubevirt-ovn"},
+			cannot: []string{"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
+				"delete kubevirt.io/virtualrouters", "list ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update coordination.k8s.io/leases default"},
+		},
+	},
+}, {
+	dir:    "deploy/interconnect",
+	kinds:  []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "DaemonSet"},
+	serves: []schema.GroupVersionResource{kube.RouterGVR, kube.ZoneGVR, kube.AllocationGVR},
+	workloads: map[string]workload{
+		"Deployment/kubevirt-ovn-allocator": {account: "kubevirt-ovn-allocator", user: 65532,
+			flags: map[string]string{"interconnect": "true", "namespace": podNamespace, "lease-namespace": podNamespace}},
+		"DaemonSet/kubevirt-ovn-zone-agent": {account: "kubevirt-ovn-zone-agent", user: 0, ovnSockets: true, everyNode: true,
+			flags: map[string]string{"zone-nb": "unix:/var/run/ovn/ovnnb_db.sock", "zone-sb": "unix:/var/run/ovn/ovnsb_db.sock",
+				"node-name": "pod-field-spec.nodeName", "namespace": podNamespace, "leader-elect": "false"}},
+	},
+	rbac: map[string]grants{
+		// Writes status, Events, allocations and its Lease; no NB, no
+		// finalizers in this mode.
+		"kubevirt-ovn-allocator": {
+			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
+				"update kubevirt.io/virtualrouters/status", "create core/events default", "patch core/events default",
+				"watch ovn.kubevirt.io/ovnzones kubevirt-ovn", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn",
+				"create ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update ovn.kubevirt.io/ovnallocations kubevirt-ovn", "delete ovn.kubevirt.io/ovnallocations kubevirt-ovn",
+				"get coordination.k8s.io/leases kubevirt-ovn", "create coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn"},
+			cannot: []string{"update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters/finalizers",
+				"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
+				"update ovn.kubevirt.io/ovnzones kubevirt-ovn", "create ovn.kubevirt.io/ovnallocations default", "list ovn.kubevirt.io/ovnzones",
+				"get core/nodes", "update coordination.k8s.io/leases default"},
+		},
+		// Reads the cluster, writes its zone's OVNZone (and its node's
+		// NB), nothing else.
+		"kubevirt-ovn-zone-agent": {
+			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
+				"get core/nodes", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn", "watch ovn.kubevirt.io/ovnzones kubevirt-ovn",
+				"create ovn.kubevirt.io/ovnzones kubevirt-ovn", "update ovn.kubevirt.io/ovnzones kubevirt-ovn"},
+			cannot: []string{"create kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "delete kubevirt.io/virtualrouters",
+				"update kubevirt.io/virtualrouters/status", "patch kubevirt.io/virtualrouters/status", "update kubevirt.io/virtualrouters/finalizers",
+				"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
+				"update core/nodes", "patch core/nodes", "create core/events default",
+				"create ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update ovn.kubevirt.io/ovnallocations kubevirt-ovn", "delete ovn.kubevirt.io/ovnzones kubevirt-ovn",
+				"create ovn.kubevirt.io/ovnzones default", "list ovn.kubevirt.io/ovnzones",
+				"get coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn"},
+		},
+	},
+}}
+
+// podNamespace is what a $(VAR) set from the pod's namespace expands to here.
+const podNamespace = "pod-field-metadata.namespace"
+
+// Every object `kubectl apply -k DIR` would send, for each kustomization in
+// deploy/, decodes strictly into its typed API object (unknown or misspelt
+// fields fail), with the kinds that mode needs; its workloads run as
+// shipped and its ServiceAccounts hold the privileges they need and no
+// more.
 func TestDeployManifestsDecodeStrictly(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, apiextensionsscheme.AddToScheme(scheme))
 	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 
-	var k struct {
-		APIVersion string   `json:"apiVersion"`
-		Kind       string   `json:"kind"`
-		Resources  []string `json:"resources"`
-	}
-	data, err := os.ReadFile(filepath.Join("..", "deploy", "kustomization.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.UnmarshalStrict(data, &k))
-	kinds := map[string]int{}
-	var objs []runtime.Object
-	for _, f := range k.Resources {
-		data, err := os.ReadFile(filepath.Join("..", "deploy", f))
-		require.NoError(t, err)
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
+	for _, k := range kustomizations {
+		t.Run(k.dir, func(t *testing.T) {
+			objs := render(t, decoder, filepath.Join("..", filepath.FromSlash(k.dir)))
+			kinds := map[string]int{}
+			configMaps := map[string]*corev1.ConfigMap{}
+			pods := map[string]corev1.PodSpec{}
+			served := map[schema.GroupVersionResource]bool{}
+			for _, o := range objs {
+				kinds[o.kind]++
+				switch obj := o.obj.(type) {
+				case *apiextensionsv1.CustomResourceDefinition:
+					for _, v := range obj.Spec.Versions {
+						served[schema.GroupVersionResource{Group: obj.Spec.Group, Version: v.Name, Resource: obj.Spec.Names.Plural}] = v.Served
+					}
+				case *corev1.ConfigMap:
+					configMaps[obj.Name] = obj
+				case *appsv1.Deployment:
+					pods[o.kind+"/"+o.name] = obj.Spec.Template.Spec
+				case *appsv1.DaemonSet:
+					pods[o.kind+"/"+o.name] = obj.Spec.Template.Spec
+				}
 			}
-			require.NoError(t, err)
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
+			for _, kind := range k.kinds {
+				assert.Positive(t, kinds[kind], "%s has a %s", k.dir, kind)
 			}
-			obj, gvk, err := decoder.Decode(doc, nil, nil)
-			require.NoError(t, err, "%s", f)
-			require.NotNil(t, obj)
-			kinds[gvk.Kind]++
-			objs = append(objs, obj)
-		}
+			for _, gvr := range k.serves {
+				assert.True(t, served[gvr], "%s has the CRD of %s", k.dir, gvr)
+			}
+			assert.Equal(t, slices.Sorted(maps.Keys(k.workloads)), slices.Sorted(maps.Keys(pods)), "the workloads of %s", k.dir)
+			for name, want := range k.workloads {
+				if pod, ok := pods[name]; ok {
+					t.Run(name, func(t *testing.T) { checkPod(t, pod, configMaps, want) })
+				}
+			}
+			t.Run("RBAC", func(t *testing.T) { checkRBAC(t, objs, k.rbac) })
+		})
 	}
-	for _, kind := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"} {
-		assert.Positive(t, kinds[kind], "deploy/ has a %s", kind)
-	}
-	t.Run("Deployment", func(t *testing.T) { checkDeployment(t, objs) })
 }
 
-// The Deployment runs as shipped: it uses the image `make image` builds
-// (its entrypoint, no command of its own, no pull of a loaded image), the
-// TLS Secret may be missing, every $(VAR) in its args is defined, and the
-// binary accepts its args.
-func checkDeployment(t *testing.T, objs []runtime.Object) {
-	configMaps := map[string]*corev1.ConfigMap{}
-	var deployments []*appsv1.Deployment
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.ConfigMap:
-			configMaps[o.Name] = o
-		case *appsv1.Deployment:
-			deployments = append(deployments, o)
+type object struct {
+	kind, namespace, name string
+	obj                   runtime.Object
+}
+
+// render reads the kustomization in dir as kustomize builds it, for what
+// ours use: resources only, files or kustomization directories (which is
+// how deploy/common is shared: kustomize loads no file from outside a
+// kustomization's directory). Every object decodes strictly, none twice,
+// and every namespaced one is in kubevirt-ovn.
+func render(t *testing.T, decoder runtime.Decoder, dir string) []object {
+	var objs []object
+	seen := map[string]string{}
+	var walk func(dir string)
+	walk = func(dir string) {
+		var k struct {
+			APIVersion string   `json:"apiVersion"`
+			Kind       string   `json:"kind"`
+			Resources  []string `json:"resources"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+		require.NoError(t, err)
+		require.NoError(t, yaml.UnmarshalStrict(data, &k), "%s: only resources are supported here", dir)
+		assert.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion, dir)
+		assert.Equal(t, "Kustomization", k.Kind, dir)
+		for _, res := range k.Resources {
+			path := filepath.Join(dir, filepath.FromSlash(res))
+			fi, err := os.Stat(path)
+			require.NoError(t, err, "%s: resource %s", dir, res)
+			if fi.IsDir() {
+				walk(path)
+				continue
+			}
+			rel, err := filepath.Rel(dir, path)
+			require.NoError(t, err)
+			require.False(t, strings.HasPrefix(rel, ".."), "%s: resource %s is outside the kustomization's directory: kustomize refuses it", dir, res)
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+			for {
+				doc, err := r.Read()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				require.NoError(t, err)
+				if len(bytes.TrimSpace(doc)) == 0 {
+					continue
+				}
+				obj, gvk, err := decoder.Decode(doc, nil, nil)
+				require.NoError(t, err, "%s", path)
+				require.NotNil(t, obj)
+				m, err := meta.Accessor(obj)
+				require.NoError(t, err)
+				o := object{kind: gvk.Kind, namespace: m.GetNamespace(), name: m.GetName(), obj: obj}
+				id := o.kind + " " + o.namespace + "/" + o.name
+				if prev, ok := seen[id]; ok {
+					t.Errorf("%s is in %s and %s", id, prev, path)
+				}
+				seen[id] = path
+				switch o.kind {
+				case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+					assert.Empty(t, o.namespace, id)
+				default:
+					assert.Equal(t, "kubevirt-ovn", o.namespace, id)
+				}
+				objs = append(objs, o)
+			}
 		}
 	}
-	require.Len(t, deployments, 1)
-	pod := deployments[0].Spec.Template.Spec
+	walk(dir)
+	return objs
+}
+
+// workload is what a Deployment or DaemonSet of deploy/ must be.
+type workload struct {
+	account   string            // its ServiceAccount
+	user      int64             // runAsUser
+	tlsSecret bool              // mounts the optional OVN TLS Secret
+	flags     map[string]string // flags it must pass, as expanded
+	// Mounts the host's /var/run/ovn read-only, and --zone-nb/--zone-sb
+	// name sockets in it.
+	ovnSockets bool
+	everyNode  bool // tolerates every taint
+}
+
+// checkPod: the workload runs as shipped. It uses the image `make image`
+// builds (its entrypoint, no command of its own, no pull of a loaded
+// image), a TLS Secret may be missing, it is neither privileged nor on the
+// host's network, every $(VAR) in its args is defined, and the binary
+// accepts its args.
+func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.ConfigMap, want workload) {
+	assert.Equal(t, want.account, pod.ServiceAccountName)
+	assert.False(t, pod.HostNetwork, "no host network: unix sockets and the pod's own port")
+	assert.False(t, pod.HostPID)
+	if want.everyNode {
+		assert.True(t, slices.ContainsFunc(pod.Tolerations, func(tl corev1.Toleration) bool {
+			return tl.Key == "" && tl.Operator == corev1.TolerationOpExists && tl.Effect == ""
+		}), "tolerates every taint: runs on every node ovn-kubernetes runs on")
+	}
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
 	assert.Equal(t, "kubevirt-ovn:latest", c.Image, "the tag `make image` writes")
 	assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy, "an image loaded into the nodes is used, not pulled")
 	assert.Empty(t, c.Command, "the image's entrypoint /kubevirt-ovn runs")
-	if sc := c.SecurityContext; assert.NotNil(t, sc) && assert.NotNil(t, sc.RunAsUser) {
-		assert.Equal(t, int64(65532), *sc.RunAsUser, "the image's user")
+	if sc := c.SecurityContext; assert.NotNil(t, sc) {
+		if assert.NotNil(t, sc.RunAsUser) {
+			assert.Equal(t, want.user, *sc.RunAsUser)
+		}
+		if want.user != 0 && assert.NotNil(t, sc.RunAsNonRoot) {
+			assert.True(t, *sc.RunAsNonRoot)
+		}
+		assert.True(t, sc.Privileged == nil || !*sc.Privileged, "not privileged")
+		if assert.NotNil(t, sc.AllowPrivilegeEscalation) {
+			assert.False(t, *sc.AllowPrivilegeEscalation)
+		}
+		if assert.NotNil(t, sc.Capabilities) {
+			assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+			assert.Empty(t, sc.Capabilities.Add)
+		}
 	}
 
-	mounted := map[string]bool{}
+	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {
-		mounted[m.Name] = true
+		mounts[m.Name] = m
 	}
 	secrets := 0
+	hostPaths := map[string]string{} // mount path -> host path
 	for _, v := range pod.Volumes {
-		assert.True(t, mounted[v.Name], "volume %s is mounted", v.Name)
+		m, mounted := mounts[v.Name]
+		assert.True(t, mounted, "volume %s is mounted", v.Name)
 		if v.Secret != nil {
 			secrets++
 			if assert.NotNil(t, v.Secret.Optional, "volume %s", v.Name) {
 				assert.True(t, *v.Secret.Optional, "volume %s: the Secret is optional, tcp: endpoints need none", v.Name)
 			}
 		}
+		if v.HostPath != nil {
+			assert.True(t, m.ReadOnly, "volume %s: the host's %s is mounted read-only", v.Name, v.HostPath.Path)
+			hostPaths[m.MountPath] = v.HostPath.Path
+		}
 	}
-	assert.Equal(t, 1, secrets, "the TLS Secret volume")
+	assert.Equal(t, map[bool]int{true: 1, false: 0}[want.tlsSecret], secrets, "the TLS Secret volume")
+	if !want.ovnSockets {
+		assert.Empty(t, hostPaths, "no host path")
+	}
 
 	// $(VAR) as the kubelet expands it, from the ConfigMap and made-up
 	// pod fields.
@@ -140,16 +327,40 @@ func checkDeployment(t *testing.T, objs []runtime.Object) {
 	}
 	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	var args []string
+	flags := map[string]string{}
 	for _, a := range c.Args {
-		args = append(args, ref.ReplaceAllStringFunc(a, func(m string) string {
+		a = ref.ReplaceAllStringFunc(a, func(m string) string {
 			name := ref.FindStringSubmatch(m)[1]
 			v, ok := env[name]
 			assert.True(t, ok, "arg %q: $(%s) is not in the container's env (the kubelet would pass it verbatim)", a, name)
 			return v
-		}))
+		})
+		args = append(args, a)
+		if name, ok := strings.CutPrefix(a, "--"); ok {
+			name, value, ok := strings.Cut(name, "=")
+			flags[name] = map[bool]string{true: value, false: "true"}[ok]
+		}
 	}
 	require.NotEmpty(t, args)
 	assert.Equal(t, "run", args[0])
+	for name, value := range want.flags {
+		assert.Equal(t, value, flags[name], "--%s", name)
+	}
+	if want.ovnSockets {
+		for _, name := range []string{"zone-nb", "zone-sb"} {
+			path, ok := strings.CutPrefix(flags[name], "unix:")
+			assert.True(t, ok, "--%s=%s: a unix socket", name, flags[name])
+			host, ok := "", false
+			for mountPath, hostPath := range hostPaths {
+				if rest, in := strings.CutPrefix(path, mountPath+"/"); in {
+					host, ok = filepath.Join(hostPath, rest), true
+				}
+			}
+			if assert.True(t, ok, "--%s=%s: under a host path mount", name, flags[name]) {
+				assert.Equal(t, "/var/run/ovn", filepath.Dir(host), "--%s: ovn-kubernetes' sockets are in the host's /var/run/ovn", name)
+			}
+		}
+	}
 
 	// The binary's own flag set parses the args: with -h after them it
 	// prints only its usage; a flag it does not have, or a bad value,
@@ -167,6 +378,96 @@ func checkDeployment(t *testing.T, objs []runtime.Object) {
 		ok, stderr := parses(append(slices.Clone(args), bad))
 		assert.False(t, ok, "an arg %s is refused", bad)
 		assert.Contains(t, stderr, strings.TrimLeft(strings.Split(bad, "=")[0], "-"))
+	}
+}
+
+// grants: what a ServiceAccount can and cannot do, each as "VERB
+// GROUP/RESOURCE[/SUBRESOURCE] [NAMESPACE]" (core: the core group; no
+// namespace: cluster-wide).
+type grants struct{ can, cannot []string }
+
+// checkRBAC: no rule grants a wildcard, every binding binds a role and a
+// ServiceAccount of the kustomization, and each ServiceAccount can do what
+// it needs and cannot do what it must not.
+func checkRBAC(t *testing.T, objs []object, want map[string]grants) {
+	roles := map[string][]rbacv1.PolicyRule{} // "ClusterRole/x", "Role/ns/x"
+	accounts := map[string]bool{}
+	type binding struct {
+		namespace string // "": a ClusterRoleBinding
+		role      string
+		subjects  []rbacv1.Subject
+	}
+	var bindings []binding
+	for _, o := range objs {
+		switch obj := o.obj.(type) {
+		case *corev1.ServiceAccount:
+			accounts[obj.Name] = true
+		case *rbacv1.ClusterRole:
+			roles["ClusterRole/"+obj.Name] = obj.Rules
+		case *rbacv1.Role:
+			roles["Role/"+obj.Namespace+"/"+obj.Name] = obj.Rules
+		case *rbacv1.ClusterRoleBinding:
+			bindings = append(bindings, binding{"", "ClusterRole/" + obj.RoleRef.Name, obj.Subjects})
+		case *rbacv1.RoleBinding:
+			role := "ClusterRole/" + obj.RoleRef.Name
+			if obj.RoleRef.Kind == "Role" {
+				role = "Role/" + obj.Namespace + "/" + obj.RoleRef.Name
+			}
+			bindings = append(bindings, binding{obj.Namespace, role, obj.Subjects})
+		}
+	}
+	for name, rules := range roles {
+		for _, r := range rules {
+			for _, field := range [][]string{r.Verbs, r.APIGroups, r.Resources, r.NonResourceURLs} {
+				assert.NotContains(t, field, "*", "%s: no wildcard: %v", name, r)
+			}
+			assert.Empty(t, r.NonResourceURLs, name)
+		}
+	}
+	assert.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(accounts)), "the ServiceAccounts")
+	for _, b := range bindings {
+		_, ok := roles[b.role]
+		assert.True(t, ok, "a binding to %s: the role is in the kustomization", b.role)
+		for _, s := range b.subjects {
+			assert.True(t, s.Kind == rbacv1.ServiceAccountKind && s.Namespace == "kubevirt-ovn" && accounts[s.Name], "a binding to %s: subject %v", b.role, s)
+		}
+	}
+
+	// can: an authorizer of RBAC's rules (no resourceNames here).
+	can := func(account, access string) bool {
+		f := strings.Fields(access)
+		require.True(t, len(f) == 2 || len(f) == 3, access)
+		verb, ns := f[0], ""
+		if len(f) == 3 {
+			ns = f[2]
+		}
+		group, resource, ok := strings.Cut(f[1], "/")
+		require.True(t, ok, access)
+		if group == "core" {
+			group = ""
+		}
+		for _, b := range bindings {
+			if b.namespace != "" && b.namespace != ns {
+				continue
+			}
+			if !slices.ContainsFunc(b.subjects, func(s rbacv1.Subject) bool { return s.Name == account }) {
+				continue
+			}
+			for _, r := range roles[b.role] {
+				if slices.Contains(r.Verbs, verb) && slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for account, g := range want {
+		for _, a := range g.can {
+			assert.True(t, can(account, a), "%s can %s", account, a)
+		}
+		for _, a := range g.cannot {
+			assert.False(t, can(account, a), "%s cannot %s", account, a)
+		}
 	}
 }
 

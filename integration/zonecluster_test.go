@@ -24,7 +24,7 @@ const icNamespace = "kubevirt-ovn"
 // one agent per zone of e, as deploy/interconnect does in a cluster.
 func startInterconnect(t *testing.T, e *zoneEnv, k *kubeAPI) map[string]*controllerProc {
 	t.Helper()
-	k.installCRDs(t, []string{filepath.Join("..", "deploy", "crd-interconnect.yaml")})
+	k.installCRDs(t, []string{filepath.Join("..", "deploy", "interconnect", "crd-interconnect.yaml")})
 	procs := map[string]*controllerProc{}
 	procs["allocator"] = startController(t, "allocator", "--interconnect", "--kubeconfig", k.kubeconfig, "--namespace", icNamespace)
 	for _, zdb := range e.z.List() {

@@ -53,7 +53,7 @@ func kubeClients(ctx context.Context, f *runFlags) (dynamic.Interface, kubernete
 
 // runAllocator is the interconnect allocator (--interconnect): leader
 // elected, it plans every unit over the zones the agents published and
-// records its decisions in ConfigMaps; it writes no NB.
+// records its decisions in OVNAllocations; it writes no NB.
 func runAllocator(ctx context.Context, f *runFlags, log logr.Logger) error {
 	dyn, kc, recorder, stopEvents, err := kubeClients(ctx, f)
 	if err != nil {
@@ -190,7 +190,7 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 }
 
 // agentSource is a zone agent's input: synced once the cluster's objects
-// and the ConfigMaps are listed and the zone's own chassis are among them
+// and the OVNZones and OVNAllocations are listed and the zone's own chassis are among them
 // (before that the agent would plan its zone without its chassis and
 // remove rows that are needed).
 type agentSource struct {

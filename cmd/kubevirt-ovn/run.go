@@ -80,12 +80,12 @@ func runRun(args []string, stderr io.Writer) int {
 	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
 	fs.BoolVar(&f.events, "events", true, "with a cluster: record Kubernetes Events for failures and gateway changes")
 	f.moveNudge = moveNudgeFlag(fs)
-	fs.BoolVar(&f.interconnect, "interconnect", false, "in a cluster whose OVN has one NB per zone (ovn-kubernetes): be the allocator, which writes no NB; it schedules gateways and allocates tunnel keys, recorded in ConfigMaps of --namespace for the zone agents (--zone-nb)")
+	fs.BoolVar(&f.interconnect, "interconnect", false, "in a cluster whose OVN has one NB per zone (ovn-kubernetes): be the allocator, which writes no NB; it schedules gateways and allocates tunnel keys, recorded in OVNAllocations of --namespace for the zone agents (--zone-nb)")
 	fs.StringVar(&f.zoneNB.Address, "zone-nb", "", "in a cluster whose OVN has one NB per zone: be this node's zone agent, writing this zone's NB (e.g. unix:/var/run/ovn/ovnnb_db.sock) from the allocator's decisions")
 	fs.StringVar(&f.zoneSB.Address, "zone-sb", "", "with --zone-nb: this zone's SB (e.g. unix:/var/run/ovn/ovnsb_db.sock)")
 	fs.StringVar(&f.zoneName, "zone-name", "", "with --zone-nb: the zone's name (default: the NB's NB_Global name, which ovn-kubernetes sets to it)")
-	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "with --zone-nb: this node's name; the zone's chassis ConfigMap is owned by the Node and goes with it")
-	fs.StringVar(&f.namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), "kubevirt-ovn"), "with --interconnect or --zone-nb: the namespace of kubevirt-ovn's ConfigMaps (zones' chassis, allocations)")
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "with --zone-nb: this node's name; the zone's OVNZone is owned by the Node and goes with it")
+	fs.StringVar(&f.namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), "kubevirt-ovn"), "with --interconnect or --zone-nb: the namespace of the OVNZones and OVNAllocations")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -28,7 +28,8 @@ import (
 // In a cluster whose OVN has one NB per zone (ovn-kubernetes'
 // interconnect mode) kubevirt-ovn runs as an allocator, which writes no NB,
 // and one agent per zone, which writes its zone's NB. They meet in two
-// resources of kubevirt-ovn's namespace (deploy/crd-interconnect.yaml):
+// resources of kubevirt-ovn's namespace
+// (deploy/interconnect/crd-interconnect.yaml):
 //   - OVNZone: a zone's chassis, one per zone, written by its agent and
 //     owned by its Node, so that a deleted node's chassis go with it;
 //   - OVNAllocation: one unit's decisions, one per router and network,
