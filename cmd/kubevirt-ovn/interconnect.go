@@ -29,8 +29,8 @@ import (
 )
 
 // kubeClients are the cluster's dynamic and typed clients and, with
-// --events, an event recorder; stop flushes the recorder.
-func kubeClients(ctx context.Context, f *runFlags) (dynamic.Interface, kubernetes.Interface, record.EventRecorder, func(), error) {
+// events, an event recorder; stop flushes the recorder.
+func kubeClients(ctx context.Context, f *runFlags, events bool) (dynamic.Interface, kubernetes.Interface, record.EventRecorder, func(), error) {
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -43,7 +43,7 @@ func kubeClients(ctx context.Context, f *runFlags) (dynamic.Interface, kubernete
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if !f.events {
+	if !events {
 		return dyn, kc, nil, func() {}, nil
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
@@ -55,7 +55,7 @@ func kubeClients(ctx context.Context, f *runFlags) (dynamic.Interface, kubernete
 // elected, it plans every unit over the zones the agents published and
 // records its decisions in OVNAllocations; it writes no NB.
 func runAllocator(ctx context.Context, f *runFlags, log logr.Logger) error {
-	dyn, kc, recorder, stopEvents, err := kubeClients(ctx, f)
+	dyn, kc, recorder, stopEvents, err := kubeClients(ctx, f, f.events)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,8 @@ func runAllocator(ctx context.Context, f *runFlags, log logr.Logger) error {
 // runZoneAgent is one zone's agent (--zone-nb): it publishes its zone's
 // chassis and writes its zone's NB from the allocator's decisions.
 func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
-	dyn, kc, _, stopEvents, err := kubeClients(ctx, f)
+	// The agent records no event (and may not: see its RBAC).
+	dyn, kc, _, stopEvents, err := kubeClients(ctx, f, false)
 	if err != nil {
 		return err
 	}
@@ -189,10 +190,10 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 	return agent.Run(ctx)
 }
 
-// agentSource is a zone agent's input: synced once the cluster's objects
-// and the OVNZones and OVNAllocations are listed and the zone's own chassis are among them
-// (before that the agent would plan its zone without its chassis and
-// remove rows that are needed).
+// agentSource is a zone agent's input: synced once the cluster's objects,
+// the OVNZones and the OVNAllocations are listed and the zone's own chassis
+// are among them (before that the agent would plan its zone without its
+// chassis and remove rows that are needed).
 type agentSource struct {
 	*kube.Source
 	store *kube.Store

@@ -187,7 +187,7 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 		return ctrl.Run(ctx)
 	}
 
-	dyn, kc, recorder, stopEvents, err := kubeClients(ctx, f)
+	dyn, kc, recorder, stopEvents, err := kubeClients(ctx, f, f.events)
 	if err != nil {
 		return err
 	}
