@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
@@ -81,20 +78,7 @@ func runAllocator(ctx context.Context, f *runFlags, log logr.Logger) error {
 	if err := serve(ctx, f.addr, controller.NewMetrics(nil, f.instance), ready, log); err != nil {
 		return err
 	}
-	if !f.leaderElect {
-		return alloc.Run(ctx)
-	}
-	id := f.identity
-	if id == "" {
-		host, _ := os.Hostname()
-		id = fmt.Sprintf("%s_%d", host, os.Getpid())
-	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, f.leaseNamespace, f.leaseName,
-		nil, kc.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
-	if err != nil {
-		return err
-	}
-	return lead(ctx, lock, f, alloc, log)
+	return runLeading(ctx, f, kc, recorder, alloc, log)
 }
 
 // runZoneAgent is one zone's agent (--zone-nb): it publishes its zone's

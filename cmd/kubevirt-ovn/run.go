@@ -17,10 +17,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
@@ -207,10 +209,15 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 	if err := serve(ctx, f.addr, metrics, ready, log); err != nil {
 		return err
 	}
-	if !f.leaderElect {
-		return ctrl.Run(ctx)
-	}
+	return runLeading(ctx, f, kc, recorder, ctrl, log)
+}
 
+// runLeading runs r, with --leader-elect only while this replica holds
+// the Lease (see lead).
+func runLeading(ctx context.Context, f *runFlags, kc kubernetes.Interface, recorder record.EventRecorder, r interface{ Run(context.Context) error }, log logr.Logger) error {
+	if !f.leaderElect {
+		return r.Run(ctx)
+	}
 	id := f.identity
 	if id == "" {
 		host, _ := os.Hostname()
@@ -221,7 +228,7 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	return lead(ctx, lock, f, ctrl, log)
+	return lead(ctx, lock, f, r, log)
 }
 
 // runZones runs the controllers of every zone (--zone) from manifests on

@@ -96,27 +96,8 @@ func (a *Allocator) Run(ctx context.Context) error {
 	}
 	all()
 	a.opts.Log.Info("allocator started", "workers", a.opts.Workers)
-	var wg sync.WaitGroup
-	for range a.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a.processNext(ctx) {
-			}
-		}()
-	}
-	ticker := time.NewTicker(a.opts.Resync)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			a.queue.ShutDown()
-			wg.Wait()
-			return nil
-		case <-ticker.C:
-			all()
-		}
-	}
+	runWorkers(ctx, a.queue, a.opts, a.processNext, all)
+	return nil
 }
 
 func (a *Allocator) processNext(ctx context.Context) bool {

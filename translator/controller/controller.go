@@ -274,28 +274,35 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.EnqueueAll(ctx)
 	log.Info("controller started", "workers", c.opts.Workers, "instance", c.opts.Instance)
 
+	runWorkers(ctx, c.queue, c.opts, c.processNext, func() { c.EnqueueAll(ctx) })
+	log.Info("controller stopped", "dropped", c.queue.Len())
+	return nil
+}
+
+// runWorkers runs opts.Workers workers calling next until it says stop,
+// and resync every opts.Resync, until ctx ends. Then it shuts the queue
+// down, without draining it (workers see ctx ended before their next
+// item), and returns once the workers have.
+func runWorkers(ctx context.Context, queue workqueue.TypedRateLimitingInterface[translator.Unit], opts Options, next func(context.Context) bool, resync func()) {
 	var wg sync.WaitGroup
-	for i := 0; i < c.opts.Workers; i++ {
+	for range opts.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c.processNext(ctx) {
+			for next(ctx) {
 			}
 		}()
 	}
-	ticker := time.NewTicker(c.opts.Resync)
+	ticker := time.NewTicker(opts.Resync)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			// Workers see ctx ended before their next reconcile; the
-			// queue's remaining units are dropped, not drained.
-			c.queue.ShutDown()
+			queue.ShutDown()
 			wg.Wait()
-			log.Info("controller stopped", "dropped", c.queue.Len())
-			return nil
+			return
 		case <-ticker.C:
-			c.EnqueueAll(ctx)
+			resync()
 		}
 	}
 }
