@@ -443,30 +443,52 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 // update writes the managed columns of have that differ from want, in
 // place.
 func (d *Differ) update(ud *UnitDiff, t *Table, have, want model.Model, key string) error {
-	var cols []string
+	var cols, keyCols []string
 	var desc []string
 	for _, col := range t.Columns {
-		a, b := field(have, col), field(want, col)
+		a, b := t.managed(have, col), t.managed(want, col)
 		if equalValue(a, b) {
 			continue
 		}
-		cols = append(cols, col)
+		if _, ok := t.Keys[col]; ok {
+			keyCols = append(keyCols, col)
+		} else {
+			cols = append(cols, col)
+		}
 		desc = append(desc, col+": "+format(a)+" -> "+format(b))
 	}
-	if len(cols) == 0 {
+	if len(cols)+len(keyCols) == 0 {
 		return nil
 	}
 	m := model.Clone(want)
 	setUUID(m, uuidOf(have))
-	ptrs := make([]any, len(cols))
-	for i, col := range cols {
-		ptrs[i] = fieldPtr(m, col)
+	if len(cols) > 0 {
+		ptrs := make([]any, len(cols))
+		for i, col := range cols {
+			ptrs[i] = fieldPtr(m, col)
+		}
+		ops, err := d.c.Where(m).Update(m, ptrs...)
+		if err != nil {
+			return fmt.Errorf("building the update of %s %s: %w", t.Name, key, err)
+		}
+		ud.ops = append(ud.ops, ops...)
 	}
-	ops, err := d.c.Where(m).Update(m, ptrs...)
-	if err != nil {
-		return fmt.Errorf("building the update of %s %s: %w", t.Name, key, err)
+	for _, col := range keyCols {
+		// Our keys out, then our keys in (an insert does not replace a
+		// key's value); the others' keys stay.
+		var mutations []model.Mutation
+		if keys := field(have, col); keys.Len() > 0 {
+			mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationDelete, Value: slices.Clone(t.Keys[col])})
+		}
+		if v := t.managed(want, col); v.Len() > 0 {
+			mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationInsert, Value: v.Interface()})
+		}
+		ops, err := d.c.Where(m).Mutate(m, mutations...)
+		if err != nil {
+			return fmt.Errorf("building the update of %s %s %s: %w", t.Name, key, col, err)
+		}
+		ud.ops = append(ud.ops, ops...)
 	}
-	ud.ops = append(ud.ops, ops...)
 	ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: key, Detail: strings.Join(desc, "; ")})
 	return nil
 }
@@ -534,6 +556,10 @@ func (d *Differ) foreignNotes(t *Table, r model.Model) []string {
 	v := reflect.ValueOf(r).Elem()
 	var cols []string
 	for col, i := range columnFields(v.Type()) {
+		if _, ok := t.Keys[col]; ok && t.foreignKeys(r, col) {
+			cols = append(cols, col)
+			continue
+		}
 		if col == "_uuid" || col == "_version" || slices.Contains(managed, col) {
 			continue
 		}

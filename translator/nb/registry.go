@@ -50,6 +50,10 @@ type Table struct {
 	Absent   func(model.Model) string
 	// Describe is the detail of a create Change.
 	Describe func(model.Model) string
+	// Keys: of these map columns (among Columns) kubevirt-ovn manages only
+	// the keys listed; the column's other keys are another tool's, left as
+	// they are, and a change is written as a mutation of our keys.
+	Keys map[string][]string
 }
 
 // Root says whether rows of the table live on their own.
@@ -117,8 +121,9 @@ var Registry = []*Table{
 	{
 		Name: nbmodel.LogicalSwitchTable, New: func() model.Model { return &nbmodel.LogicalSwitch{} },
 		Key: func(m model.Model) string { return m.(*nbmodel.LogicalSwitch).Name },
-		// other_config holds requested-tnl-key in interconnect mode.
+		// other_config: only requested-tnl-key, in interconnect mode.
 		Columns: []string{"name", "other_config", "external_ids"},
+		Keys:    map[string][]string{"other_config": {translator.KeyTunnel}},
 		Guard:   true,
 	},
 	{
@@ -234,9 +239,32 @@ func ManagedChanged(table string, old, cur model.Model) bool {
 		return true
 	}
 	for _, col := range t.Columns {
-		if !equalValue(field(old, col), field(cur, col)) {
+		if !equalValue(t.managed(old, col), t.managed(cur, col)) {
 			return true
 		}
 	}
 	return false
+}
+
+// managed is the value of column col of row m that kubevirt-ovn manages:
+// the whole column, or of a Keys column only its keys.
+func (t *Table) managed(m model.Model, col string) reflect.Value {
+	v := field(m, col)
+	keys, ok := t.Keys[col]
+	if !ok {
+		return v
+	}
+	out := reflect.MakeMap(v.Type())
+	for _, k := range keys {
+		if e := v.MapIndex(reflect.ValueOf(k)); e.IsValid() {
+			out.SetMapIndex(reflect.ValueOf(k), e)
+		}
+	}
+	return out
+}
+
+// foreignKeys says whether Keys column col of row m holds keys that are
+// not kubevirt-ovn's.
+func (t *Table) foreignKeys(m model.Model, col string) bool {
+	return field(m, col).Len() > t.managed(m, col).Len()
 }

@@ -763,3 +763,55 @@ func (c *countingClient) Transact(ctx context.Context, ops ...ovsdb.Operation) (
 	}
 	return res, err
 }
+
+// TestSwitchTunnelKeyIsOurOnlyOtherConfigKey: of a switch's other_config
+// kubevirt-ovn writes requested-tnl-key (interconnect mode) and nothing
+// else: another tool's key stays through a change of our key and its
+// removal, and the change is a mutation of our key.
+func TestSwitchTunnelKeyIsOurOnlyOtherConfigKey(t *testing.T) {
+	ours, raw := connect(t, "unix:"+nbtest.Real(t))
+	ctx := context.Background()
+	const sw = "kv-net-a"
+	desired := func(key string) nb.Work {
+		ls := &nbmodel.LogicalSwitch{Name: sw, ExternalIDs: tr.OwnerIDs(instance, tr.Unit{Kind: tr.KindNetwork, Name: "net-a"})}
+		if key != "" {
+			ls.OtherConfig = map[string]string{tr.KeyTunnel: key}
+		}
+		return nb.Work{Desired: nb.Desired{Unit: tr.Unit{Kind: tr.KindNetwork, Name: "net-a"}, Rows: []tr.Row{{Model: ls}}}}
+	}
+	write := func(key string) *nb.SyncResult {
+		t.Helper()
+		res, err := nb.SyncWork(ctx, ours, []nb.Work{desired(key)}, nb.SyncOptions{Instance: instance})
+		require.NoError(t, err)
+		requireNoFailures(t, res)
+		return res
+	}
+	otherConfig := func() map[string]string {
+		t.Helper()
+		require.Eventually(t, func() bool { return lsByName(t, raw)[sw] != nil }, 5*time.Second, 10*time.Millisecond)
+		return lsByName(t, raw)[sw].OtherConfig
+	}
+	write("16777215")
+	require.Eventually(t, func() bool { return otherConfig()[tr.KeyTunnel] == "16777215" }, 5*time.Second, 10*time.Millisecond)
+	ls := lsByName(t, raw)[sw]
+	ops, err := raw.Where(ls).Mutate(ls, model.Mutation{Field: &ls.OtherConfig, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{"mcast_snoop": "true"}})
+	require.NoError(t, err)
+	_, err = raw.Transact(ctx, ops...)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return otherConfig()["mcast_snoop"] == "true" }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		var rows []*nbmodel.LogicalSwitch
+		_ = ours.List(ctx, &rows)
+		return len(rows) == 1 && rows[0].OtherConfig["mcast_snoop"] == "true"
+	}, 5*time.Second, 10*time.Millisecond)
+
+	assert.Zero(t, write("16777215").Transactions, "the other tool's key is not ours to remove")
+	res := write("16777214")
+	require.Eventually(t, func() bool { return otherConfig()[tr.KeyTunnel] == "16777214" }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, map[string]string{tr.KeyTunnel: "16777214", "mcast_snoop": "true"}, otherConfig())
+	require.Len(t, res.Units, 1)
+	assert.Contains(t, res.Units[0].Changes[0].String(), `other_config: {requested-tnl-key="16777215"} -> {requested-tnl-key="16777214"}`)
+	write("")
+	require.Eventually(t, func() bool { return otherConfig()[tr.KeyTunnel] == "" }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, map[string]string{"mcast_snoop": "true"}, otherConfig())
+}
