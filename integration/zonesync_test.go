@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -255,4 +256,61 @@ func TestZonesGatewayGoneRouterMoves(t *testing.T) {
 	assert.Equal(t, "kv-router1", e.owned("Logical_Router")[other])
 	assert.Equal(t, "remote", strings.TrimSpace(nbctl(t, e.z.Zone("hv1"), "get", "Logical_Switch_Port", "kv-stor-net-a_router1", "type")))
 	assert.Equal(t, other, strings.Trim(strings.TrimSpace(nbctl(t, e.z.Zone("hv1"), "get", "Logical_Switch_Port", "kv-stor-net-a_router1", "options:requested-chassis")), `"`))
+}
+
+// TestZonesVMAddedAndRemoved: a VM on net-a appears on hv2, a zone net-a
+// was not in: net-a's switch is created there with the VM's port, the
+// router's remote port and vm-a's remote port; the VM's port is remote in
+// net-a's other zones. Its traffic leaves SNATed on gw1. When it goes,
+// its port goes from every zone and net-a leaves hv2.
+func TestZonesVMAddedAndRemoved(t *testing.T) {
+	e := newZoneEnv(t)
+	const vmCPort, vmCMAC, vmCIP = "kv-net-a_default_vm-c_eth1", "50:54:00:00:00:07", "10.10.0.7"
+	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmCPort))
+	e.sync()
+	assert.Equal(t, "kv-net-b", e.owned("Logical_Switch")["hv2"])
+
+	e.write("vm-c.yaml", `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm-c
+  namespace: default
+spec:
+  networks:
+    - name: eth1
+      multus:
+        networkName: net-a
+status:
+  nodeName: hv2
+  interfaces:
+    - name: eth1
+      mac: "`+vmCMAC+`"
+      ipAddress: `+vmCIP+`
+`)
+	out := e.sync()
+	assert.Contains(t, out, "create Logical_Switch kv-net-a")
+	assert.ElementsMatch(t, []string{"kv-net-a", "kv-net-b"}, strings.Fields(e.owned("Logical_Switch")["hv2"]))
+	portType := func(zone, port string) string {
+		return strings.Trim(strings.TrimSpace(nbctl(t, e.z.Zone(zone), "--if-exists", "get", "Logical_Switch_Port", port, "type")), `"`)
+	}
+	assert.Equal(t, "", portType("hv2", vmCPort), "local in its zone")
+	assert.Contains(t, nbctl(t, e.z.Zone("hv2"), "--columns=name", "list", "Logical_Switch_Port"), vmCPort)
+	assert.Equal(t, "remote", portType("hv1", vmCPort))
+	assert.Equal(t, "remote", portType("gw1", vmCPort))
+	assert.Equal(t, "remote", portType("hv2", vmAPort))
+	assert.Equal(t, "remote", portType("hv2", "kv-stor-net-a_router1"))
+
+	e.ready("gw1")
+	nbctl(t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmCPort, "up=true")
+	e.send("hv2", "vm-c", vmCMAC, vmCIP, 40201, 5201)
+	got := waitFor(t, e.wire("gw1"), "vm-c's UDP (zone hv2) leaving SNATed on gw1", 0, snated(5201))
+	assert.GreaterOrEqual(t, got.SPort, uint16(1025))
+
+	require.NoError(t, os.Remove(filepath.Join(e.manifests, "vm-c.yaml")))
+	out = e.sync()
+	assert.Contains(t, out, "delete Logical_Switch kv-net-a")
+	for _, zdb := range e.z.List() {
+		assert.NotContains(t, nbctl(t, zdb, "--columns=name", "list", "Logical_Switch_Port"), vmCPort, "zone %s: vm-c's port", zdb.Name)
+	}
+	assert.Equal(t, "kv-net-b", e.owned("Logical_Switch")["hv2"], "net-a has no reason to be in hv2 any more")
 }
