@@ -29,7 +29,9 @@ import (
 //     (same addresses, options:requested-chassis=its chassis) in the
 //     network's other zones; a router's switch-side port likewise, bound to
 //     the router's home chassis. Every port of ours on a switch carries the
-//     same options:requested-tnl-key in every zone.
+//     same options:requested-tnl-key in every zone. A FLAT or VLAN
+//     network's zones meet on the physical network instead, through their
+//     localnet ports: its ports have no remote twins.
 //
 // Tunnel keys are allocated here, kept while the switch or port exists
 // (also across restarts: before the first allocation the keys the NBs hold
@@ -240,6 +242,10 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	for _, p := range np.Ports {
 		refs = append(refs, keyRef{sw, p.Name})
 	}
+	// A FLAT or VLAN network's zones meet on the physical network, through
+	// their localnet ports: its ports get no remote twins (a frame would
+	// reach them twice).
+	physical := slices.ContainsFunc(np.Ports, func(p *nbmodel.LogicalSwitchPort) bool { return p.Type == "localnet" })
 	keys, err := in.takeKeys(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
 	if err != nil {
 		return err
@@ -254,7 +260,9 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		for _, p := range np.Ports {
 			key := keys[keyRef{sw, p.Name}]
 			if v := vmNode[p.Name]; v != nil && in.nodes[v.Node].zone != z {
-				zr.Rows = append(zr.Rows, Row{Model: remotePort(p, p.Addresses, in.nodes[v.Node].chassis, key), Parent: sw})
+				if !physical {
+					zr.Rows = append(zr.Rows, Row{Model: remotePort(p, p.Addresses, in.nodes[v.Node].chassis, key), Parent: sw})
+				}
 				continue
 			}
 			zr.Rows = append(zr.Rows, Row{Model: withKey(p, key), Parent: sw})
@@ -320,6 +328,9 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 		sw := SwitchName(sp.Network)
 		key := keys[keyRef{sw, sp.Port.Name}]
 		local.Rows = append(local.Rows, Row{Model: withKey(sp.Port, key), Parent: sw})
+		if n, ok := in.validNetwork(sp.Network); !ok || n.Type == NetworkFlat || n.Type == NetworkVLAN {
+			continue // zones meet on the physical network (zoneNetwork)
+		}
 		lrp := lrps[sp.Port.Options["router-port"]]
 		addr := []string{lrp.MAC + " " + strings.Join(lrp.Networks, " ")}
 		for z := range in.networkZones(sp.Network, held) {

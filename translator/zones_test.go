@@ -288,3 +288,32 @@ func TestZoneFollowerPlansWhatTheAllocatorDecided(t *testing.T) {
 		}
 	}
 }
+
+// TestZonePhysicalNetworkHasNoRemoteTwins: the zones of a FLAT network
+// meet on the physical network: a router's port on it and a VM's are in
+// their own zone only.
+func TestZonePhysicalNetworkHasNoRemoteTwins(t *testing.T) {
+	in := zoneInput()
+	in.Set("r2", Objects{Routers: []Router{{Name: "r2", EnableSNAT: true, Gateway: "gw2",
+		External: &External{Network: "public", IP: "172.16.0.20"}}}})
+	in.Set("vm-p", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm-p", Interface: "eth0", Network: "public",
+		NetworkNamespace: "default", MAC: "02:00:00:00:00:99", IP: "172.16.0.99", Node: "hv1"}}})
+	pub := in.Plan(Unit{KindNetwork, "public"}, testInstance, nil)
+	require.Empty(t, pub.Errs)
+	assert.ElementsMatch(t, []string{"gw1", "gw2", "hv1"}, slices.Collect(maps.Keys(pub.Network.Zones)))
+	vmP := VMPortName("public", "default", "vm-p", "eth0")
+	assert.Equal(t, map[string]string{"LS kv-public": zoneView(pub.Network.Zones["gw1"])["LS kv-public"], "LSP kv-ln-public": "localnet@"},
+		zoneView(pub.Network.Zones["gw1"]), "no remote twin of vm-p")
+	assert.Equal(t, "@", zoneView(pub.Network.Zones["hv1"])["LSP "+vmP])
+	for _, r := range []string{"r1", "r2"} {
+		up := in.Plan(Unit{KindRouter, r}, testInstance, nil)
+		require.Empty(t, up.Errs)
+		home := up.Router.Gateway.Chassis[0] // its zone's name too
+		for z, zr := range up.Router.Zones {
+			if z != home {
+				assert.NotContains(t, zoneView(zr), "LSP kv-etor-"+r, "%s has no twin of its port on public in zone %s", r, z)
+			}
+		}
+		assert.Equal(t, "router@", zoneView(up.Router.Zones[home])["LSP kv-etor-"+r])
+	}
+}
