@@ -141,6 +141,9 @@ func NewInput() *Input {
 // objects, and its chassis. s.Held is not part of the input.
 func NewInputFrom(s *Snapshot) *Input {
 	in := NewInput()
+	if s.Interconnect {
+		in.SetInterconnect()
+	}
 	in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid})
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in

@@ -16,6 +16,9 @@ type Snapshot struct {
 	// then every router with an external network must name its gateway.
 	Chassis      []Chassis
 	ChassisKnown bool
+	// Interconnect: one NB per zone (the chassis carry their Zone); the
+	// plan says each zone's rows, also before any chassis is known.
+	Interconnect bool
 	// Invalid are objects the source could not decode: their units fail and
 	// keep their rows (they must not look deleted).
 	Invalid map[Unit]error

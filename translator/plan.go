@@ -165,6 +165,16 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 	if in.zoned && !up.InInput {
 		in.keys.forget(u)
 	}
+	if in.zoned && up.InInput && len(in.nodes) == 0 && len(up.Errs) == 0 {
+		// No zone's chassis are known (yet): where rows go is unknown,
+		// and the rows there are left as they are.
+		up.Network, up.Router = nil, nil
+		kind := ObjNAD
+		if u.Kind == KindRouter {
+			kind = ObjVirtualRouter
+		}
+		up.Errs = append(up.Errs, &InputError{Kind: kind, Object: u.Name, Msg: "waits: no zone's Southbound lists a chassis yet", Reason: ReasonWaiting})
+	}
 	slices.SortStableFunc(up.Errs, byMessage)
 	return up
 }

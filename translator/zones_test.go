@@ -317,3 +317,15 @@ func TestZonePhysicalNetworkHasNoRemoteTwins(t *testing.T) {
 		assert.Equal(t, "router@", zoneView(up.Router.Zones[home])["LSP kv-etor-"+r])
 	}
 }
+
+// TestZoneNoChassisKnownLeavesRows: in interconnect mode with no zone's
+// chassis known (an SB just restarted, agents not published yet), units
+// wait and their rows stay, rather than being removed from every zone.
+func TestZoneNoChassisKnownLeavesRows(t *testing.T) {
+	p := Build(&Snapshot{Networks: []Network{netA()}, Interconnect: true, ChassisKnown: true}, testInstance)
+	assert.Empty(t, p.Networks)
+	require.Len(t, p.Failed[Unit{KindNetwork, "net-a"}], 1)
+	var ie *InputError
+	require.ErrorAs(t, p.Failed[Unit{KindNetwork, "net-a"}][0], &ie)
+	assert.Equal(t, ReasonWaiting, ie.Reason)
+}

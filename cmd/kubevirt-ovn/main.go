@@ -248,6 +248,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 	var err error
+	set.Snapshot.Interconnect = len(zones) > 0
 	if set.Snapshot.Chassis, set.Snapshot.ChassisKnown, err = chassisOf(ctx, targets); err != nil {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1

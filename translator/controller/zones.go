@@ -37,6 +37,7 @@ type ZoneClients struct {
 // Run starts them. status may be nil.
 func NewZones(zones []ZoneClients, source Source, status Status, opts Options) *Zones {
 	g := &Zones{input: source.Input()}
+	g.input.SetInterconnect()
 	zones = slices.Clone(zones)
 	slices.SortFunc(zones, func(a, b ZoneClients) int { return strings.Compare(a.Zone, b.Zone) })
 	var held translator.ZonesHeld
