@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -171,8 +172,27 @@ func (h hosts) underlay() error {
 	return err
 }
 
+// underlayMACOf is the MAC attach gives the br-phys whose address is ip
+// (IPv4): fixed, so that it is known without asking vswitchd.
+func underlayMACOf(ip string) (string, error) {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is4() {
+		return "", fmt.Errorf("underlay address %q is not IPv4", ip)
+	}
+	b := a.As4()
+	return fmt.Sprintf("0a:00:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3]), nil
+}
+
 // attach plugs sim's br-phys into the underlay, gives it ip, and starts
 // ovn-controller on the SB endpoint sb; it returns br-phys's MAC.
+//
+// The MAC is set (other_config:hwaddr, underlayMACOf), not read back:
+// Interface:mac_in_use of a new bridge may still hold the dummy netdev's
+// first MAC when add-br returns (vswitchd writes the bridge's own MAC in a
+// later status update), and a peer's tunnel neighbour entry set to that
+// stale MAC makes every tunnel packet to this chassis miss its tunnel
+// port (vswitchd terminates geneve only for its bridge's MAC) until this
+// chassis happens to send one back.
 func (h hosts) attach(sim, ip, sb string) (string, error) {
 	d := h.simDir(sim)
 	link := sim + "_br-phys"
@@ -181,13 +201,14 @@ func (h hosts) attach(sim, ip, sb string) (string, error) {
 		"--", "set", "Interface", link, "type=dummy", "options:pstream=punix:"+sock); err != nil {
 		return "", err
 	}
-	if _, err := h.exec(sim, "ovs-vsctl", "--", "add-br", "br-phys",
-		"--", "add-port", "br-phys", "br-phys_n1",
-		"--", "set", "Interface", "br-phys_n1", "type=dummy", "options:stream=unix:"+sock); err != nil {
+	mac, err := underlayMACOf(ip)
+	if err != nil {
 		return "", err
 	}
-	mac, err := h.exec(sim, "ovs-vsctl", "get", "Interface", "br-phys", "mac_in_use")
-	if err != nil {
+	if _, err := h.exec(sim, "ovs-vsctl", "--", "add-br", "br-phys",
+		"--", "set", "Bridge", "br-phys", "other_config:hwaddr="+mac,
+		"--", "add-port", "br-phys", "br-phys_n1",
+		"--", "set", "Interface", "br-phys_n1", "type=dummy", "options:stream=unix:"+sock); err != nil {
 		return "", err
 	}
 	if _, err := h.exec(sim, "ovs-appctl", "netdev-dummy/ip4addr", "br-phys", ip+"/24"); err != nil {
@@ -207,7 +228,7 @@ func (h hosts) attach(sim, ip, sb string) (string, error) {
 	if err := h.ds.start(d, "ovn-controller", "ovn-appctl", "unix:"+filepath.Join(d, "db.sock")); err != nil {
 		return "", err
 	}
-	return strings.Trim(strings.TrimSpace(mac), `"`), nil
+	return mac, nil
 }
 
 // gatewayWire gives gateway sim the bridge br-ex with the wire port

@@ -129,11 +129,10 @@ func (l *Local) AddGateway(sim, physnet string) error {
 		if _, ok := l.hosts().daemon(peer, "ovs-vswitchd"); !ok {
 			continue // killed: nothing to tell it, nothing to learn from it
 		}
-		peerMAC, err := l.Exec(peer, "ovs-vsctl", "get", "Interface", "br-phys", "mac_in_use")
+		peerMAC, err := underlayMACOf(l.encapIP[peer])
 		if err != nil {
-			return fmt.Errorf("adding gateway %s: reading %s's underlay MAC: %w", sim, peer, err)
+			return fmt.Errorf("adding gateway %s: %s's underlay MAC: %w", sim, peer, err)
 		}
-		peerMAC = strings.Trim(strings.TrimSpace(peerMAC), `"`)
 		if _, err := l.Exec(peer, "ovs-appctl", "tnl/neigh/set", "br-phys", ip, mac); err != nil {
 			return fmt.Errorf("adding gateway %s: %w", sim, err)
 		}
