@@ -61,18 +61,7 @@ func newOVN(t *testing.T) *env {
 	l, err := sandbox.Start(filepath.Join(dir, "ovn"))
 	require.NoError(t, err)
 	e := &env{traffic: traffic{t, l}, t: t, l: l}
-	t.Cleanup(func() {
-		if t.Failed() {
-			keep, _ := os.MkdirTemp("", "kubevirt-ovn-failed-")
-			_ = exec.Command("cp", "-r", filepath.Join(dir, "ovn"), keep).Run()
-			t.Logf("OVN logs and captures kept in %s (logs: %s)", keep, strings.Join(l.Logs(), " "))
-		}
-		pids := l.Pids()
-		assert.NoError(t, l.Stop())
-		for _, pid := range pids {
-			assert.False(t, sandbox.Alive(pid), "daemon pid %d left behind", pid)
-		}
-	})
+	stopWhenDone(t, filepath.Join(dir, "ovn"), l)
 	require.NoError(t, l.AddVMPort("hv1", "vm-a", vmAPort))
 	require.NoError(t, l.AddVMPort("hv2", "vm-b", vmBPort))
 	return e
@@ -335,4 +324,28 @@ func report(t *testing.T, msg string) {
 	defer f.Close()
 	_, err = fmt.Fprintf(f, "%s: %s\n", t.Name(), msg)
 	require.NoError(t, err)
+}
+
+// stopWhenDone stops the sandbox in dir (its daemons: d) when the test
+// ends, keeping a copy of dir when it failed, and checks that no daemon is
+// left.
+func stopWhenDone(t *testing.T, dir string, d interface {
+	Pids() []int
+	Logs() []string
+	Stop() error
+}) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			keep, _ := os.MkdirTemp("", "kubevirt-ovn-failed-")
+			_ = exec.Command("cp", "-r", dir, keep).Run()
+			t.Logf("OVN logs and captures kept in %s (logs: %s)", keep, strings.Join(d.Logs(), " "))
+		}
+		pids := d.Pids()
+		stop := time.Now()
+		assert.NoError(t, d.Stop())
+		t.Logf("stopped %d daemons in %s", len(pids), time.Since(stop).Round(time.Millisecond))
+		for _, pid := range pids {
+			assert.False(t, sandbox.Alive(pid), "daemon pid %d left behind", pid)
+		}
+	})
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -44,20 +43,7 @@ func newZones(t *testing.T) *sandbox.Zones {
 	z, err := sandbox.StartZones(filepath.Join(dir, "ovn"), sandbox.DefaultZoneTopology())
 	require.NoError(t, err)
 	report(t, "4 zones (NB+SB+northd each, 4 chassis, stitched) started in "+time.Since(start).Round(time.Millisecond).String())
-	t.Cleanup(func() {
-		if t.Failed() {
-			keep, _ := os.MkdirTemp("", "kubevirt-ovn-failed-")
-			_ = exec.Command("cp", "-r", filepath.Join(dir, "ovn"), keep).Run()
-			t.Logf("OVN logs and captures kept in %s (logs: %s)", keep, strings.Join(z.Logs(), " "))
-		}
-		pids := z.Pids()
-		stop := time.Now()
-		assert.NoError(t, z.Stop())
-		t.Logf("stopped %d daemons in %s", len(pids), time.Since(stop).Round(time.Millisecond))
-		for _, pid := range pids {
-			assert.False(t, sandbox.Alive(pid), "daemon pid %d left behind", pid)
-		}
-	})
+	stopWhenDone(t, filepath.Join(dir, "ovn"), z)
 	return z
 }
 

@@ -109,12 +109,11 @@ func (a *Allocator) processNext(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	if err := a.reconcile(ctx, u); err != nil && ctx.Err() == nil {
-		a.opts.Log.Info("allocation failed; retrying with backoff", "kind", u.Kind, "name", u.Name, "error", err.Error())
-		a.queue.AddRateLimited(u)
-		return true
+	err := a.reconcile(ctx, u)
+	if ctx.Err() != nil {
+		return false
 	}
-	a.queue.Forget(u)
+	retryOrForget(a.queue, a.opts.Log, "allocation", u, err)
 	return true
 }
 

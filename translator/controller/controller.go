@@ -394,13 +394,19 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	c.opts.Metrics.observeReconcile(u, time.Since(start), err)
-	if err != nil {
-		c.opts.Log.Info("reconcile failed; retrying with backoff", "kind", u.Kind, "name", u.Name, "error", err.Error())
-		c.queue.AddRateLimited(u)
-		return true
-	}
-	c.queue.Forget(u)
+	retryOrForget(c.queue, c.opts.Log, "reconcile", u, err)
 	return true
+}
+
+// retryOrForget ends unit u's turn in queue: after an error it comes back
+// with backoff, otherwise its backoff is forgotten.
+func retryOrForget(queue workqueue.TypedRateLimitingInterface[translator.Unit], log logr.Logger, what string, u translator.Unit, err error) {
+	if err != nil {
+		log.Info(what+" failed; retrying with backoff", "kind", u.Kind, "name", u.Name, "error", err.Error())
+		queue.AddRateLimited(u)
+		return
+	}
+	queue.Forget(u)
 }
 
 // reconcile brings one unit to its desired rows and reports a router's
