@@ -47,15 +47,7 @@ type Allocator struct {
 
 // NewAllocator returns an allocator; Run starts it. status may be nil.
 func NewAllocator(source Source, store AllocationStore, status Status, opts Options) *Allocator {
-	if opts.Instance == "" {
-		opts.Instance = translator.DefaultInstance
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = 2
-	}
-	if opts.Resync <= 0 {
-		opts.Resync = 5 * time.Minute
-	}
+	opts = opts.withDefaults()
 	return &Allocator{source: source, input: source.Input(), store: store, status: status, opts: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "allocations"}),

@@ -134,8 +134,8 @@ type Controller struct {
 	active      atomic.Int32
 }
 
-// New returns a controller; Run starts it.
-func New(nbc, sb client.Client, source Source, status Status, opts Options) *Controller {
+// withDefaults fills in what opts leaves out.
+func (opts Options) withDefaults() Options {
 	if opts.Instance == "" {
 		opts.Instance = translator.DefaultInstance
 	}
@@ -145,6 +145,12 @@ func New(nbc, sb client.Client, source Source, status Status, opts Options) *Con
 	if opts.Resync <= 0 {
 		opts.Resync = 5 * time.Minute
 	}
+	return opts
+}
+
+// New returns a controller; Run starts it.
+func New(nbc, sb client.Client, source Source, status Status, opts Options) *Controller {
+	opts = opts.withDefaults()
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: nb.NewHeldIndex(nbc, opts.Instance), parents: nb.NewParentIndex(nbc),
