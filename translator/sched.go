@@ -238,9 +238,13 @@ func (in *Input) settle(held Held) {
 func (s *schedule) decide(name, physnet, pinned string, cands, held []string) *choice {
 	prev := s.chosen[name]
 	valid := func(order []string) bool { return len(order) > 0 && slices.Contains(cands, order[0]) }
+	// part: held is fewer of prev's chassis, e.g. the rows of our own
+	// commit read while the NB's events for them are still arriving, or
+	// a row someone deleted: not a decision to adopt.
+	part := prev != nil && len(held) < len(prev.order) && !slices.ContainsFunc(held, func(ch string) bool { return !slices.Contains(prev.order, ch) })
 	var base []string
 	switch {
-	case prev != nil && valid(prev.order) && (len(held) == 0 || held[0] == prev.order[0] || !valid(held)):
+	case prev != nil && valid(prev.order) && (len(held) == 0 || held[0] == prev.order[0] || !valid(held) || part):
 		// Ours, committed or being committed: kept as it is (refilling
 		// from the loads of the moment would churn the failover
 		// candidates).

@@ -338,3 +338,22 @@ func TestSchedulerAdoptsAnotherWritersMove(t *testing.T) {
 	held.Gateways[r] = []string{old[1], old[0]}
 	assert.Equal(t, moved, orders(t, in, held)[r], "a failover candidate removed behind our back comes back")
 }
+
+// TestSchedulerIgnoresItsOwnRowsHalfRead: a router's Gateway_Chassis rows
+// of one commit reach the held index one event at a time; a plan made in
+// between (the commit's echo enqueued the router) sees some of them. That
+// is not another writer's move: the order stays. A whole reordering of
+// the same chassis is one, and is adopted.
+func TestSchedulerIgnoresItsOwnRowsHalfRead(t *testing.T) {
+	in := schedInput(1)
+	in.SetChassis(gateways(3), true)
+	first := orders(t, in, nil)["r-0000"]
+	require.Len(t, first, 3)
+	for _, part := range [][]string{{first[1]}, {first[2]}, {first[2], first[1]}, {first[1], first[2]}} {
+		held := Claims{Gateways: map[string][]string{"r-0000": part}}
+		assert.Equal(t, first, orders(t, in, held)["r-0000"], "held %v", part)
+	}
+	moved := []string{first[1], first[0], first[2]}
+	held := Claims{Gateways: map[string][]string{"r-0000": moved}}
+	assert.Equal(t, moved, orders(t, in, held)["r-0000"], "another writer's move is adopted")
+}
