@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,16 +94,7 @@ func TestWaitRemotePortsBindsWhenTheBindingAppears(t *testing.T) {
 	defer cancel()
 	s := newRealSB(t)
 	want := map[string]string{"kv-span_vm-late": "hv2"}
-	passes := make(chan map[string]string, 100)
-	done := make(chan error, 1)
-	go func() {
-		done <- waitRemotePorts(ctx, s.sb, want, func(pending map[string]string) {
-			select {
-			case passes <- pending:
-			default:
-			}
-		})
-	}()
+	passes, done := startWait(ctx, s.sb, want, 100)
 	// awaitPass waits for a pass of WaitRemotePorts that finds the port
 	// pending for reason.
 	awaitPass := func(reason string) {
@@ -148,16 +140,7 @@ func TestWaitRemotePortsAcrossALostSB(t *testing.T) {
 		return proxy.Endpoint()
 	})
 	want := map[string]string{"kv-span_vm-late": "hv2"}
-	passes := make(chan map[string]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- waitRemotePorts(ctx, s.sb, want, func(pending map[string]string) {
-			select {
-			case passes <- pending:
-			default:
-			}
-		})
-	}()
+	passes, done := startWait(ctx, s.sb, want, 1)
 	select {
 	case <-passes:
 	case err := <-done:
@@ -219,4 +202,20 @@ func TestBindOpsDoNotClobber(t *testing.T) {
 	require.NotEmpty(t, res)
 	assert.Equal(t, "timed out", res[0].Error)
 	assert.Equal(t, "", s.bindingOnServer("kv-span_vm-a"))
+}
+
+// startWait runs waitRemotePorts for want in the background: each pass's
+// pending ports go to passes (up to buffer of them waiting, the others
+// dropped), its result to done.
+func startWait(ctx context.Context, sb client.Client, want map[string]string, buffer int) (passes chan map[string]string, done chan error) {
+	passes, done = make(chan map[string]string, buffer), make(chan error, 1)
+	go func() {
+		done <- waitRemotePorts(ctx, sb, want, func(pending map[string]string) {
+			select {
+			case passes <- pending:
+			default:
+			}
+		})
+	}()
+	return passes, done
 }
