@@ -15,6 +15,29 @@ const (
 	KeyPinned = "kubevirt-ovn/pinned"
 )
 
+// Our switches also carry ovn-kubernetes' network key with a value no
+// ovn-kubernetes network can have (a CNI network name has no "/"). Its
+// ovnkube-controller deletes, at every start, each Logical_Switch with a
+// non-empty other_config and no such key whose name is not one of its
+// zone's nodes (DefaultNetworkController.syncNodes, v1.0.0 to master): in
+// interconnect mode ours carry other_config:requested-tnl-key. Every
+// reader of the key in ovn-kubernetes v1.0.0 to master either compares it
+// with one of its networks' names or also needs k8s.ovn.org/role or
+// k8s.ovn.org/topology, which we never set (README, "Beside
+// ovn-kubernetes").
+const (
+	KeyOVNKNetwork   = "k8s.ovn.org/network"
+	NotAnOVNKNetwork = "kubevirt-ovn/not-ovn-kubernetes"
+)
+
+// SwitchIDs are the external_ids of a switch of unit u: its owner keys and
+// the survival marker.
+func SwitchIDs(instance string, u Unit) map[string]string {
+	ids := OwnerIDs(instance, u)
+	ids[KeyOVNKNetwork] = NotAnOVNKNetwork
+	return ids
+}
+
 // DefaultInstance is the managed-by value when none is configured.
 const DefaultInstance = "kubevirt-ovn"
 

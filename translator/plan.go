@@ -237,7 +237,7 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held) *Ne
 	u := Unit{Kind: KindNetwork, Name: name}
 	np := &NetworkPlan{
 		Name:   name,
-		Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: OwnerIDs(instance, u)},
+		Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: SwitchIDs(instance, u)},
 	}
 	if n.Type == NetworkFlat || n.Type == NetworkVLAN {
 		ln := &nbmodel.LogicalSwitchPort{

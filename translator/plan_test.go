@@ -35,6 +35,14 @@ func netIDs(name string) map[string]string {
 	}
 }
 
+// switchIDs are a switch's netIDs with the mark ovn-kubernetes' stale
+// node switch cleanup skips.
+func switchIDs(name string) map[string]string {
+	ids := netIDs(name)
+	ids["k8s.ovn.org/network"] = "kubevirt-ovn/not-ovn-kubernetes"
+	return ids
+}
+
 // pinnedIDs are routerIDs with the mark of the spec.gateway chassis.
 func pinnedIDs(name string) map[string]string {
 	ids := routerIDs(name)
@@ -170,7 +178,7 @@ func TestBuildNetworkTypes(t *testing.T) {
 			require.Empty(t, p.Failed)
 			want := NetworkPlan{
 				Name:   "n1",
-				Switch: &nbmodel.LogicalSwitch{Name: "kv-n1", ExternalIDs: netIDs("n1")},
+				Switch: &nbmodel.LogicalSwitch{Name: "kv-n1", ExternalIDs: switchIDs("n1")},
 			}
 			if tc.localnet != nil {
 				want.Ports = []*nbmodel.LogicalSwitchPort{tc.localnet}
