@@ -50,6 +50,10 @@ type Input struct {
 	chassisKnown bool
 	sched        *schedule
 
+	// nodeHosts are the chassis' hostnames: the names of the nodes
+	// ovn-kubernetes gives a Logical_Switch each (see nodeSwitchErr).
+	nodeHosts set[string]
+
 	// Interconnect mode (zones.go): every chassis by name and hostname,
 	// the zones, and the tunnel keys.
 	nodes map[string]node
@@ -427,6 +431,7 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	renamed := in.setNodeHosts(chassis)
 	if in.setNodes(chassis) {
 		// A chassis came, went or changed zone: every unit's zones may
 		// change (rare: a node joins or leaves).
@@ -443,12 +448,41 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 	}
 	same := known == in.chassisKnown && (!known || slices.EqualFunc(cands, in.candidates, sameChassis))
 	in.candidates, in.chassisKnown = cands, known
-	if same {
-		return nil
+	affected := set[Unit]{}
+	if !same {
+		affected = in.rechoose()
+		in.zoneAffected(affected)
 	}
-	affected := in.rechoose()
-	in.zoneAffected(affected)
+	for _, u := range renamed {
+		affected.add(u)
+	}
 	return sortedUnits(affected)
+}
+
+// setNodeHosts records the chassis' hostnames and returns the networks
+// whose switch name became or stopped being one of them. Callers hold
+// in.mu (write).
+func (in *Input) setNodeHosts(chassis []Chassis) []Unit {
+	hosts := set[string]{}
+	for _, c := range chassis {
+		if c.Hostname != "" {
+			hosts.add(c.Hostname)
+		}
+	}
+	var out []Unit
+	for n := range in.networks {
+		sw := SwitchName(n)
+		if _, was := in.nodeHosts[sw]; was != hostsHas(hosts, sw) {
+			out = append(out, Unit{Kind: KindNetwork, Name: n})
+		}
+	}
+	in.nodeHosts = hosts
+	return out
+}
+
+func hostsHas(s set[string], k string) bool {
+	_, ok := s[k]
+	return ok
 }
 
 func sameChassis(a, b Chassis) bool {

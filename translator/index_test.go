@@ -692,6 +692,10 @@ func TestInputSetCost(t *testing.T) {
 	ch := []Chassis{{Name: "ch-1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}}}
 	assert.Len(t, in.SetChassis(ch, true), 1000)
 	assert.Empty(t, in.SetChassis(append(ch, Chassis{Name: "ch-9"}), true), "a chassis that is no gateway candidate changes nothing")
+	named := append(ch, Chassis{Name: "ch-9"}, Chassis{Name: "ch-10", Hostname: "kv-net-7"})
+	assert.Equal(t, []Unit{networkUnit("net-7")}, in.SetChassis(named, true), "a node named like a network's switch fails that network")
+	require.NotEmpty(t, in.Plan(networkUnit("net-7"), testInstance, nil).Errs)
+	assert.Equal(t, []Unit{networkUnit("net-7")}, in.SetChassis(append(ch, Chassis{Name: "ch-9"}), true), "and its going plans it again")
 
 	// The incremental input still plans like a fresh one.
 	fresh := NewInput()

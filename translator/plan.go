@@ -208,6 +208,14 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		up.Errs = append(up.Errs, defs[0].errs...)
 		return
 	}
+	if sw := SwitchName(name); hostsHas(in.nodeHosts, sw) {
+		// ovn-kubernetes names each node's Logical_Switch after the node:
+		// it would add its ports to ours, update it, and delete it when
+		// it takes the switch for a stale node's.
+		up.Errs = append(up.Errs, networkErr(&defs[0].Network, "metadata.name",
+			"%q makes switch %s, which is also the name of a node (a chassis's hostname): ovn-kubernetes names each node's Logical_Switch after the node, so the two would be one switch; rename the network", name, sw))
+		return
+	}
 
 	// The VM interfaces on this network, as a snapshot lists them.
 	vmDecls := make([]*vmDecl, 0, len(in.vms[name]))

@@ -1385,6 +1385,9 @@ func TestNameValidation(t *testing.T) {
 			want: `VirtualMachineInstance default/vm-1: spec.networks[].name "eth 1" is not a valid name: must consist of letters, digits`},
 		{name: "interface name with a slash", mutate: func(s *Snapshot) { s.VMs[0].Interface = "eth/1" },
 			want: `VirtualMachineInstance default/vm-1: spec.networks[].name "eth/1" is not a valid name`},
+		{name: "network whose switch has a node's name", mutate: func(s *Snapshot) {
+			s.Chassis = append(s.Chassis, Chassis{Name: "0f3c", Hostname: "kv-net-ok"})
+		}, want: `NetworkAttachmentDefinition default/net-ok: metadata.name "net-ok" makes switch kv-net-ok, which is also the name of a node (a chassis's hostname): ovn-kubernetes names each node's Logical_Switch after the node`},
 	}
 	base := func() *Snapshot {
 		s := validationSnapshot()
