@@ -250,7 +250,7 @@ func zoneNameOf(ctx context.Context, nbc client.Client) (string, error) {
 // agent cannot reach them: the host directories the kustomizations mount at
 // /var/run/ovn.
 const socketHint = "deploy/interconnect mounts the host's /var/run/openvswitch (where ovn-kubernetes keeps a node's NB and SB sockets) at /var/run/ovn, " +
-	"deploy/interconnect/openshift the host's /var/run/ovn-ic: is the zone's database running on this node, with its socket there?"
+	"deploy/interconnect-openshift the host's /var/run/ovn-ic: is the zone's database running on this node, with its socket there?"
 
 // withSocketHint adds socketHint to the error of a unix: endpoint.
 func withSocketHint(ep ovn.Endpoint, err error) error {
