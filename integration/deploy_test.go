@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,12 +24,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -64,17 +67,68 @@ var kustomizations = []struct {
 		},
 	},
 }, {
-	dir:    "deploy/interconnect",
-	kinds:  []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "DaemonSet"},
-	serves: []schema.GroupVersionResource{kube.RouterGVR, kube.ZoneGVR, kube.AllocationGVR},
-	workloads: map[string]workload{
+	dir:       "deploy/interconnect",
+	kinds:     interconnectKinds,
+	serves:    interconnectServes,
+	workloads: interconnectWorkloads("/var/run/openvswitch", ""),
+	rbac:      interconnectRBAC(nil),
+}, {
+	// OpenShift: the base with the agent's host directory, SELinux type and
+	// the SCC that admits both.
+	dir:       "deploy/interconnect-openshift",
+	kinds:     interconnectKinds,
+	serves:    interconnectServes,
+	workloads: interconnectWorkloads("/var/run/ovn-ic", "spc_t"),
+	rbac: interconnectRBAC(&grants{
+		can: []string{"use security.openshift.io/securitycontextconstraints=privileged kubevirt-ovn"},
+		cannot: []string{"use security.openshift.io/securitycontextconstraints=anyuid kubevirt-ovn",
+			"use security.openshift.io/securitycontextconstraints=privileged default", "update security.openshift.io/securitycontextconstraints=privileged kubevirt-ovn"},
+	}),
+}}
+
+var (
+	interconnectKinds  = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "DaemonSet"}
+	interconnectServes = []schema.GroupVersionResource{kube.RouterGVR, kube.ZoneGVR, kube.AllocationGVR}
+)
+
+// interconnectWorkloads: the allocator, and the zone agent reading its
+// node's sockets in the host's hostDir, with the SELinux type seLinux.
+func interconnectWorkloads(hostDir, seLinux string) map[string]workload {
+	return map[string]workload{
 		"Deployment/kubevirt-ovn-allocator": {account: "kubevirt-ovn-allocator", user: 65532,
 			flags: map[string]string{"interconnect": "true", "namespace": podNamespace, "lease-namespace": podNamespace}},
-		"DaemonSet/kubevirt-ovn-zone-agent": {account: "kubevirt-ovn-zone-agent", user: 0, ovnSockets: true, everyNode: true,
+		"DaemonSet/kubevirt-ovn-zone-agent": {account: "kubevirt-ovn-zone-agent", user: 0, ovnSockets: hostDir, seLinuxType: seLinux, everyNode: true,
 			flags: map[string]string{"zone-nb": "unix:/var/run/ovn/ovnnb_db.sock", "zone-sb": "unix:/var/run/ovn/ovnsb_db.sock",
-				"node-name": "pod-field-spec.nodeName", "namespace": podNamespace, "leader-elect": "false"}},
-	},
-	rbac: map[string]grants{
+				"node-name": "pod-field-spec.nodeName", "namespace": podNamespace, "leader-elect": "false",
+				"pod-name": "pod-field-metadata.name", "pod-uid": "pod-field-metadata.uid"}},
+	}
+}
+
+// interconnectRBAC: what the allocator and the zone agent may and may not
+// do, the agent's with more.
+func interconnectRBAC(agentMore *grants) map[string]grants {
+	agent := grants{
+		can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
+			"get core/nodes", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn", "watch ovn.kubevirt.io/ovnzones kubevirt-ovn",
+			"create ovn.kubevirt.io/ovnzones kubevirt-ovn", "update ovn.kubevirt.io/ovnzones kubevirt-ovn",
+			// Its Pod's Events, in its namespace only.
+			"create core/events kubevirt-ovn", "patch core/events kubevirt-ovn"},
+		cannot: []string{"create kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "delete kubevirt.io/virtualrouters",
+			"update kubevirt.io/virtualrouters/status", "patch kubevirt.io/virtualrouters/status", "update kubevirt.io/virtualrouters/finalizers",
+			"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
+			"update core/nodes", "patch core/nodes", "create core/events default", "patch core/events default", "create core/events",
+			"delete core/events kubevirt-ovn", "update core/events kubevirt-ovn", "get core/pods kubevirt-ovn",
+			"create ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update ovn.kubevirt.io/ovnallocations kubevirt-ovn", "delete ovn.kubevirt.io/ovnzones kubevirt-ovn",
+			"create ovn.kubevirt.io/ovnzones default", "list ovn.kubevirt.io/ovnzones",
+			"get coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn",
+			"use security.openshift.io/securitycontextconstraints=privileged kubevirt-ovn"},
+	}
+	if agentMore != nil {
+		agent.can = append(agent.can, agentMore.can...)
+		agent.cannot = slices.DeleteFunc(agent.cannot, func(a string) bool { return slices.Contains(agentMore.can, a) })
+		agent.cannot = append(agent.cannot, agentMore.cannot...)
+	}
+	return map[string]grants{
 		// Writes status, Events, allocations and its Lease; no NB, no
 		// finalizers in this mode.
 		"kubevirt-ovn-allocator": {
@@ -86,24 +140,14 @@ var kustomizations = []struct {
 			cannot: []string{"update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters/finalizers",
 				"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
 				"update ovn.kubevirt.io/ovnzones kubevirt-ovn", "create ovn.kubevirt.io/ovnallocations default", "list ovn.kubevirt.io/ovnzones",
-				"get core/nodes", "update coordination.k8s.io/leases default"},
+				"get core/nodes", "update coordination.k8s.io/leases default",
+				"use security.openshift.io/securitycontextconstraints=privileged kubevirt-ovn"},
 		},
 		// Reads the cluster, writes its zone's OVNZone (and its node's
-		// NB), nothing else.
-		"kubevirt-ovn-zone-agent": {
-			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
-				"get core/nodes", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn", "watch ovn.kubevirt.io/ovnzones kubevirt-ovn",
-				"create ovn.kubevirt.io/ovnzones kubevirt-ovn", "update ovn.kubevirt.io/ovnzones kubevirt-ovn"},
-			cannot: []string{"create kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "delete kubevirt.io/virtualrouters",
-				"update kubevirt.io/virtualrouters/status", "patch kubevirt.io/virtualrouters/status", "update kubevirt.io/virtualrouters/finalizers",
-				"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
-				"update core/nodes", "patch core/nodes", "create core/events default",
-				"create ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update ovn.kubevirt.io/ovnallocations kubevirt-ovn", "delete ovn.kubevirt.io/ovnzones kubevirt-ovn",
-				"create ovn.kubevirt.io/ovnzones default", "list ovn.kubevirt.io/ovnzones",
-				"get coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn"},
-		},
-	},
-}}
+		// NB) and its Pod's Events, nothing else.
+		"kubevirt-ovn-zone-agent": agent,
+	}
+}
 
 // podNamespace is what a $(VAR) set from the pod's namespace expands to here.
 const podNamespace = "pod-field-metadata.namespace"
@@ -121,7 +165,7 @@ func TestDeployManifestsDecodeStrictly(t *testing.T) {
 
 	for _, k := range kustomizations {
 		t.Run(k.dir, func(t *testing.T) {
-			objs := render(t, decoder, filepath.Join("..", filepath.FromSlash(k.dir)))
+			objs := render(t, scheme, decoder, filepath.Join("..", filepath.FromSlash(k.dir)))
 			kinds := map[string]int{}
 			configMaps := map[string]*corev1.ConfigMap{}
 			pods := map[string]corev1.PodSpec{}
@@ -154,6 +198,7 @@ func TestDeployManifestsDecodeStrictly(t *testing.T) {
 				}
 			}
 			t.Run("RBAC", func(t *testing.T) { checkRBAC(t, objs, k.rbac) })
+			t.Run("kustomize", func(t *testing.T) { sameAsKustomize(t, decoder, filepath.Join("..", filepath.FromSlash(k.dir)), objs) })
 		})
 	}
 }
@@ -164,71 +209,162 @@ type object struct {
 }
 
 // render reads the kustomization in dir as kustomize builds it, for what
-// ours use: resources only, files or kustomization directories (which is
-// how deploy/common is shared: kustomize loads no file from outside a
-// kustomization's directory). Every object decodes strictly, none twice,
-// and every namespaced one is in kubevirt-ovn.
-func render(t *testing.T, decoder runtime.Decoder, dir string) []object {
-	var objs []object
-	seen := map[string]string{}
-	var walk func(dir string)
-	walk = func(dir string) {
+// ours use: resources, files or kustomization directories (which is how
+// deploy/common and an overlay's base are shared: kustomize loads no file
+// from outside a kustomization's directory), and patches given by path,
+// strategic merge patches of the object they name (an overlay's). Every
+// object and every patch decodes strictly, no object is there twice, and
+// every namespaced one is in kubevirt-ovn.
+func render(t *testing.T, scheme *runtime.Scheme, decoder runtime.Decoder, dir string) []object {
+	type raw struct {
+		id   string // Kind namespace/name
+		gvk  schema.GroupVersionKind
+		path string // where it was read, for messages
+		json []byte
+	}
+	// read decodes every document of a file into its id and JSON, strictly
+	// checking it against its type.
+	read := func(path string) []raw {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var out []raw
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err)
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			obj, gvk, err := decoder.Decode(doc, nil, nil)
+			require.NoError(t, err, "%s", path)
+			m, err := meta.Accessor(obj)
+			require.NoError(t, err)
+			js, err := yaml.YAMLToJSON(doc)
+			require.NoError(t, err)
+			out = append(out, raw{id: gvk.Kind + " " + m.GetNamespace() + "/" + m.GetName(), gvk: *gvk, path: path, json: js})
+		}
+		return out
+	}
+	var walk func(dir string) []raw
+	walk = func(dir string) []raw {
 		var k struct {
 			APIVersion string   `json:"apiVersion"`
 			Kind       string   `json:"kind"`
 			Resources  []string `json:"resources"`
+			Patches    []struct {
+				Path string `json:"path"`
+			} `json:"patches"`
 		}
 		data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 		require.NoError(t, err)
-		require.NoError(t, yaml.UnmarshalStrict(data, &k), "%s: only resources are supported here", dir)
+		require.NoError(t, yaml.UnmarshalStrict(data, &k), "%s: only resources and patches by path are supported here", dir)
 		assert.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion, dir)
 		assert.Equal(t, "Kustomization", k.Kind, dir)
+		inDir := func(what, rel string) string {
+			path := filepath.Join(dir, filepath.FromSlash(rel))
+			r, err := filepath.Rel(dir, path)
+			require.NoError(t, err)
+			require.False(t, strings.HasPrefix(r, ".."), "%s: %s %s is outside the kustomization's directory: kustomize refuses it", dir, what, rel)
+			return path
+		}
+		var objs []raw
 		for _, res := range k.Resources {
 			path := filepath.Join(dir, filepath.FromSlash(res))
 			fi, err := os.Stat(path)
 			require.NoError(t, err, "%s: resource %s", dir, res)
 			if fi.IsDir() {
-				walk(path)
+				abs, err := filepath.Abs(path)
+				require.NoError(t, err)
+				self, err := filepath.Abs(dir)
+				require.NoError(t, err)
+				require.False(t, strings.HasPrefix(self+string(filepath.Separator), abs+string(filepath.Separator)),
+					"%s: resource %s contains the kustomization: kustomize refuses the cycle", dir, res)
+				objs = append(objs, walk(path)...)
 				continue
 			}
-			rel, err := filepath.Rel(dir, path)
-			require.NoError(t, err)
-			require.False(t, strings.HasPrefix(rel, ".."), "%s: resource %s is outside the kustomization's directory: kustomize refuses it", dir, res)
-			data, err := os.ReadFile(path)
-			require.NoError(t, err)
-			r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-			for {
-				doc, err := r.Read()
-				if errors.Is(err, io.EOF) {
-					break
-				}
+			objs = append(objs, read(inDir("resource", res))...)
+		}
+		// A patch applies to the object of its kind, namespace and name
+		// among this kustomization's resources.
+		for _, p := range k.Patches {
+			require.NotEmpty(t, p.Path, "%s: a patch by path", dir)
+			for _, patch := range read(inDir("patch", p.Path)) {
+				i := slices.IndexFunc(objs, func(o raw) bool { return o.id == patch.id })
+				require.GreaterOrEqual(t, i, 0, "%s: patch %s: no %s among the resources", dir, p.Path, patch.id)
+				typed, err := scheme.New(objs[i].gvk)
 				require.NoError(t, err)
-				if len(bytes.TrimSpace(doc)) == 0 {
-					continue
-				}
-				obj, gvk, err := decoder.Decode(doc, nil, nil)
-				require.NoError(t, err, "%s", path)
-				require.NotNil(t, obj)
-				m, err := meta.Accessor(obj)
-				require.NoError(t, err)
-				o := object{kind: gvk.Kind, namespace: m.GetNamespace(), name: m.GetName(), obj: obj}
-				id := o.kind + " " + o.namespace + "/" + o.name
-				if prev, ok := seen[id]; ok {
-					t.Errorf("%s is in %s and %s", id, prev, path)
-				}
-				seen[id] = path
-				switch o.kind {
-				case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
-					assert.Empty(t, o.namespace, id)
-				default:
-					assert.Equal(t, "kubevirt-ovn", o.namespace, id)
-				}
-				objs = append(objs, o)
+				objs[i].json, err = strategicpatch.StrategicMergePatch(objs[i].json, patch.json, typed)
+				require.NoError(t, err, "%s: patch %s", dir, p.Path)
+				objs[i].path += " patched by " + patch.path
 			}
 		}
+		return objs
 	}
-	walk(dir)
+	var objs []object
+	seen := map[string]string{}
+	for _, r := range walk(dir) {
+		obj, gvk, err := decoder.Decode(r.json, nil, nil)
+		require.NoError(t, err, "%s", r.path)
+		m, err := meta.Accessor(obj)
+		require.NoError(t, err)
+		o := object{kind: gvk.Kind, namespace: m.GetNamespace(), name: m.GetName(), obj: obj}
+		if prev, ok := seen[r.id]; ok {
+			t.Errorf("%s is in %s and %s", r.id, prev, r.path)
+		}
+		seen[r.id] = r.path
+		switch o.kind {
+		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+			assert.Empty(t, o.namespace, r.id)
+		default:
+			assert.Equal(t, "kubevirt-ovn", o.namespace, r.id)
+		}
+		objs = append(objs, o)
+	}
 	return objs
+}
+
+// sameAsKustomize: where kubectl is installed, `kubectl kustomize dir`
+// builds the objects render read, no more, no fewer, field for field: the
+// checks above hold for what `kubectl apply -k` sends.
+func sameAsKustomize(t *testing.T, decoder runtime.Decoder, dir string, objs []object) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("no kubectl: render alone")
+	}
+	out, err := exec.Command(kubectl, "kustomize", dir).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		t.Fatalf("kubectl kustomize %s: %v: %s", dir, err, ee.Stderr)
+	}
+	require.NoError(t, err)
+	built := map[string]runtime.Object{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		require.NoError(t, err)
+		m, err := meta.Accessor(obj)
+		require.NoError(t, err)
+		built[gvk.Kind+" "+m.GetNamespace()+"/"+m.GetName()] = obj
+	}
+	ours := map[string]runtime.Object{}
+	for _, o := range objs {
+		ours[o.kind+" "+o.namespace+"/"+o.name] = o.obj
+	}
+	require.Equal(t, slices.Sorted(maps.Keys(built)), slices.Sorted(maps.Keys(ours)), "the objects of %s", dir)
+	for id, obj := range built {
+		assert.True(t, apiequality.Semantic.DeepEqual(obj, ours[id]), "%s as kubectl kustomize builds it:\n%v\nas render reads it:\n%v", id, obj, ours[id])
+	}
 }
 
 // workload is what a Deployment or DaemonSet of deploy/ must be.
@@ -237,10 +373,11 @@ type workload struct {
 	user      int64             // runAsUser
 	tlsSecret bool              // mounts the optional OVN TLS Secret
 	flags     map[string]string // flags it must pass, as expanded
-	// Mounts the host's /var/run/ovn read-only, and --zone-nb/--zone-sb
-	// name sockets in it.
-	ovnSockets bool
-	everyNode  bool // tolerates every taint
+	// The host directory of ovn-kubernetes' sockets, mounted read-only:
+	// --zone-nb/--zone-sb name sockets in it.
+	ovnSockets  string
+	seLinuxType string // the container's SELinux type ("": none set)
+	everyNode   bool   // tolerates every taint
 }
 
 // checkPod: the workload runs as shipped. It uses the image `make image`
@@ -270,6 +407,11 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 			assert.True(t, *sc.RunAsNonRoot)
 		}
 		assert.True(t, sc.Privileged == nil || !*sc.Privileged, "not privileged")
+		if want.seLinuxType == "" {
+			assert.Nil(t, sc.SELinuxOptions)
+		} else if assert.NotNil(t, sc.SELinuxOptions) {
+			assert.Equal(t, corev1.SELinuxOptions{Type: want.seLinuxType}, *sc.SELinuxOptions, "only the type: the level is the namespace's")
+		}
 		if assert.NotNil(t, sc.AllowPrivilegeEscalation) {
 			assert.False(t, *sc.AllowPrivilegeEscalation)
 		}
@@ -296,11 +438,16 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 		}
 		if v.HostPath != nil {
 			assert.True(t, m.ReadOnly, "volume %s: the host's %s is mounted read-only", v.Name, v.HostPath.Path)
+			// type Directory would keep the pod from starting, and from
+			// saying what is missing, where the directory is missing.
+			if assert.NotNil(t, v.HostPath.Type, "volume %s", v.Name) {
+				assert.Equal(t, corev1.HostPathDirectoryOrCreate, *v.HostPath.Type, "volume %s: the pod starts and reports a missing socket", v.Name)
+			}
 			hostPaths[m.MountPath] = v.HostPath.Path
 		}
 	}
 	assert.Equal(t, map[bool]int{true: 1, false: 0}[want.tlsSecret], secrets, "the TLS Secret volume")
-	if !want.ovnSockets {
+	if want.ovnSockets == "" {
 		assert.Empty(t, hostPaths, "no host path")
 	}
 
@@ -346,7 +493,7 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 	for name, value := range want.flags {
 		assert.Equal(t, value, flags[name], "--%s", name)
 	}
-	if want.ovnSockets {
+	if want.ovnSockets != "" {
 		for _, name := range []string{"zone-nb", "zone-sb"} {
 			path, ok := strings.CutPrefix(flags[name], "unix:")
 			assert.True(t, ok, "--%s=%s: a unix socket", name, flags[name])
@@ -357,7 +504,7 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 				}
 			}
 			if assert.True(t, ok, "--%s=%s: under a host path mount", name, flags[name]) {
-				assert.Equal(t, "/var/run/ovn", filepath.Dir(host), "--%s: ovn-kubernetes' sockets are in the host's /var/run/ovn", name)
+				assert.Equal(t, want.ovnSockets, filepath.Dir(host), "--%s: the sockets are in the host's %s", name, want.ovnSockets)
 			}
 		}
 	}
@@ -382,8 +529,8 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 }
 
 // grants: what a ServiceAccount can and cannot do, each as "VERB
-// GROUP/RESOURCE[/SUBRESOURCE] [NAMESPACE]" (core: the core group; no
-// namespace: cluster-wide).
+// GROUP/RESOURCE[/SUBRESOURCE][=NAME] [NAMESPACE]" (core: the core group; no
+// name: any object; no namespace: cluster-wide).
 type grants struct{ can, cannot []string }
 
 // checkRBAC: no rule grants a wildcard, every binding binds a role and a
@@ -433,7 +580,7 @@ func checkRBAC(t *testing.T, objs []object, want map[string]grants) {
 		}
 	}
 
-	// can: an authorizer of RBAC's rules (no resourceNames here).
+	// can: an authorizer of RBAC's rules.
 	can := func(account, access string) bool {
 		f := strings.Fields(access)
 		require.True(t, len(f) == 2 || len(f) == 3, access)
@@ -441,7 +588,8 @@ func checkRBAC(t *testing.T, objs []object, want map[string]grants) {
 		if len(f) == 3 {
 			ns = f[2]
 		}
-		group, resource, ok := strings.Cut(f[1], "/")
+		object, name, _ := strings.Cut(f[1], "=")
+		group, resource, ok := strings.Cut(object, "/")
 		require.True(t, ok, access)
 		if group == "core" {
 			group = ""
@@ -454,7 +602,8 @@ func checkRBAC(t *testing.T, objs []object, want map[string]grants) {
 				continue
 			}
 			for _, r := range roles[b.role] {
-				if slices.Contains(r.Verbs, verb) && slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
+				named := len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name))
+				if named && slices.Contains(r.Verbs, verb) && slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
 					return true
 				}
 			}

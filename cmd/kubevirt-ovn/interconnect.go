@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -10,6 +13,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -82,19 +86,48 @@ func runAllocator(ctx context.Context, f *runFlags, log logr.Logger) error {
 }
 
 // runZoneAgent is one zone's agent (--zone-nb): it publishes its zone's
-// chassis and writes its zone's NB from the allocator's decisions.
+// chassis and writes its zone's NB from the allocator's decisions. It
+// serves /healthz and /readyz at once; until its NB and SB answer and the
+// NB names its zone it is not ready, says why every few seconds and, for a
+// socket, records a Warning Event on its Pod (see controller.Await).
 func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
-	// The agent records no event (and may not: see its RBAC).
-	dyn, kc, _, stopEvents, err := kubeClients(ctx, f, false)
+	dyn, kc, recorder, stopEvents, err := kubeClients(ctx, f, f.events && f.podName != "")
 	if err != nil {
 		return err
 	}
 	defer stopEvents()
+	waiting := controller.NewWaiting("connecting to the zone's NB and SB")
+	var started atomic.Pointer[func() error]
+	metrics := controller.NewMetrics(nil, f.instance)
+	ready := func() error {
+		if r := started.Load(); r != nil {
+			return (*r)()
+		}
+		return waiting.Err()
+	}
+	if err := serve(ctx, f.addr, metrics, ready, log); err != nil {
+		return err
+	}
+	await := controller.Await{Waiting: waiting, Log: log, Events: recorder}
+	if recorder != nil {
+		await.Object = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: f.namespace, Name: f.podName, UID: types.UID(f.podUID)}
+	}
+	for _, db := range []struct {
+		ep    ovn.Endpoint
+		probe func(context.Context, ovn.Endpoint) error
+	}{{f.zoneNB, ovn.ProbeNB}, {f.zoneSB, ovn.ProbeSB}} {
+		if err := await.Until(ctx, controller.ReasonOVNSocketUnavailable, func(ctx context.Context) error {
+			return withSocketHint(db.ep, db.probe(ctx, db.ep))
+		}); err != nil {
+			return nil // ctx ended
+		}
+	}
 	nbc, err := ovn.ConnectNB(ctx, f.zoneNB, f.instance, log.WithName("nb"))
 	if err != nil {
 		return err
 	}
 	defer nbc.Close()
+	metrics.CountOwnedRows(nbc, f.instance)
 	sbc, err := ovn.ConnectSB(ctx, f.zoneSB, log.WithName("sb"))
 	if err != nil {
 		return err
@@ -102,21 +135,32 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 	defer sbc.Close()
 	zone := f.zoneName
 	if zone == "" {
-		if zone, err = zoneNameOf(ctx, nbc); err != nil {
+		// ovn-kubernetes names the NB a moment after it starts.
+		if err := await.Until(ctx, "", func(ctx context.Context) error {
+			var err error
+			zone, err = zoneNameOf(ctx, nbc)
 			return err
+		}); err != nil {
+			return nil // ctx ended
 		}
 	}
 	log = log.WithValues("zone", zone)
 
 	source := kube.NewSource(dyn, f.resync, nil, log.WithName("kube"))
 	store := kube.NewStore(dyn, kc, f.namespace, f.resync, log.WithName("store"))
-	metrics := controller.NewMetrics(nbc, f.instance)
 	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics, SkipMoveNudge: !*f.moveNudge}
 	agent := controller.NewZoneAgent(nbc, sbc, zone, agentSource{source, store, zone}, store, opts)
 	if err := source.Notify(agent.EnqueueUnits); err != nil {
 		return err
 	}
 	store.Notify(func(u translator.Unit) { agent.EnqueueUnits([]translator.Unit{u}) }, func() { agent.ChassisChanged(ctx) })
+	readyFn := func() error {
+		if !source.HasSynced() || !store.HasSynced() {
+			return errors.New("informer caches not synced")
+		}
+		return connected(nbc)
+	}
+	started.Store(&readyFn)
 	source.Start(ctx)
 	store.Start(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), store.HasSynced) {
@@ -162,15 +206,6 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 			}
 		}
 	}()
-	ready := func() error {
-		if !source.HasSynced() || !store.HasSynced() {
-			return errors.New("informer caches not synced")
-		}
-		return connected(nbc)
-	}
-	if err := serve(ctx, f.addr, metrics, ready, log); err != nil {
-		return err
-	}
 	return agent.Run(ctx)
 }
 
@@ -197,14 +232,30 @@ func (s agentSource) HasSynced() bool {
 }
 
 // zoneNameOf is the NB_Global name of the NB, which ovn-kubernetes sets to
-// its zone's name.
+// its zone's name (the node's name; in v1.3.0's multi-node zones the
+// Node label k8s.ovn.org/zone-name), just after the NB starts. kubevirt-ovn
+// never writes it: ovn-kubernetes v1.3.0 waits for it to be its zone.
 func zoneNameOf(ctx context.Context, nbc client.Client) (string, error) {
 	var globals []*nbmodel.NBGlobal
 	if err := nbc.List(ctx, &globals); err != nil {
-		return "", err
+		return "", fmt.Errorf("reading the zone NB's NB_Global: %w", err)
 	}
 	if len(globals) != 1 || globals[0].Name == "" {
-		return "", errors.New("the zone NB's NB_Global has no name (ovn-kubernetes sets it to the zone's name): give --zone-name")
+		return "", errors.New("the zone NB's NB_Global has no name yet (ovn-kubernetes sets it to the zone's name just after the NB starts; with another OVN give --zone-name)")
 	}
 	return globals[0].Name, nil
+}
+
+// socketHint is where a zone agent's sockets come from, for a user whose
+// agent cannot reach them: the host directories the kustomizations mount at
+// /var/run/ovn.
+const socketHint = "deploy/interconnect mounts the host's /var/run/openvswitch (where ovn-kubernetes keeps a node's NB and SB sockets) at /var/run/ovn, " +
+	"deploy/interconnect-openshift the host's /var/run/ovn-ic: is the zone's database running on this node, with its socket there?"
+
+// withSocketHint adds socketHint to the error of a unix: endpoint.
+func withSocketHint(ep ovn.Endpoint, err error) error {
+	if err == nil || !strings.HasPrefix(ep.Address, "unix:") {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, socketHint)
 }

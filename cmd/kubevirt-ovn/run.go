@@ -56,6 +56,8 @@ type runFlags struct {
 	zoneNB, zoneSB ovn.Endpoint
 	zoneName       string
 	nodeName       string
+	podName        string
+	podUID         string
 	namespace      string
 }
 
@@ -87,6 +89,8 @@ func runRun(args []string, stderr io.Writer) int {
 	fs.StringVar(&f.zoneSB.Address, "zone-sb", "", "with --zone-nb: this zone's SB (e.g. unix:/var/run/ovn/ovnsb_db.sock)")
 	fs.StringVar(&f.zoneName, "zone-name", "", "with --zone-nb: the zone's name (default: the NB's NB_Global name, which ovn-kubernetes sets to it)")
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "with --zone-nb: this node's name; the zone's OVNZone is owned by the Node and goes with it")
+	fs.StringVar(&f.podName, "pod-name", os.Getenv("POD_NAME"), "with --zone-nb: this agent's Pod, in --namespace, where it records a Warning Event while its zone's NB or SB socket does not answer (empty: no Event)")
+	fs.StringVar(&f.podUID, "pod-uid", os.Getenv("POD_UID"), "with --pod-name: the Pod's UID (kubectl describe pod lists the Events of the Pod's UID)")
 	fs.StringVar(&f.namespace, "namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), "kubevirt-ovn"), "with --interconnect or --zone-nb: the namespace of the OVNZones and OVNAllocations")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {

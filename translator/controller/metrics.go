@@ -65,10 +65,17 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		Name: "kubevirt_ovn_routers_realized", Help: "Routers whose last commit the chassis have.",
 	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Realized }) }))
 	if nb != nil {
-		m.Registry.MustRegister(&ownedRows{nb: nb, instance: instance, desc: prometheus.NewDesc(
-			"kubevirt_ovn_owned_rows", "NB rows owned by this instance, by table.", []string{"table"}, nil)})
+		m.CountOwnedRows(nb, instance)
 	}
 	return m
+}
+
+// CountOwnedRows counts nb's rows owned by instance on scrape, for metrics
+// made before the NB was connected (a zone agent serves /readyz while it
+// waits for its NB).
+func (m *Metrics) CountOwnedRows(nb client.Client, instance string) {
+	m.Registry.MustRegister(&ownedRows{nb: nb, instance: instance, desc: prometheus.NewDesc(
+		"kubevirt_ovn_owned_rows", "NB rows owned by this instance, by table.", []string{"table"}, nil)})
 }
 
 func (m *Metrics) countRouters(f func(RouterStatus) bool) float64 {

@@ -20,6 +20,8 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
@@ -144,6 +146,39 @@ func connect(ctx context.Context, db, dbName string, modelFor func(ovsdb.Databas
 		case <-time.After(wait):
 		}
 	}
+}
+
+// ProbeNB says whether an endpoint of ep answers as an OVN Northbound
+// (it accepts a connection and lists OVN_Northbound within ep's timeout),
+// without making a client: a zone agent waits on it before it connects.
+// Its error names every endpoint and why it failed, e.g. "NB:
+// unix:/var/run/ovn/ovnnb_db.sock: dial unix /var/run/ovn/ovnnb_db.sock:
+// connect: no such file or directory".
+func ProbeNB(ctx context.Context, ep Endpoint) error {
+	return probeEndpoint(ctx, "NB", nbmodel.Schema().Name, ep)
+}
+
+// ProbeSB is ProbeNB for an OVN Southbound.
+func ProbeSB(ctx context.Context, ep Endpoint) error {
+	return probeEndpoint(ctx, "SB", sbmodel.Schema().Name, ep)
+}
+
+func probeEndpoint(ctx context.Context, db, dbName string, ep Endpoint) error {
+	c := &conn{db: db, dbName: dbName, addrs: ep.addresses(), timeout: ep.timeout()}
+	if len(c.addrs) == 0 {
+		return fmt.Errorf("%s: no OVSDB endpoint given", db)
+	}
+	if ep.UsesTLS() {
+		var err error
+		if c.tls, err = ep.tlsConfig(); err != nil {
+			return fmt.Errorf("%s: %w", db, err)
+		}
+	}
+	answered, failed := c.probeAll(ctx)
+	if len(answered) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", db, c.joinFailures(failed))
 }
 
 // connectOnce is one round of connect.
