@@ -27,6 +27,10 @@ type ZoneKeys struct {
 	MaxTunID int
 }
 
+// ZoneKeysSource names zone's NB as a source of foreign keys
+// (translator.Input.SetForeignKeys).
+func ZoneKeysSource(zone string) string { return "zone " + zone + "'s NB" }
+
 // ReadZoneKeys reads c's NB's ZoneKeys in one transaction of selects on a
 // connection of its own: our client monitors only our rows, and this read
 // is made at start and on each resync, not kept up to date.
