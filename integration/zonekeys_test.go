@@ -1,15 +1,20 @@
 package integration
 
 import (
+	"context"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
 )
 
@@ -106,4 +111,35 @@ func ctl(t *testing.T, tool, sock string, args ...string) string {
 	out, err := exec.Command(tool, append([]string{"--db=unix:" + sock}, args...)...).CombinedOutput()
 	require.NoError(t, err, "%s %s: %s", tool, strings.Join(args, " "), out)
 	return string(out)
+}
+
+// TestInterconnectClusterForeignKeyIsNotTaken: the cluster roles, with
+// another tool's switch in zone hv1 requesting the key net-a would get.
+// hv1's agent publishes it in its OVNZone, the allocator gives net-a
+// another key (moving it if it allocated before the agent published), and
+// zones gw1 and hv1 request and bind that key.
+func TestInterconnectClusterForeignKeyIsNotTaken(t *testing.T) {
+	e := newZoneEnv(t)
+	first := strconv.Itoa(translator.MaxDatapathKey)
+	nbctl(t, e.z.Zone("hv1"), "ls-add", "squatter", "--", "set", "Logical_Switch", "squatter", "other_config:requested-tnl-key="+first)
+	k := startKubeAPI(t)
+	startInterconnect(t, e, k)
+	for _, f := range []string{"networks.yaml", "vmis.yaml", "router.yaml"} {
+		k.apply(t, filepath.Join(e.manifests, f))
+	}
+	requested := func(zone string) string {
+		return strings.Trim(strings.TrimSpace(nbctl(t, e.z.Zone(zone), "--if-exists", "get", "Logical_Switch", "kv-net-a", "other_config:requested-tnl-key")), `"`)
+	}
+	bound := func(zone string) string {
+		return strings.TrimSpace(sbctl(t, e.z.Zone(zone), "--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name=kv-net-a"))
+	}
+	waitNB(t, "kv-net-a bound to one key, not "+first+", in zones gw1 and hv1", func() bool {
+		key := requested("hv1")
+		return key != "" && key != first && requested("gw1") == key && bound("hv1") == key && bound("gw1") == key
+	})
+	zone, err := k.dyn.Resource(kube.ZoneGVR).Namespace(icNamespace).Get(context.Background(), "zone-hv1", metav1.GetOptions{})
+	require.NoError(t, err)
+	keys, _, _ := unstructured.NestedSlice(zone.Object, "spec", "foreignKeys")
+	assert.Equal(t, []any{map[string]any{"key": int64(translator.MaxDatapathKey), "holder": "Logical_Switch squatter"}}, keys)
+	assert.Equal(t, first, strings.TrimSpace(sbctl(t, e.z.Zone("hv1"), "--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name=squatter")))
 }
