@@ -70,9 +70,10 @@ func newTunnelKeys() *tunnelKeys {
 // settle adopts the keys the NBs hold: a switch's or a port's key is kept
 // when it is in range and no other switch or port of that switch has it,
 // and a switch's when no foreign datapath requests it. A switch key outside
-// the range (written by a kubevirt-ovn before 0.x, which took keys in OVN's
+// the range (written by an older kubevirt-ovn, which took keys in OVN's
 // global range [16711681, 16777215], where ovn-ic and ovn-kubernetes
-// allocate too) is not adopted: that switch gets a key in range, once.
+// allocate too) is not adopted: that switch gets a key in range, once, in
+// every zone (its ports keep theirs).
 func (k *tunnelKeys) settle(held TunnelKeys) {
 	k.settled = true
 	for _, sw := range slices.Sorted(maps.Keys(held.Switches)) {
