@@ -79,7 +79,8 @@ func TestZonesForeignKeyIsNotTaken(t *testing.T) {
 
 // TestZonesVXLANRefused: a zone whose NB_Global says max_tunid=4095 (what
 // ovn-northd writes when a chassis has a VXLAN encap) makes sync fail,
-// naming the zone and the value, and write nothing in any zone. The NBs
+// naming the zone and the value, and write nothing in any zone; run
+// refuses to start. The NBs
 // and SBs are bare ovsdb-servers: no northd rewrites max_tunid.
 func TestZonesVXLANRefused(t *testing.T) {
 	type zone struct{ name, nb, sb string }
@@ -98,6 +99,10 @@ func TestZonesVXLANRefused(t *testing.T) {
 	r := kubevirtOVN(t, append([]string{"sync", "--from-file", examples(t)}, flags...)...)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "zone z2: NB_Global options:max_tunid=4095 (VXLAN): kubevirt-ovn's interconnect tunnel keys need Geneve (max_tunid 16711680) (nothing written)")
+	// run refuses to start.
+	r = kubevirtOVN(t, append([]string{"run", "--from-file", examples(t), "--http-addr", ""}, flags...)...)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "kubevirt-ovn run: zone z2: NB_Global options:max_tunid=4095 (VXLAN)")
 	for _, z := range zones {
 		for _, table := range []string{"Logical_Switch", "Logical_Router", "Logical_Switch_Port"} {
 			assert.Empty(t, strings.TrimSpace(ctl(t, "ovn-nbctl", z.nb, "--bare", "--columns=name", "list", table)), "zone %s: %s", z.name, table)

@@ -98,7 +98,8 @@ func (in *Input) SetInterconnect() {
 // as the global range holds, far more networks than one cluster declares.
 // Port keys are 15 bits. Geneve carries them all; VXLAN does not (its
 // datapath keys are 12 bits, max_tunid 4095 or 1023): interconnect mode
-// refuses a zone whose NB says so (see MaxTunIDError).
+// refuses a zone whose NB_Global says so (ovn.ZoneKeys.CheckGeneve, where
+// the zones' NBs are read).
 const (
 	MaxDatapathKey = 16711680 // OVN_MAX_DP_KEY_LOCAL
 	MinDatapathKey = MaxDatapathKey - 65536 + 1
