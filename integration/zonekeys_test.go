@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -80,7 +81,7 @@ func TestZonesForeignKeyIsNotTaken(t *testing.T) {
 // TestZonesVXLANRefused: a zone whose NB_Global says max_tunid=4095 (what
 // ovn-northd writes when a chassis has a VXLAN encap) makes sync fail,
 // naming the zone and the value, and write nothing in any zone; run
-// refuses to start. The NBs
+// and a zone agent refuse to start. The NBs
 // and SBs are bare ovsdb-servers: no northd rewrites max_tunid.
 func TestZonesVXLANRefused(t *testing.T) {
 	type zone struct{ name, nb, sb string }
@@ -101,6 +102,20 @@ func TestZonesVXLANRefused(t *testing.T) {
 	assert.Contains(t, r.stderr, "zone z2: NB_Global options:max_tunid=4095 (VXLAN): kubevirt-ovn's interconnect tunnel keys need Geneve (max_tunid 16711680) (nothing written)")
 	// run refuses to start.
 	r = kubevirtOVN(t, append([]string{"run", "--from-file", examples(t), "--http-addr", ""}, flags...)...)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "kubevirt-ovn run: zone z2: NB_Global options:max_tunid=4095 (VXLAN)")
+	// So does a zone agent: it refuses before it reads the cluster (the
+	// kubeconfig names an API server that is never contacted).
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: x}}]
+current-context: c
+`), 0o600))
+	r = kubevirtOVN(t, "run", "--zone-nb", "unix:"+zones[1].nb, "--zone-sb", "unix:"+zones[1].sb, "--zone-name", "z2",
+		"--kubeconfig", kubeconfig, "--leader-elect=false", "--http-addr", "")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "kubevirt-ovn run: zone z2: NB_Global options:max_tunid=4095 (VXLAN)")
 	for _, z := range zones {
