@@ -2,6 +2,7 @@ package translator
 
 import (
 	"cmp"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -147,6 +148,9 @@ func NewInputFrom(s *Snapshot) *Input {
 	in := NewInput()
 	if s.Interconnect {
 		in.SetInterconnect()
+	}
+	for _, source := range slices.Sorted(maps.Keys(s.ForeignKeys)) {
+		in.SetForeignKeys(source, s.ForeignKeys[source])
 	}
 	in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid})
 	in.SetChassis(s.Chassis, s.ChassisKnown)

@@ -19,6 +19,9 @@ type Snapshot struct {
 	// Interconnect: one NB per zone (the chassis carry their Zone); the
 	// plan says each zone's rows, also before any chassis is known.
 	Interconnect bool
+	// ForeignKeys are the datapath keys datapaths not ours request, by
+	// source (a zone's NB): see Input.SetForeignKeys.
+	ForeignKeys map[string][]ForeignKey
 	// Invalid are objects the source could not decode: their units fail and
 	// keep their rows (they must not look deleted).
 	Invalid map[Unit]error

@@ -29,6 +29,8 @@ type Plan struct {
 	// Errors is every input error in a stable order, including VM interface
 	// errors that leave only that interface's port as it was.
 	Errors []error
+	// Notes are the networks' KeyNotes.
+	Notes []string
 }
 
 // NetworkPlan is the desired rows of one network.
@@ -47,6 +49,9 @@ type NetworkPlan struct {
 	Zones map[string]*ZoneRows `json:",omitempty"`
 	// Keys are its switch's and ports' tunnel keys in interconnect mode.
 	Keys TunnelKeys `json:"-"`
+	// KeyNotes say, once, that its switch moved to another tunnel key
+	// (a collision with a foreign datapath, a key out of range).
+	KeyNotes []string `json:"-"`
 }
 
 // RouterPlan is the desired rows of one router.
@@ -126,6 +131,7 @@ func Build(s *Snapshot, instance string) *Plan {
 		if up.Network != nil {
 			p.Networks = append(p.Networks, *up.Network)
 			p.Errors = append(p.Errors, up.Network.VMErrors...)
+			p.Notes = append(p.Notes, up.Network.KeyNotes...)
 		}
 		if up.Router != nil {
 			p.Routers = append(p.Routers, *up.Router)

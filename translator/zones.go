@@ -36,12 +36,15 @@ import (
 // Tunnel keys are allocated here, kept while the switch or port exists
 // (also across restarts: before the first allocation the keys the NBs hold
 // are adopted), and are never reused while a row holding them may still
-// exist. Datapath keys are taken downward from MaxDatapathKey, in the range
-// OVN reserves for keys that are the same across zones (above what
-// ovn-northd allocates for a zone's own datapaths; ovn-ic and
-// ovn-kubernetes' transit switches allocate that range upward from its
-// bottom). Port keys are taken downward from MaxPortKey (ovn-northd
-// allocates a datapath's other ports upward from 1).
+// exist. Datapath keys are taken downward from MaxDatapathKey, the top of
+// the range in which ovn-northd allocates a zone's own datapaths upward
+// from 1 (a requested key wins over its own allocation), below OVN's global
+// range, which ovn-ic and ovn-kubernetes allocate (see MaxDatapathKey). A
+// key a foreign datapath requests (SetForeignKeys: another tool's rows in a
+// zone's NB, ovn-kubernetes' NADs) is never taken, and a switch of ours
+// holding one moves. A held key outside the range, an older kubevirt-ovn's,
+// is replaced once. Port keys are taken downward from MaxPortKey on our own
+// switches (ovn-northd allocates a datapath's other ports upward from 1).
 
 // A follower (a zone agent in a cluster) plans from what an allocator
 // decided instead of deciding: its routers' gateway orders and every
@@ -81,14 +84,44 @@ func (in *Input) SetInterconnect() {
 	}
 }
 
-// Tunnel key ranges (OVN's lib/ovn-util.h: 24-bit datapath keys, the top
-// 65535 of them global; 15-bit port keys). Geneve carries them all; VXLAN
-// does not (its datapath keys are 12 bits), and ovn-kubernetes runs Geneve.
+// Tunnel key ranges. OVN (lib/ovn-util.h) has 24-bit datapath keys:
+// ovn-northd gives a zone's own datapaths keys in [1, 16711680]
+// (OVN_MAX_DP_KEY_LOCAL, NB_Global options:max_tunid under Geneve), lowest
+// free first, after every key a datapath requests; the 65535 keys above are
+// global: ovn-ic allocates them upward from 16711682, ovn-kubernetes'
+// transit switches request 16711683+network ID (up to 16715778) and its
+// cluster-manager hands out the rest, [16715779, 16777215], upward. So
+// kubevirt-ovn takes its datapath keys from the top of the local range
+// downward, where nothing else requests keys and ovn-northd's own
+// allocation, coming up from 1, arrives only past 16,646,144 datapaths in
+// one zone (and a requested key wins over it anyway). 65,536 keys: as many
+// as the global range holds, far more networks than one cluster declares.
+// Port keys are 15 bits. Geneve carries them all; VXLAN does not (its
+// datapath keys are 12 bits, max_tunid 4095 or 1023): interconnect mode
+// refuses a zone whose NB_Global says so (ovn.ZoneKeys.CheckGeneve, where
+// the zones' NBs are read).
 const (
-	MinDatapathKey = 1<<24 - 1 - (1<<16 - 1) + 1
-	MaxDatapathKey = 1<<24 - 1
+	MaxDatapathKey = 16711680 // OVN_MAX_DP_KEY_LOCAL
+	MinDatapathKey = MaxDatapathKey - 65536 + 1
 	MaxPortKey     = 1<<15 - 1
 )
+
+// SetForeignKeys records the datapath keys that datapaths not ours request
+// in source (a zone's NB, a NAD of ovn-kubernetes, a zone agent's report):
+// no switch of ours gets one of them, and a switch of ours that holds one
+// moves to another key. It replaces what source said before; nil keys
+// forget source. Call it before the first plan with every source known,
+// and again whenever a source changes. It returns the units whose switch
+// must move (their next plan says so in NetworkPlan.KeyNotes).
+func (in *Input) SetForeignKeys(source string, keys []ForeignKey) []Unit {
+	in.mu.Lock()
+	if in.keys == nil {
+		in.keys = newTunnelKeys()
+	}
+	k := in.keys
+	in.mu.Unlock()
+	return k.setForeign(source, keys)
+}
 
 // KeyTunnel is the option (LSP options, Logical_Switch other_config) that
 // asks ovn-northd for a tunnel key.
@@ -246,11 +279,11 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	// their localnet ports: its ports get no remote twins (a frame would
 	// reach them twice).
 	physical := slices.ContainsFunc(np.Ports, func(p *nbmodel.LogicalSwitchPort) bool { return p.Type == "localnet" })
-	keys, err := in.takeKeys(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
+	keys, notes, err := in.takeKeys(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
 	if err != nil {
 		return err
 	}
-	np.Keys = keysOf(keys)
+	np.Keys, np.KeyNotes = keysOf(keys), notes
 	np.Zones = map[string]*ZoneRows{}
 	for z := range in.networkZones(np.Name, held) {
 		zr := &ZoneRows{Keep: np.KeepPorts}
@@ -290,7 +323,7 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	for _, sp := range rp.SwitchPorts {
 		refs = append(refs, keyRef{SwitchName(sp.Network), sp.Port.Name})
 	}
-	keys, err := in.takeKeys(Unit{Kind: KindRouter, Name: rp.Name}, refs, held)
+	keys, _, err := in.takeKeys(Unit{Kind: KindRouter, Name: rp.Name}, refs, held)
 	if err != nil {
 		return err
 	}
@@ -349,11 +382,12 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	return nil
 }
 
-// takeKeys are unit u's tunnel keys for refs: allocated, or a follower's
-// from held.
-func (in *Input) takeKeys(u Unit, refs []keyRef, held Held) (map[keyRef]int, error) {
+// takeKeys are unit u's tunnel keys for refs: allocated (with notes on
+// switches moved off a key), or a follower's from held.
+func (in *Input) takeKeys(u Unit, refs []keyRef, held Held) (map[keyRef]int, []string, error) {
 	if !in.follow {
-		return in.keys.take(u, refs, held), nil
+		keys, notes := in.keys.take(u, refs, held)
+		return keys, notes, nil
 	}
 	kh, _ := held.(KeyHolder)
 	out := map[keyRef]int{}
@@ -375,9 +409,9 @@ func (in *Input) takeKeys(u Unit, refs []keyRef, held Held) (map[keyRef]int, err
 		if u.Kind == KindNetwork {
 			kind = ObjNAD
 		}
-		return nil, &InputError{Kind: kind, Object: u.Name, Field: "tunnel keys", Msg: fmt.Sprintf("%d of %d not allocated yet by the allocator", missing, len(refs)), Reason: ReasonWaiting}
+		return nil, nil, &InputError{Kind: kind, Object: u.Name, Field: "tunnel keys", Msg: fmt.Sprintf("%d of %d not allocated yet by the allocator", missing, len(refs)), Reason: ReasonWaiting}
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // keysOf are keys by switch and by port name.

@@ -145,6 +145,15 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 		}
 	}
 	log = log.WithValues("zone", zone)
+	// Under VXLAN ovn-northd would ignore the keys our switches request:
+	// the agent refuses to start.
+	zk, err := ovn.ReadZoneKeys(ctx, nbc, f.instance)
+	if err != nil {
+		return fmt.Errorf("zone %s: %w", zone, err)
+	}
+	if err := zk.CheckGeneve(zone); err != nil {
+		return err
+	}
 
 	source := kube.NewSource(dyn, f.resync, nil, log.WithName("kube"))
 	store := kube.NewStore(dyn, kc, f.namespace, f.resync, log.WithName("store"))
@@ -166,8 +175,10 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 	if !cache.WaitForCacheSync(ctx.Done(), store.HasSynced) {
 		return ctx.Err()
 	}
-	// The zone's chassis, now and whenever they change; a failed
-	// publication is tried again until it succeeds.
+	// The zone's chassis, now and whenever they change, and the keys other
+	// tools' rows request in its NB (read again on every resync, for the
+	// allocator to take none of them); a failed publication is tried again
+	// until it succeeds.
 	kick := make(chan struct{}, 1)
 	onChassis := func(table string) {
 		if table != sbmodel.ChassisTable {
@@ -185,10 +196,18 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 	})
 	go func() {
 		retry := time.Second
+		resync := time.NewTicker(f.resync)
+		defer resync.Stop()
 		for {
 			chassis, err := ovn.ZoneChassis(ctx, sbc, zone)
 			if err == nil {
-				err = store.PublishZone(ctx, zone, f.nodeName, chassis)
+				zk, err = ovn.ReadZoneKeys(ctx, nbc, f.instance)
+			}
+			if err == nil {
+				if gerr := zk.CheckGeneve(zone); gerr != nil {
+					log.Error(gerr, "the zone's tunnel keys")
+				}
+				err = store.PublishZone(ctx, zone, f.nodeName, chassis, zk.Foreign)
 			}
 			var again <-chan time.Time
 			if err != nil && ctx.Err() == nil {
@@ -203,6 +222,7 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 				return
 			case <-kick:
 			case <-again:
+			case <-resync.C:
 			}
 		}
 	}()

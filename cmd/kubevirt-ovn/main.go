@@ -253,6 +253,27 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kubevirt-ovn sync: %v\n", err)
 		return 1
 	}
+	// Interconnect: a zone under VXLAN is refused before anything is
+	// written, and the keys other tools' rows request are not ours to take.
+	for _, tg := range targets {
+		if tg.zone == "" {
+			continue
+		}
+		zk, err := ovn.ReadZoneKeys(ctx, tg.nbc, *instance)
+		if err == nil {
+			err = zk.CheckGeneve(tg.zone)
+		} else {
+			err = fmt.Errorf("%s%w", tg.label(), err)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "kubevirt-ovn sync: %v (nothing written)\n", err)
+			return 1
+		}
+		if set.Snapshot.ForeignKeys == nil {
+			set.Snapshot.ForeignKeys = map[string][]translator.ForeignKey{}
+		}
+		set.Snapshot.ForeignKeys[ovn.ZoneKeysSource(tg.zone)] = zk.Foreign
+	}
 	var held translator.ZonesHeld
 	for _, tg := range targets {
 		if err := refuseEmpty(ctx, set, tg.nbc, *instance, *allowEmpty, paths); err != nil {
@@ -272,6 +293,9 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	}
 	plan := translator.Build(&set.Snapshot, *instance)
 	set = nil // the decoded manifests are not needed any more: let the GC have them
+	for _, n := range plan.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
 
 	var results []*kvnb.SyncResult
 	for _, tg := range targets {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
 // AllocationStore is where an allocator records its decisions and reads
@@ -23,6 +24,9 @@ type AllocationStore interface {
 	Apply(ctx context.Context, u translator.Unit, a *translator.Allocation) error
 	// Chassis are every zone's chassis, marked with their zone.
 	Chassis() []translator.Chassis
+	// ForeignKeys are the datapath keys rows not ours request in each
+	// zone's NB (as its agent reads them), by zone.
+	ForeignKeys() map[string][]translator.ForeignKey
 	// Units are the units that have an allocation.
 	Units() []translator.Unit
 	HasSynced() bool
@@ -43,6 +47,8 @@ type Allocator struct {
 
 	mu      sync.Mutex
 	primary map[string]string // last primary reported per router
+	// zoneKeys are the zones whose foreign keys the input has.
+	zoneKeys map[string]bool
 }
 
 // NewAllocator returns an allocator; Run starts it. status may be nil.
@@ -51,7 +57,7 @@ func NewAllocator(source Source, store AllocationStore, status Status, opts Opti
 	return &Allocator{source: source, input: source.Input(), store: store, status: status, opts: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "allocations"}),
-		primary: map[string]string{}}
+		primary: map[string]string{}, zoneKeys: map[string]bool{}}
 }
 
 // EnqueueUnits schedules units; a source calls it with what
@@ -63,10 +69,24 @@ func (a *Allocator) EnqueueUnits(units []translator.Unit) {
 	}
 }
 
-// ChassisChanged reads the zones' chassis into the input and enqueues the
-// units that changes.
+// ChassisChanged reads the zones' chassis, and the keys other tools' rows
+// request in their NBs, into the input and enqueues the units that
+// changes.
 func (a *Allocator) ChassisChanged() {
 	a.EnqueueUnits(a.input.SetChassis(a.store.Chassis(), true))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	keys := a.store.ForeignKeys()
+	for zone := range a.zoneKeys {
+		if _, ok := keys[zone]; !ok {
+			a.EnqueueUnits(a.input.SetForeignKeys(ovn.ZoneKeysSource(zone), nil))
+			delete(a.zoneKeys, zone)
+		}
+	}
+	for zone, k := range keys {
+		a.EnqueueUnits(a.input.SetForeignKeys(ovn.ZoneKeysSource(zone), k))
+		a.zoneKeys[zone] = true
+	}
 }
 
 // Run allocates until ctx ends, once the source and the store have
@@ -113,6 +133,11 @@ func (a *Allocator) processNext(ctx context.Context) bool {
 // unit whose input is invalid keeps its allocation, as its rows stay.
 func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 	up := a.input.Plan(u, a.opts.Instance, a.store)
+	if up.Network != nil {
+		for _, n := range up.Network.KeyNotes {
+			a.opts.Log.Info("tunnel key moved", "kind", u.Kind, "name", u.Name, "note", n)
+		}
+	}
 	if !up.InInput {
 		if err := a.store.Apply(ctx, u, nil); err != nil {
 			return err

@@ -423,6 +423,11 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		log = log.WithValues("zone", c.zone)
 	}
 	up := c.input.Plan(u, c.opts.Instance, c.planHeld)
+	if up.Network != nil {
+		for _, n := range up.Network.KeyNotes {
+			log.Info("tunnel key moved", "note", n)
+		}
+	}
 	rp := up.Router
 	if len(up.Errs) > 0 {
 		rp = nil

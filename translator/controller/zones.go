@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 
@@ -62,8 +64,26 @@ func (g *Zones) EnqueueUnits(units []translator.Unit) {
 	}
 }
 
-// Run runs every zone's controller until ctx ends.
+// Run runs every zone's controller until ctx ends. It first reads every
+// zone's NB for the tunnel keys other tools' rows request, before the
+// first allocation, and refuses to start when a zone runs VXLAN; the keys
+// are read again on every resync.
 func (g *Zones) Run(ctx context.Context) error {
+	if err := g.refreshForeignKeys(ctx, true); err != nil {
+		return err
+	}
+	go func() {
+		ticker := time.NewTicker(g.ctrls[0].opts.Resync)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				_ = g.refreshForeignKeys(ctx, false)
+			}
+		}
+	}()
 	errs := make([]error, len(g.ctrls))
 	var wg sync.WaitGroup
 	for i, c := range g.ctrls {
@@ -92,6 +112,31 @@ func (g *Zones) refreshChassis(ctx context.Context) {
 		all = append(all, chassis...)
 	}
 	g.EnqueueUnits(g.input.SetChassis(all, true))
+}
+
+// refreshForeignKeys reads the keys other tools' rows request in every
+// zone's NB into the input and enqueues, in every zone, the networks whose
+// switch must move off one. At start (strict) a zone that cannot be read or
+// runs VXLAN is an error; later it is logged, and the zone's last keys are
+// kept.
+func (g *Zones) refreshForeignKeys(ctx context.Context, strict bool) error {
+	for _, c := range g.ctrls {
+		zk, err := ovn.ReadZoneKeys(ctx, c.nb, c.opts.Instance)
+		if err == nil {
+			err = zk.CheckGeneve(c.zone)
+		} else {
+			err = fmt.Errorf("zone %s: %w", c.zone, err)
+		}
+		if err != nil {
+			if strict {
+				return err
+			}
+			c.opts.Log.Info("reading the tunnel keys other tools request", "error", err.Error())
+			continue
+		}
+		g.EnqueueUnits(g.input.SetForeignKeys(ovn.ZoneKeysSource(c.zone), zk.Foreign))
+	}
+	return nil
 }
 
 // work is what unit plan up asks of this controller's NB.

@@ -30,8 +30,10 @@ import (
 // and one agent per zone, which writes its zone's NB. They meet in two
 // resources of kubevirt-ovn's namespace
 // (deploy/interconnect/crd-interconnect.yaml):
-//   - OVNZone: a zone's chassis, one per zone, written by its agent and
-//     owned by its Node, so that a deleted node's chassis go with it;
+//   - OVNZone: a zone's chassis, and the tunnel keys in kubevirt-ovn's range
+//     that other tools' rows request in its NB, one per zone, written by its
+//     agent and owned by its Node, so that a deleted node's chassis go with
+//     it;
 //   - OVNAllocation: one unit's decisions, one per router and network,
 //     written by the allocator: a router's gateway order and the tunnel
 //     keys of the unit's switch and ports.
@@ -53,6 +55,16 @@ type zoneChassis struct {
 type zoneSpec struct {
 	Zone    string        `json:"zone"`
 	Chassis []zoneChassis `json:"chassis,omitempty"`
+	// ForeignKeys are the datapath keys in kubevirt-ovn's range that rows
+	// not ours request in the zone's NB: the allocator takes none of them.
+	ForeignKeys []translator.ForeignKey `json:"foreignKeys,omitempty"`
+}
+
+// zoneState is one OVNZone read.
+type zoneState struct {
+	zone    string
+	chassis []translator.Chassis
+	foreign []translator.ForeignKey
 }
 
 type allocUnit struct {
@@ -79,8 +91,8 @@ type Store struct {
 	log       logr.Logger
 
 	mu       sync.RWMutex
-	zones    map[string][]translator.Chassis // by object name
-	allocs   map[string]*unitAlloc           // by object name
+	zones    map[string]*zoneState // by object name
+	allocs   map[string]*unitAlloc // by object name
 	switches map[string]int
 	ports    map[string]int
 	gateways map[string][]string // by router
@@ -100,7 +112,7 @@ func NewStore(client dynamic.Interface, kc kubernetes.Interface, namespace strin
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, resync, namespace, nil)
 	s := &Store{client: client, kc: kc, namespace: namespace, log: log,
 		zoneInf: f.ForResource(ZoneGVR).Informer(), allocInf: f.ForResource(AllocationGVR).Informer(),
-		zones: map[string][]translator.Chassis{}, allocs: map[string]*unitAlloc{},
+		zones: map[string]*zoneState{}, allocs: map[string]*unitAlloc{},
 		switches: map[string]int{}, ports: map[string]int{}, gateways: map[string][]string{}}
 	for _, inf := range []cache.SharedIndexInformer{s.zoneInf, s.allocInf} {
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -144,11 +156,11 @@ func (s *Store) update(obj any, deleted bool) {
 	case "OVNZone":
 		delete(s.zones, u.GetName())
 		if !deleted {
-			chassis, err := decodeZone(u)
+			z, err := decodeZone(u)
 			if err != nil {
 				s.log.Info("ignoring an OVNZone", "name", u.GetName(), "error", err.Error())
 			} else {
-				s.zones[u.GetName()] = chassis
+				s.zones[u.GetName()] = z
 			}
 		}
 		zones = true
@@ -211,7 +223,19 @@ func (s *Store) Chassis() []translator.Chassis {
 	defer s.mu.RUnlock()
 	var out []translator.Chassis
 	for _, name := range slices.Sorted(maps.Keys(s.zones)) {
-		out = append(out, s.zones[name]...)
+		out = append(out, s.zones[name].chassis...)
+	}
+	return out
+}
+
+// ForeignKeys are the datapath keys rows not ours request in each zone's
+// NB, as its agent published them, by zone.
+func (s *Store) ForeignKeys() map[string][]translator.ForeignKey {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string][]translator.ForeignKey{}
+	for _, z := range s.zones {
+		out[z.zone] = append(out[z.zone], z.foreign...)
 	}
 	return out
 }
@@ -290,11 +314,17 @@ func (s *Store) Apply(ctx context.Context, u translator.Unit, a *translator.Allo
 	return s.put(ctx, res, AllocationGVR, "OVNAllocation", name, cur, exists, &spec, nil)
 }
 
-// PublishZone makes zone's OVNZone list chassis; with node (and a Nodes
-// client), the Node owns it, so that it goes with the node.
-func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []translator.Chassis) error {
+// PublishZone makes zone's OVNZone list chassis and the foreign keys in
+// kubevirt-ovn's range; with node (and a Nodes client), the Node owns it,
+// so that it goes with the node.
+func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey) error {
 	name := objectName("zone-", zone)
 	spec := zoneSpec{Zone: zone}
+	for _, f := range foreign {
+		if f.Key >= translator.MinDatapathKey && f.Key <= translator.MaxDatapathKey {
+			spec.ForeignKeys = append(spec.ForeignKeys, f)
+		}
+	}
 	for _, c := range chassis {
 		spec.Chassis = append(spec.Chassis, zoneChassis{Name: c.Name, Hostname: c.Hostname, Gateway: c.Gateway, Physnets: c.Physnets})
 	}
@@ -349,7 +379,7 @@ func equalJSON(a, b map[string]any) bool {
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
-func decodeZone(u *unstructured.Unstructured) ([]translator.Chassis, error) {
+func decodeZone(u *unstructured.Unstructured) (*zoneState, error) {
 	var spec zoneSpec
 	if err := fromSpec(u, &spec); err != nil {
 		return nil, err
@@ -357,9 +387,9 @@ func decodeZone(u *unstructured.Unstructured) ([]translator.Chassis, error) {
 	if spec.Zone == "" {
 		return nil, fmt.Errorf("spec.zone is empty")
 	}
-	var out []translator.Chassis
+	out := &zoneState{zone: spec.Zone, foreign: spec.ForeignKeys}
 	for _, c := range spec.Chassis {
-		out = append(out, translator.Chassis{Name: c.Name, Hostname: c.Hostname, Gateway: c.Gateway, Physnets: c.Physnets, Zone: spec.Zone})
+		out.chassis = append(out.chassis, translator.Chassis{Name: c.Name, Hostname: c.Hostname, Gateway: c.Gateway, Physnets: c.Physnets, Zone: spec.Zone})
 	}
 	return out, nil
 }

@@ -6,9 +6,11 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -71,7 +73,38 @@ type Source struct {
 // router's rows from what its NB holds), and a status that says what the
 // allocator knows: the gateway and tunnel keys are decided, not whether
 // the zones' NBs have them.
-func (s *Source) SetAllocator() { s.allocator = true }
+func (s *Source) SetAllocator() {
+	s.allocator = true
+	// The default network's transit switch, in every zone, is on no NAD.
+	s.input.SetForeignKeys("ovn-kubernetes' default network", []translator.ForeignKey{{Key: OVNKTransitSwitchBaseKey, Holder: "Logical_Switch transit_switch"}})
+}
+
+// ovn-kubernetes records the tunnel keys of its networks in their NADs:
+// its transit switches request OVNKTransitSwitchBaseKey + the network ID
+// (0, the default network, has no NAD), and its cluster-manager allocates
+// more (a Layer2 network's transit router) in the tunnel-keys list.
+const (
+	OVNKNetworkIDAnnotation  = "k8s.ovn.org/network-id"
+	OVNKTunnelKeysAnnotation = "k8s.ovn.org/tunnel-keys"
+	OVNKTransitSwitchBaseKey = 16711683
+)
+
+// nadForeignKeys are the tunnel keys ovn-kubernetes records in a NAD's
+// annotations; ones that do not parse are left out.
+func nadForeignKeys(u *unstructured.Unstructured) []translator.ForeignKey {
+	var out []translator.ForeignKey
+	ann := u.GetAnnotations()
+	if id, err := strconv.Atoi(ann[OVNKNetworkIDAnnotation]); err == nil && id >= 0 {
+		out = append(out, translator.ForeignKey{Key: OVNKTransitSwitchBaseKey + id, Holder: fmt.Sprintf("ovn-kubernetes network %d's transit switch", id)})
+	}
+	var keys []int
+	if err := json.Unmarshal([]byte(ann[OVNKTunnelKeysAnnotation]), &keys); err == nil {
+		for _, k := range keys {
+			out = append(out, translator.ForeignKey{Key: k, Holder: "ovn-kubernetes' " + OVNKTunnelKeysAnnotation})
+		}
+	}
+	return out
+}
 
 // NewSource prepares the informers; Start runs them. recorder may be nil.
 func NewSource(client dynamic.Interface, resync time.Duration, recorder record.EventRecorder, log logr.Logger) *Source {
@@ -128,6 +161,15 @@ func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 				objs = convert(u)
 			}
 			enqueue(s.input.Set(key, objs))
+			if kind == "NetworkAttachmentDefinition" && s.allocator {
+				// ovn-kubernetes' keys are never ours to take, also while
+				// its NAD is being deleted (its switches may still be).
+				var keys []translator.ForeignKey
+				if !deleted {
+					keys = nadForeignKeys(u)
+				}
+				enqueue(s.input.SetForeignKeys("NAD "+u.GetNamespace()+"/"+u.GetName(), keys))
+			}
 		}
 		reg, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { set(obj, false) },

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -148,4 +149,61 @@ func TestInputSkipsDeletingRoutersAndReportsUndecodable(t *testing.T) {
 	var ie *translator.InputError
 	assert.True(t, errors.As(err, &ie))
 	assert.Contains(t, err.Error(), "VirtualRouter broken")
+}
+
+func nad(name string, ann map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+		"metadata": map[string]any{"name": name, "namespace": "default", "annotations": ann},
+		"spec":     map[string]any{"config": `{"cniVersion": "0.3.1", "type": "ovn-k8s-cni-overlay", "name": "` + name + `"}`},
+	}}
+}
+
+func TestNADAnnotationsGiveOVNKubernetesKeys(t *testing.T) {
+	keys := nadForeignKeys(nad("l2", map[string]any{OVNKNetworkIDAnnotation: "3", OVNKTunnelKeysAnnotation: "[16711686,16715779]"}))
+	assert.Equal(t, []translator.ForeignKey{
+		{Key: 16711686, Holder: "ovn-kubernetes network 3's transit switch"},
+		{Key: 16711686, Holder: "ovn-kubernetes' k8s.ovn.org/tunnel-keys"},
+		{Key: 16715779, Holder: "ovn-kubernetes' k8s.ovn.org/tunnel-keys"},
+	}, keys)
+	assert.Empty(t, nadForeignKeys(nad("plain", nil)))
+	assert.Empty(t, nadForeignKeys(nad("bad", map[string]any{OVNKNetworkIDAnnotation: "x", OVNKTunnelKeysAnnotation: "{"})))
+}
+
+// The allocator's source counts the keys ovn-kubernetes' NADs record as
+// taken: with one in kubevirt-ovn's range (none is today; the ranges may
+// change), our network's switch does not get it.
+func TestAllocatorSourceTakesNoOVNKubernetesKey(t *testing.T) {
+	ours := nad("net-a", map[string]any{"network-config": `{"type": "GENEVE", "cidr": "10.10.0.0/24", "gatewayIp": "10.10.0.1"}`})
+	ovnk := nad("l2", map[string]any{OVNKTunnelKeysAnnotation: fmt.Sprintf("[%d]", translator.MaxDatapathKey)})
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList",
+	})
+	for _, n := range []*unstructured.Unstructured{ours, ovnk} {
+		_, err := client.Resource(NADGVR).Namespace("default").Create(context.Background(), n, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	s := NewSource(client, 0, nil, logr.Discard())
+	s.SetAllocator()
+	s.Input().SetInterconnect()
+	require.NoError(t, s.Notify(func([]translator.Unit) {}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.Start(ctx)
+	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	s.Input().SetChassis([]translator.Chassis{{Name: "hv1", Zone: "hv1"}}, true)
+	up := s.Input().Plan(translator.Unit{Kind: translator.KindNetwork, Name: "net-a"}, "test", nil)
+	require.Empty(t, up.Errs)
+	require.NotNil(t, up.Network)
+	assert.Equal(t, translator.MaxDatapathKey-1, up.Network.Keys.Switches["kv-net-a"])
+}
+
+func TestOVNZoneCarriesForeignKeys(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"zone": "hv1",
+		"chassis":     []any{map[string]any{"name": "hv1"}},
+		"foreignKeys": []any{map[string]any{"key": int64(16711680), "holder": "Logical_Switch squatter"}}}}}
+	z, err := decodeZone(u)
+	require.NoError(t, err)
+	assert.Equal(t, "hv1", z.zone)
+	assert.Equal(t, []translator.ForeignKey{{Key: 16711680, Holder: "Logical_Switch squatter"}}, z.foreign)
 }

@@ -1,0 +1,169 @@
+package translator
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// swUnit is the unit owning switch sw in these tests.
+func swUnit(sw string) Unit { return Unit{Kind: KindNetwork, Name: sw} }
+
+// takeSwitch allocates switch sw's key as its network's plan does.
+func takeSwitch(k *tunnelKeys, sw string, held Held) (int, []string) {
+	keys, notes := k.take(swUnit(sw), []keyRef{{sw: sw}}, held)
+	return keys[keyRef{sw: sw}], notes
+}
+
+func TestDatapathKeyRangeIsTheTopOfOVNsLocalRange(t *testing.T) {
+	assert.Equal(t, 16711680, MaxDatapathKey, "OVN_MAX_DP_KEY_LOCAL: ovn-northd's max_tunid under Geneve")
+	assert.Equal(t, 65536, MaxDatapathKey-MinDatapathKey+1)
+
+	// Every key of the range, top down, and nothing outside it: never
+	// OVN's global range (ovn-ic, ovn-kubernetes' transit switches and
+	// tunnel key allocator).
+	k := newTunnelKeys()
+	seen := map[int]bool{}
+	for i := range MaxDatapathKey - MinDatapathKey + 1 {
+		key, _ := takeSwitch(k, fmt.Sprintf("kv-%d", i), noClaims{})
+		require.Equal(t, MaxDatapathKey-i, key, "switch %d", i)
+		require.False(t, seen[key])
+		seen[key] = true
+	}
+	key, _ := takeSwitch(k, "kv-one-too-many", noClaims{})
+	assert.Zero(t, key, "the range is full: no key rather than one outside it")
+
+	// A freed key is handed out again: the allocation goes round within
+	// the range.
+	k.forget(swUnit("kv-7"))
+	key, _ = takeSwitch(k, "kv-again", noClaims{})
+	assert.Equal(t, MaxDatapathKey-7, key)
+}
+
+func TestDatapathKeysWrapWithinTheRange(t *testing.T) {
+	k := newTunnelKeys()
+	k.lo, k.hi, k.nextDP = 100, 103, 103
+	var got []int
+	for _, sw := range []string{"a", "b", "c"} {
+		key, _ := takeSwitch(k, sw, noClaims{})
+		got = append(got, key)
+	}
+	k.forget(swUnit("a"))
+	for _, sw := range []string{"d", "e", "f"} {
+		key, _ := takeSwitch(k, sw, noClaims{})
+		got = append(got, key)
+	}
+	assert.Equal(t, []int{103, 102, 101, 100, 103, 0}, got, "round the range, a's freed key last, then none")
+}
+
+func TestHeldKeysOutsideTheRangeAreReplaced(t *testing.T) {
+	k := newTunnelKeys()
+	held := Claims{Keys: TunnelKeys{Switches: map[string]int{
+		"kv-old":     16777215,           // an older kubevirt-ovn's
+		"kv-transit": 16711683,           // ovn-kubernetes' default network's transit switch
+		"kv-kept":    MaxDatapathKey - 5, // in range
+	}}}
+	kept, notes := takeSwitch(k, "kv-kept", held)
+	assert.Equal(t, MaxDatapathKey-5, kept)
+	assert.Empty(t, notes)
+	for _, sw := range []string{"kv-old", "kv-transit"} {
+		key, notes := takeSwitch(k, sw, held)
+		assert.True(t, key >= MinDatapathKey && key <= MaxDatapathKey, "%s: %d", sw, key)
+		require.Len(t, notes, 1)
+		assert.Contains(t, notes[0], "outside kubevirt-ovn's range [16646145, 16711680]")
+		assert.Contains(t, notes[0], fmt.Sprintf("moved to tunnel key %d", key))
+		key2, notes := takeSwitch(k, sw, held)
+		assert.Equal(t, key, key2, "once")
+		assert.Empty(t, notes)
+	}
+}
+
+func TestForeignKeyIsNotHandedOut(t *testing.T) {
+	in := zoneInput()
+	in.SetInterconnect()
+	// ovn-kubernetes' switch in zone hv1 requests the first key we would
+	// take; a NAD records another.
+	assert.Empty(t, in.SetForeignKeys("zone hv1's NB", []ForeignKey{{Key: MaxDatapathKey, Holder: "Logical_Switch other"}}))
+	assert.Empty(t, in.SetForeignKeys("NAD default/blue", []ForeignKey{{Key: MaxDatapathKey - 2}}))
+	keys := plannedKeys(t, in, nil)
+	assert.Equal(t, map[string]int{"kv-net-a": MaxDatapathKey - 1, "kv-net-b": MaxDatapathKey - 3, "kv-public": MaxDatapathKey - 4}, keys.Switches)
+}
+
+func TestForeignKeyEqualToOursMovesOurs(t *testing.T) {
+	in := zoneInput()
+	first := plannedKeys(t, in, nil)
+	netA := first.Switches["kv-net-a"]
+	require.NotZero(t, netA)
+
+	// Another tool requests net-a's key in zone gw1 (it was there first,
+	// or northd gives it the key anyway).
+	units := in.SetForeignKeys("zone gw1's NB", []ForeignKey{{Key: netA, Holder: "Logical_Switch intruder"}})
+	assert.Equal(t, []Unit{{Kind: KindNetwork, Name: "net-a"}}, units, "net-a is reconciled again")
+	up := in.Plan(Unit{Kind: KindNetwork, Name: "net-a"}, testInstance, nil)
+	require.Empty(t, up.Errs)
+	moved := up.Network.Keys.Switches["kv-net-a"]
+	assert.NotEqual(t, netA, moved)
+	assert.True(t, moved >= MinDatapathKey && moved <= MaxDatapathKey)
+	for z, zr := range up.Network.Zones {
+		assert.Equal(t, "key="+fmt.Sprint(moved), zoneView(zr)["LS kv-net-a"], "zone %s", z)
+	}
+	require.Len(t, up.Network.KeyNotes, 1)
+	assert.Contains(t, up.Network.KeyNotes[0], fmt.Sprintf("Logical_Switch kv-net-a: tunnel key %d collides with Logical_Switch intruder (zone gw1's NB)", netA))
+	again := in.Plan(Unit{Kind: KindNetwork, Name: "net-a"}, testInstance, nil)
+	assert.Empty(t, again.Network.KeyNotes, "said once")
+	assert.Equal(t, moved, again.Network.Keys.Switches["kv-net-a"])
+	assert.Equal(t, first.Switches["kv-net-b"], plannedKeys(t, in, nil).Switches["kv-net-b"], "the others keep theirs")
+
+	// The foreign row goes: nothing moves back.
+	assert.Empty(t, in.SetForeignKeys("zone gw1's NB", nil))
+	assert.Equal(t, moved, plannedKeys(t, in, nil).Switches["kv-net-a"])
+}
+
+func TestForeignKeyEqualToAHeldOneAtStartMovesOurs(t *testing.T) {
+	first := plannedKeys(t, zoneInput(), nil)
+	netA := first.Switches["kv-net-a"]
+
+	// A restart: the NB says net-a holds netA, and a foreign switch
+	// requests it too.
+	in := zoneInput()
+	in.SetForeignKeys("zone hv1's NB", []ForeignKey{{Key: netA, Holder: "Logical_Switch intruder"}})
+	up := in.Plan(Unit{Kind: KindNetwork, Name: "net-a"}, testInstance, Claims{Keys: first})
+	require.Empty(t, up.Errs)
+	assert.NotEqual(t, netA, up.Network.Keys.Switches["kv-net-a"])
+	require.Len(t, up.Network.KeyNotes, 1)
+	assert.Contains(t, up.Network.KeyNotes[0], "collides with Logical_Switch intruder (zone hv1's NB)")
+	assert.Equal(t, first.Switches["kv-net-b"], plannedKeys(t, in, Claims{Keys: first}).Switches["kv-net-b"])
+}
+
+func TestBuildTakesTheSnapshotsForeignKeys(t *testing.T) {
+	s := &Snapshot{Interconnect: true, Chassis: zoneChassis(), ChassisKnown: true,
+		Networks:    []Network{netA()},
+		VMs:         []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "hv1"}},
+		ForeignKeys: map[string][]ForeignKey{"zone hv1's NB": {{Key: MaxDatapathKey}}},
+		Held:        Claims{Keys: TunnelKeys{Switches: map[string]int{"kv-net-a": MaxDatapathKey}}},
+	}
+	p := Build(s, testInstance)
+	require.Len(t, p.Networks, 1)
+	assert.Equal(t, MaxDatapathKey-1, p.Networks[0].Keys.Switches["kv-net-a"])
+	require.Len(t, p.Notes, 1)
+	assert.Contains(t, p.Notes[0], "collides with zone hv1's NB")
+}
+
+// Keys ovn-kubernetes records in NADs are outside the range today; with a
+// range that reaches them (a future change of either range) they are not
+// handed out.
+func TestNADKeysAreTakenWhateverTheRange(t *testing.T) {
+	in := NewInput()
+	in.SetInterconnect()
+	in.keys.lo, in.keys.hi, in.keys.nextDP = 16711682, 16711686, 16711686
+	in.SetForeignKeys("NAD default/l2", []ForeignKey{{Key: 16711683 + 3, Holder: "k8s.ovn.org/network-id 3"}, {Key: 16711684, Holder: "k8s.ovn.org/tunnel-keys"}})
+	in.SetForeignKeys("NAD default/default", []ForeignKey{{Key: 16711683}})
+	var got []int
+	for i := range 3 {
+		key, _ := takeSwitch(in.keys, fmt.Sprint("kv-", i), noClaims{})
+		got = append(got, key)
+	}
+	assert.Equal(t, []int{16711685, 16711682, 0}, got)
+}
