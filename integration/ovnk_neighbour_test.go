@@ -100,21 +100,7 @@ var ovnkFacts = []struct {
 			if len(ls.OtherConfig) == 0 || network || ls.Name == ovnkTransit || slices.Contains(z.Nodes, ls.Name) {
 				continue
 			}
-			a.deleteSwitch[ls.UUID] = true
-			a.note("syncNodes stale node", "Logical_Switch", ls.Name)
-			a.staleNodes = append(a.staleNodes, ls.Name)
-			for _, other := range v.switches {
-				if other.Name == "ext_"+ls.Name {
-					a.deleteSwitch[other.UUID] = true
-					a.note("syncNodes gateway cleanup", "Logical_Switch", other.Name)
-				}
-			}
-			for _, lr := range v.routers {
-				if lr.Name == "GR_"+ls.Name {
-					a.deleteRouter[lr.UUID] = true
-					a.note("syncNodes gateway cleanup", "Logical_Router", lr.Name)
-				}
-			}
+			ovnkCleanupNode(v, a, ls)
 		}
 	}},
 	// controllermanager/controller_manager.go CleanupStaleNetworks
@@ -274,6 +260,28 @@ var ovnkFacts = []struct {
 	}},
 }
 
+// ovnkCleanupNode is ovn/master.go cleanupNodeResources for the stale node
+// named after switch ls: the switch goes (DeleteLogicalSwitch: the row,
+// and its ports with it), the gateway cleanup looks up ext_<node> and
+// GR_<node> and deletes them, and the SB chassis with hostname <node> go.
+func ovnkCleanupNode(v *ovnkView, a *ovnkActs, ls *nbmodel.LogicalSwitch) {
+	a.deleteSwitch[ls.UUID] = true
+	a.note("syncNodes stale node", "Logical_Switch", ls.Name)
+	a.staleNodes = append(a.staleNodes, ls.Name)
+	for _, other := range v.switches {
+		if other.Name == "ext_"+ls.Name {
+			a.deleteSwitch[other.UUID] = true
+			a.note("syncNodes gateway cleanup", "Logical_Switch", other.Name)
+		}
+	}
+	for _, lr := range v.routers {
+		if lr.Name == "GR_"+ls.Name {
+			a.deleteRouter[lr.UUID] = true
+			a.note("syncNodes gateway cleanup", "Logical_Router", lr.Name)
+		}
+	}
+}
+
 // ovnkScoped is ovn-kubernetes' name of a user-defined network's row for
 // name (util.GetNetworkScopedName's shape).
 func ovnkScoped(network, name string) string {
@@ -346,6 +354,34 @@ func ovnkConnect(ctx context.Context, nb string) (client.Client, error) {
 // transaction, as zone z's ovnkube-controller would at a start.
 func ovnkStart(t *testing.T, c *sandbox.Central, z ovnkZone) ovnkDone {
 	t.Helper()
+	return ovnkRun(t, c, func(v *ovnkView, a *ovnkActs) {
+		for _, f := range ovnkFacts {
+			f.apply(v, z, a)
+		}
+	})
+}
+
+// ovnkDeleteAsStaleNode deletes switch name from c's NB as syncNodes does
+// a stale node's (ovnkCleanupNode) — what a future ovn-kubernetes whose
+// predicate no longer skips our marker would do — and says when the NB
+// transaction returned.
+func ovnkDeleteAsStaleNode(t *testing.T, c *sandbox.Central, name string) (ovnkDone, time.Time) {
+	t.Helper()
+	var at time.Time
+	d := ovnkRun(t, c, func(v *ovnkView, a *ovnkActs) {
+		for _, ls := range v.switches {
+			if ls.Name == name {
+				ovnkCleanupNode(v, a, ls)
+			}
+		}
+	}, func() { at = time.Now() })
+	return d, at
+}
+
+// ovnkRun applies facts to the NB of c in one transaction (after it,
+// committed is called), then the SB part.
+func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs), committed ...func()) ovnkDone {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	nb, err := ovnkConnect(ctx, c.NBTCP)
@@ -377,9 +413,7 @@ func ovnkStart(t *testing.T, c *sandbox.Central, z ovnkZone) ovnkDone {
 	a := &ovnkActs{deleteSwitch: map[string]bool{}, deleteRouter: map[string]bool{},
 		removePort: map[string][]string{}, removeNAT: map[string][]string{}, removeRoute: map[string][]string{},
 		removePolicy: map[string][]string{}, renameNAT: map[string]map[string]string{}}
-	for _, f := range ovnkFacts {
-		f.apply(v, z, a)
-	}
+	facts(v, a)
 	ops, qosOn, err := ovnkOps(nb, v, a)
 	require.NoError(t, err)
 	if len(ops) > 0 {
@@ -387,6 +421,9 @@ func ovnkStart(t *testing.T, c *sandbox.Central, z ovnkZone) ovnkDone {
 		require.NoError(t, err, "neighbour: NB transaction")
 		_, err = ovsdb.CheckOperationResults(res, ops)
 		require.NoError(t, err, "neighbour: NB transaction")
+	}
+	for _, f := range committed {
+		f()
 	}
 	for _, node := range a.staleNodes {
 		out, err := c.SBCtl("--bare", "--columns=name", "find", "Chassis", "hostname="+node)

@@ -1,0 +1,129 @@
+package integration
+
+import (
+	"encoding/csv"
+	"fmt"
+	"maps"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+// If an ovn-kubernetes to come deletes a switch of ours anyway (its
+// syncNodes no longer skipping our marker, say), the controller must put it
+// back from its monitor at once: the same switch, the same ports, the same
+// tunnel keys, so that the other zones' rows still agree with it.
+
+var tnlKey = regexp.MustCompile(`requested-tnl-key="?(\d+)`)
+
+// switchKeys reads, in zone, switch sw and the ports of ours on it: "<table>
+// <name>" -> its requested-tnl-key ("" when none). Empty when the switch is
+// not there.
+func (e *zoneEnv) switchKeys(zone, sw string) map[string]string {
+	e.t.Helper()
+	zdb := e.z.Zone(zone)
+	out := map[string]string{}
+	ls := csvRows(e.t, nbctl(e.t, zdb, "--format=csv", "--no-headings", "--columns=other_config,ports", "find", "Logical_Switch", "name="+sw))
+	if len(ls) == 0 {
+		return out
+	}
+	out["Logical_Switch "+sw] = keyOf(ls[0][0])
+	for _, p := range csvRows(e.t, nbctl(e.t, zdb, "--format=csv", "--no-headings", "--columns=_uuid,name,options", "find", "Logical_Switch_Port", "external_ids:kubevirt-ovn/managed-by=kubevirt-ovn")) {
+		// A port row lives in the switch that holds it.
+		if strings.Contains(ls[0][1], p[0]) {
+			out["Logical_Switch_Port "+p[1]] = keyOf(p[2])
+		}
+	}
+	return out
+}
+
+func csvRows(t *testing.T, s string) [][]string {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(s)).ReadAll()
+	require.NoError(t, err)
+	return rows
+}
+
+func keyOf(column string) string {
+	if m := tnlKey.FindStringSubmatch(column); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// switchUUID is switch sw's row in zone.
+func (e *zoneEnv) switchUUID(zone, sw string) string {
+	e.t.Helper()
+	return strings.TrimSpace(nbctl(e.t, e.z.Zone(zone), "--bare", "--columns=_uuid", "find", "Logical_Switch", "name="+sw))
+}
+
+// deleteAsStaleNode deletes switch sw in zone as ovnkube-controller's
+// syncNodes deletes a stale node's switch (the row; its ports go with it)
+// and returns what the zone held of it before and when it was deleted.
+func (e *zoneEnv) deleteAsStaleNode(zone, sw string) (map[string]string, time.Time) {
+	e.t.Helper()
+	before := e.switchKeys(zone, sw)
+	require.Contains(e.t, before, "Logical_Switch "+sw)
+	require.NotEmpty(e.t, before["Logical_Switch "+sw], "%s's requested-tnl-key in zone %s", sw, zone)
+	require.Greater(e.t, len(before), 1, "%s's ports in zone %s", sw, zone)
+	d, at := ovnkDeleteAsStaleNode(e.t, e.z.Zone(zone).Central, sw)
+	require.Equal(e.t, []string{"syncNodes stale node: Logical_Switch " + sw}, d.Matched)
+	return before, at
+}
+
+// TestZonesRunRecreatesSwitchDeletedAsStaleNode: under `run --from-file`
+// with every zone, vm-a (zone hv1) leaves SNATed on gw1. In zone hv1,
+// ovn-kubernetes deletes kv-net-a as syncNodes deletes a stale node's
+// switch, its ports with it (vm-a's, router1's remote port). run recreates
+// them from its monitor — a new row, the same names and tunnel keys — and
+// vm-a's traffic leaves SNATed again, its reply comes back. Printed: the
+// time from the delete to the rows back, and to the first packet out.
+func TestZonesRunRecreatesSwitchDeletedAsStaleNode(t *testing.T) {
+	e := newZoneEnv(t)
+	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.z.ZoneFlags()...)...)
+	waitNB(t, "router1 in zone gw1, its remote port in zone hv1", func() bool {
+		return e.owned("Logical_Router")["gw1"] == "kv-router1" &&
+			strings.Contains(e.owned("Logical_Switch_Port")["hv1"], "kv-stor-net-a_router1")
+	})
+	e.ready("gw1")
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40301, 5301)
+	waitFor(t, e.wire("gw1"), "vm-a's UDP (zone hv1) leaving SNATed on gw1", 0, snated(5301))
+
+	old := e.switchUUID("hv1", "kv-net-a")
+	skip := count(t, e.wire("gw1"))
+	before, deleted := e.deleteAsStaleNode("hv1", "kv-net-a")
+	// Probe until a packet leaves SNATed: the outage is from the delete to
+	// the first one out; the recovery, to the rows back as they were.
+	var back, outage time.Duration
+	var out seen
+	require.NoError(t, sandbox.Poll(60*time.Second, "kv-net-a back in zone hv1 and vm-a's UDP leaving SNATed on gw1", func() (bool, error) {
+		if back == 0 && maps.Equal(before, e.switchKeys("hv1", "kv-net-a")) {
+			back = time.Since(deleted)
+		}
+		if outage == 0 {
+			e.send("hv1", "vm-a", vmAMAC, vmAIP, 40302, 5302)
+			ps, err := e.z.Capture("gw1", sandbox.ExternalPort)
+			if err != nil {
+				return false, err
+			}
+			for _, p := range ps[min(skip, len(ps)):] {
+				if snated(5302)(p) {
+					outage, out = time.Since(deleted), p
+					break
+				}
+			}
+		}
+		return back > 0 && outage > 0, nil
+	}))
+	report(t, fmt.Sprintf("interconnect: kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes deletes a stale node's switch -> run recreated its rows (%d, same tunnel keys) after %s, vm-a's first SNATed packet on gw1 after %s",
+		len(before), back.Round(time.Millisecond), outage.Round(time.Millisecond)))
+	assert.NotEqual(t, old, e.switchUUID("hv1", "kv-net-a"), "kv-net-a is a new row")
+	assert.Equal(t, before, e.switchKeys("hv1", "kv-net-a"))
+	e.unSNATed("gw1", out, vmA, 40302, vmB)
+}
