@@ -102,12 +102,12 @@ func TestZonesRunRecreatesSwitchDeletedAsStaleNode(t *testing.T) {
 	// the first one out; the recovery, to the rows back as they were.
 	var back, outage time.Duration
 	var out seen
+	probes := 0
 	require.NoError(t, sandbox.Poll(60*time.Second, "kv-net-a back in zone hv1 and vm-a's UDP leaving SNATed on gw1", func() (bool, error) {
-		if back == 0 && maps.Equal(before, e.switchKeys("hv1", "kv-net-a")) {
-			back = time.Since(deleted)
-		}
+		// A probe first: the first one leaves right after the delete.
 		if outage == 0 {
 			e.send("hv1", "vm-a", vmAMAC, vmAIP, 40302, 5302)
+			probes++
 			ps, err := e.z.Capture("gw1", sandbox.ExternalPort)
 			if err != nil {
 				return false, err
@@ -119,10 +119,13 @@ func TestZonesRunRecreatesSwitchDeletedAsStaleNode(t *testing.T) {
 				}
 			}
 		}
+		if back == 0 && maps.Equal(before, e.switchKeys("hv1", "kv-net-a")) {
+			back = time.Since(deleted)
+		}
 		return back > 0 && outage > 0, nil
 	}))
-	report(t, fmt.Sprintf("interconnect: kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes deletes a stale node's switch -> run recreated its rows (%d, same tunnel keys) after %s, vm-a's first SNATed packet on gw1 after %s",
-		len(before), back.Round(time.Millisecond), outage.Round(time.Millisecond)))
+	report(t, fmt.Sprintf("interconnect: kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes deletes a stale node's switch -> run recreated its rows (%d, same tunnel keys) after %s, vm-a's first SNATed packet on gw1 after %s (probe %d)",
+		len(before), back.Round(time.Millisecond), outage.Round(time.Millisecond), probes))
 	assert.NotEqual(t, old, e.switchUUID("hv1", "kv-net-a"), "kv-net-a is a new row")
 	assert.Equal(t, before, e.switchKeys("hv1", "kv-net-a"))
 	e.unSNATed("gw1", out, vmA, 40302, vmB)
