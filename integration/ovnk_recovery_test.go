@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,35 +99,57 @@ func TestZonesRunRecreatesSwitchDeletedAsStaleNode(t *testing.T) {
 	old := e.switchUUID("hv1", "kv-net-a")
 	skip := count(t, e.wire("gw1"))
 	before, deleted := e.deleteAsStaleNode("hv1", "kv-net-a")
-	// Probe until a packet leaves SNATed: the outage is from the delete to
-	// the first one out; the recovery, to the rows back as they were.
-	var back, outage time.Duration
-	var out seen
-	probes := 0
+	// Probe, each probe its own flow (destination port), until the rows
+	// are back as they were and a probe sent after that has left SNATed.
+	// The first probe leaves right after the delete, possibly before
+	// hv1's ovn-controller has dropped the switch: the outage is the time
+	// from the delete to the first probe out after the last lost one.
+	type probe struct {
+		dport uint16
+		seen  time.Duration // since the delete; 0: not seen
+		out   seen
+	}
+	var probes []probe
+	var back time.Duration
+	afterBack := -1
 	require.NoError(t, sandbox.Poll(60*time.Second, "kv-net-a back in zone hv1 and vm-a's UDP leaving SNATed on gw1", func() (bool, error) {
-		// A probe first: the first one leaves right after the delete.
-		if outage == 0 {
-			e.send("hv1", "vm-a", vmAMAC, vmAIP, 40302, 5302)
-			probes++
-			ps, err := e.z.Capture("gw1", sandbox.ExternalPort)
-			if err != nil {
-				return false, err
-			}
-			for _, p := range ps[min(skip, len(ps)):] {
-				if snated(5302)(p) {
-					outage, out = time.Since(deleted), p
-					break
+		p := probe{dport: uint16(5400 + len(probes))}
+		e.send("hv1", "vm-a", vmAMAC, vmAIP, 40302, p.dport)
+		probes = append(probes, p)
+		ps, err := e.z.Capture("gw1", sandbox.ExternalPort)
+		if err != nil {
+			return false, err
+		}
+		for i := range probes {
+			for _, s := range ps[min(skip, len(ps)):] {
+				if probes[i].seen == 0 && snated(probes[i].dport)(s) {
+					probes[i].seen, probes[i].out = time.Since(deleted), s
 				}
 			}
 		}
 		if back == 0 && maps.Equal(before, e.switchKeys("hv1", "kv-net-a")) {
-			back = time.Since(deleted)
+			back, afterBack = time.Since(deleted), len(probes)
 		}
-		return back > 0 && outage > 0, nil
+		return afterBack >= 0 && slices.ContainsFunc(probes[afterBack:], func(p probe) bool { return p.seen > 0 }), nil
 	}))
-	report(t, fmt.Sprintf("interconnect: kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes deletes a stale node's switch -> run recreated its rows (%d, same tunnel keys) after %s, vm-a's first SNATed packet on gw1 after %s (probe %d)",
-		len(before), back.Round(time.Millisecond), outage.Round(time.Millisecond), probes))
+	var lost []string
+	first := 0
+	for i, p := range probes {
+		if p.seen == 0 && slices.ContainsFunc(probes[i+1:], func(p probe) bool { return p.seen > 0 }) {
+			lost = append(lost, fmt.Sprint(i+1))
+			first = i + 1
+		}
+	}
+	for probes[first].seen == 0 {
+		first++
+	}
+	report(t, fmt.Sprintf("interconnect: kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes deletes a stale node's switch -> run recreated its rows (%d, same tunnel keys) after %s; vm-a's probes (one per poll from the delete) lost: %v of %d, the first SNATed on gw1 after the last loss seen %s after the delete",
+		len(before), back.Round(time.Millisecond), lost, len(probes), probes[first].seen.Round(time.Millisecond)))
+	last := probes[len(probes)-1]
+	for i := len(probes) - 1; last.seen == 0; i-- {
+		last = probes[i]
+	}
 	assert.NotEqual(t, old, e.switchUUID("hv1", "kv-net-a"), "kv-net-a is a new row")
 	assert.Equal(t, before, e.switchKeys("hv1", "kv-net-a"))
-	e.unSNATed("gw1", out, vmA, 40302, vmB)
+	e.unSNATed("gw1", last.out, vmA, 40302, vmB)
 }
