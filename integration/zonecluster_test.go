@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,7 +54,8 @@ func (k *kubeAPI) allocations(t *testing.T) map[string]map[string]any {
 // its own zone's NB. vm-a (zone hv1) reaches the outside SNATed on gw1,
 // and its reply comes back. A file-mode sync over every zone from the same
 // manifests afterwards writes nothing: both modes agree on every row and
-// tunnel key.
+// tunnel key. kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes
+// deletes a stale node's switch comes back, as it was, from hv1's agent.
 func TestInterconnectClusterAllocatorAndAgents(t *testing.T) {
 	e := newZoneEnv(t)
 	k := startKubeAPI(t)
@@ -93,6 +95,24 @@ func TestInterconnectClusterAllocatorAndAgents(t *testing.T) {
 	got := waitFor(t, e.wire("gw1"), "vm-a's UDP (zone hv1) leaving SNATed on gw1", 0, snated(5101))
 	assert.GreaterOrEqual(t, got.SPort, uint16(1025))
 	e.unSNATed("gw1", got, vmA, 40101, vmB)
+
+	// ovn-kubernetes deletes kv-net-a in zone hv1 as a stale node's
+	// switch: hv1's agent puts it back from its monitor, a new row with
+	// the same ports and tunnel keys, and vm-a's traffic flows again.
+	old := e.switchUUID("hv1", "kv-net-a")
+	before, deleted := e.deleteAsStaleNode("hv1", "kv-net-a")
+	var back time.Duration
+	waitNB(t, "kv-net-a back in zone hv1 as it was", func() bool {
+		if maps.Equal(before, e.switchKeys("hv1", "kv-net-a")) {
+			back = time.Since(deleted)
+		}
+		return back > 0
+	})
+	report(t, fmt.Sprintf("interconnect in a cluster: kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes deletes a stale node's switch -> the zone's agent recreated its rows (%d, same tunnel keys) after %s",
+		len(before), back.Round(time.Millisecond)))
+	assert.NotEqual(t, old, e.switchUUID("hv1", "kv-net-a"), "kv-net-a is a new row")
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40102, 5102)
+	waitFor(t, e.wire("gw1"), "vm-a's UDP leaving SNATed on gw1 after kv-net-a came back", 0, snated(5102))
 }
 
 // TestInterconnectClusterGatewayGone: an unpinned router in the cluster

@@ -35,12 +35,20 @@ func newZoneEnv(t *testing.T) *zoneEnv {
 	require.NoError(t, e.z.AddVMPort("hv1", "vm-a", vmAPort))
 	require.NoError(t, e.z.AddVMPort("hv2", "vm-b", vmBPort))
 	for _, zdb := range e.z.List() {
-		e.foreign[zdb.Name] = seedForeignRows(t, zdb)
+		writeForeignRows(t, zdb)
+	}
+	// ovnkube-controller starting in every zone: from here on, between
+	// the steps of every zone test (sync, ready), it runs again.
+	e.neighbour()
+	for _, zdb := range e.z.List() {
+		nbctl(t, zdb, "--wait=sb", "sync")
+		e.foreign[zdb.Name] = dumpForeignRows(t, zdb)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			return
 		}
+		e.neighbour()
 		r := kubevirtOVN(t, e.syncArgs()...)
 		assert.Equal(t, 0, r.code)
 		assert.NotRegexp(t, regexp.MustCompile(`(created|updated|deleted)`), r.stdout, "a second sync after the scenario must write nothing in any zone")
@@ -61,8 +69,24 @@ func (e *zoneEnv) sync() string {
 	e.t.Helper()
 	r := kubevirtOVN(e.t, e.syncArgs()...)
 	require.Equal(e.t, 0, r.code, "kubevirt-ovn sync failed:\n%s", r.stderr)
+	e.neighbour()
 	e.realized()
 	return r.stdout
+}
+
+// neighbour starts ovnkube-controller in every zone, as a restart of
+// every ovnkube-node pod would (ovnk_neighbour_test.go: its cleanups, and
+// EgressQoS adding its QoS row to every switch), and checks that every row
+// of ours in every zone is still there, the same row.
+func (e *zoneEnv) neighbour() {
+	e.t.Helper()
+	for _, zdb := range e.z.List() {
+		d := ovnkStart(e.t, zdb.Central, ovnkZone{Nodes: append(zdb.Chassis(), "node1"), Networks: []string{"tenant-blue"}})
+		require.Equal(e.t, d.OursBefore, d.OursAfter, "zone %s: rows of ours changed by ovn-kubernetes' start (it matched: %q)", zdb.Name, d.Matched)
+		if len(d.Matched) > 0 || len(d.QoSOn) > 0 {
+			e.t.Logf("zone %s: ovn-kubernetes' start matched %q, added its EgressQoS row to %q", zdb.Name, d.Matched, d.QoSOn)
+		}
+	}
 }
 
 // realized waits until every zone's chassis have what its NB holds.
@@ -83,6 +107,7 @@ func (e *zoneEnv) ready(gw string) {
 	uuid, err := zdb.ChassisUUID(gw)
 	require.NoError(e.t, err)
 	sbctl(e.t, zdb, "--timeout=90", "wait-until", "Port_Binding", crPort, "chassis="+uuid)
+	e.neighbour()
 	e.realized()
 }
 
