@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,8 +112,15 @@ func TestInterconnectClusterAllocatorAndAgents(t *testing.T) {
 	report(t, fmt.Sprintf("interconnect in a cluster: kv-net-a deleted in zone hv1 as ovn-kubernetes' syncNodes deletes a stale node's switch -> the zone's agent recreated its rows (%d, same tunnel keys) after %s",
 		len(before), back.Round(time.Millisecond)))
 	assert.NotEqual(t, old, e.switchUUID("hv1", "kv-net-a"), "kv-net-a is a new row")
-	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40102, 5102)
-	waitFor(t, e.wire("gw1"), "vm-a's UDP leaving SNATed on gw1 after kv-net-a came back", 0, snated(5102))
+	// The NB rows are back; hv1's ovn-controller binds the new switch's
+	// ports a moment later: probe (each its own flow) until one crosses.
+	dport := uint16(5102)
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-a's UDP leaving SNATed on gw1 after kv-net-a came back", func() (bool, error) {
+		dport++
+		e.send("hv1", "vm-a", vmAMAC, vmAIP, 40102, dport)
+		ps, err := e.z.Capture("gw1", sandbox.ExternalPort)
+		return slices.ContainsFunc(ps, func(s seen) bool { return s.DPort > 5102 && s.DPort <= dport && snated(s.DPort)(s) }), err
+	}))
 }
 
 // TestInterconnectClusterGatewayGone: an unpinned router in the cluster

@@ -19,6 +19,11 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
 )
 
+// The foreign switches are named transit_switch, as ovn-kubernetes' own
+// transit switch is in every zone: the neighbour's cleanups (zoneEnv.
+// neighbour) keep it, as ovn-kubernetes does, where they would delete any
+// other switch requesting a key without its network key.
+
 // TestZonesForeignKeyIsNotTaken: another tool's switch in zone hv1
 // requests the key net-a would get (the top of kubevirt-ovn's range):
 // net-a gets another one, the same in gw1 and hv1, ovn-northd gives each
@@ -29,7 +34,7 @@ import (
 func TestZonesForeignKeyIsNotTaken(t *testing.T) {
 	e := newZoneEnv(t)
 	first := strconv.Itoa(translator.MaxDatapathKey) // net-a's, the first network by name
-	nbctl(t, e.z.Zone("hv1"), "ls-add", "squatter", "--", "set", "Logical_Switch", "squatter", "other_config:requested-tnl-key="+first)
+	nbctl(t, e.z.Zone("hv1"), "ls-add", "transit_switch", "--", "set", "Logical_Switch", "transit_switch", "other_config:requested-tnl-key="+first)
 	e.sync()
 
 	// requested is what zone's NB asks for switch sw, bound what its SB
@@ -51,7 +56,7 @@ func TestZonesForeignKeyIsNotTaken(t *testing.T) {
 		assert.Equal(t, netA, requested(zone, "kv-net-a"), "zone %s", zone)
 		assert.Equal(t, netA, bound(zone, "kv-net-a"), "zone %s: northd gave kv-net-a another key", zone)
 	}
-	assert.Equal(t, first, bound("hv1", "squatter"))
+	assert.Equal(t, first, bound("hv1", "transit_switch"))
 
 	e.ready("gw1")
 	e.send("hv1", "vm-a", vmAMAC, vmAIP, 40301, 5301)
@@ -59,10 +64,10 @@ func TestZonesForeignKeyIsNotTaken(t *testing.T) {
 
 	// A foreign switch in hv2 requests the key net-b holds.
 	netB := requested("hv2", "kv-net-b")
-	nbctl(t, e.z.Zone("hv2"), "ls-add", "squatter2", "--", "set", "Logical_Switch", "squatter2", "other_config:requested-tnl-key="+netB)
+	nbctl(t, e.z.Zone("hv2"), "ls-add", "transit_switch", "--", "set", "Logical_Switch", "transit_switch", "other_config:requested-tnl-key="+netB)
 	r := kubevirtOVN(t, e.syncArgs()...)
 	require.Equal(t, 0, r.code, "kubevirt-ovn sync failed:\n%s", r.stderr)
-	assert.Contains(t, r.stderr, "note: Logical_Switch kv-net-b: tunnel key "+netB+" collides with Logical_Switch squatter2 (zone hv2's NB)")
+	assert.Contains(t, r.stderr, "note: Logical_Switch kv-net-b: tunnel key "+netB+" collides with Logical_Switch transit_switch (zone hv2's NB)")
 	e.realized()
 	moved := requested("hv2", "kv-net-b")
 	assert.NotEqual(t, netB, moved)
@@ -71,7 +76,7 @@ func TestZonesForeignKeyIsNotTaken(t *testing.T) {
 		assert.Equal(t, moved, requested(zone, "kv-net-b"), "zone %s", zone)
 		assert.Equal(t, moved, bound(zone, "kv-net-b"), "zone %s", zone)
 	}
-	assert.Equal(t, netB, bound("hv2", "squatter2"))
+	assert.Equal(t, netB, bound("hv2", "transit_switch"))
 	assert.Equal(t, netA, requested("hv1", "kv-net-a"), "net-a keeps its key")
 
 	e.send("hv2", "vm-b", vmBMAC, vmBIP, 40302, 5302)
@@ -141,7 +146,7 @@ func ctl(t *testing.T, tool, sock string, args ...string) string {
 func TestInterconnectClusterForeignKeyIsNotTaken(t *testing.T) {
 	e := newZoneEnv(t)
 	first := strconv.Itoa(translator.MaxDatapathKey)
-	nbctl(t, e.z.Zone("hv1"), "ls-add", "squatter", "--", "set", "Logical_Switch", "squatter", "other_config:requested-tnl-key="+first)
+	nbctl(t, e.z.Zone("hv1"), "ls-add", "transit_switch", "--", "set", "Logical_Switch", "transit_switch", "other_config:requested-tnl-key="+first)
 	k := startKubeAPI(t)
 	startInterconnect(t, e, k)
 	for _, f := range []string{"networks.yaml", "vmis.yaml", "router.yaml"} {
@@ -160,6 +165,6 @@ func TestInterconnectClusterForeignKeyIsNotTaken(t *testing.T) {
 	zone, err := k.dyn.Resource(kube.ZoneGVR).Namespace(icNamespace).Get(context.Background(), "zone-hv1", metav1.GetOptions{})
 	require.NoError(t, err)
 	keys, _, _ := unstructured.NestedSlice(zone.Object, "spec", "foreignKeys")
-	assert.Equal(t, []any{map[string]any{"key": int64(translator.MaxDatapathKey), "holder": "Logical_Switch squatter"}}, keys)
-	assert.Equal(t, first, strings.TrimSpace(sbctl(t, e.z.Zone("hv1"), "--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name=squatter")))
+	assert.Equal(t, []any{map[string]any{"key": int64(translator.MaxDatapathKey), "holder": "Logical_Switch transit_switch"}}, keys)
+	assert.Equal(t, first, strings.TrimSpace(sbctl(t, e.z.Zone("hv1"), "--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name=transit_switch")))
 }
