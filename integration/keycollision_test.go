@@ -26,6 +26,7 @@ const (
 	keyZoneName   = "z1"
 	foreignSwitch = "foreign-sw"
 	keySwitch     = "kv-net-a"
+	keyPort       = "kv-net-a_default_vm-a_eth1"
 )
 
 // keyZone is one interconnect zone (NB, SB and ovn-northd of its own, a
@@ -178,9 +179,10 @@ func TestZoneKeyCollisionSync(t *testing.T) {
 
 // TestZoneKeyCollisionRun: run --from-file --zone logs the collision and
 // counts it in kubevirt_ovn_tunnel_key_mismatches{zone}, which returns to
-// 0 once the foreign switch is gone. The collision is written in the SB
-// as ovn-northd writes one (the foreign switch has our key, ours another),
-// with ovn-northd paused so that it does not undo it.
+// 0 once the foreign switch is gone. The collisions are written in the SB
+// as ovn-northd writes them (the foreign switch has our key, ours another;
+// our VM port another key), with ovn-northd paused so that it does not
+// undo them until it resumes.
 func TestZoneKeyCollisionRun(t *testing.T) {
 	c, dir := keyZone(t)
 	p := startController(t, "zone", "--zone", zoneFlag(c), "--from-file", dir, "--file-poll", "100ms")
@@ -200,11 +202,16 @@ func TestZoneKeyCollisionRun(t *testing.T) {
 		return strings.TrimSpace(sbctl(t, c, "--bare", "--columns=_uuid", "find", "Datapath_Binding", "external_ids:name="+name))
 	}
 	sbctl(t, c, "set", "Datapath_Binding", uuid(keySwitch), "tunnel_key="+actual, "--", "set", "Datapath_Binding", uuid(foreignSwitch), "tunnel_key="+key)
-	require.NoError(t, sandbox.Poll(30*time.Second, "one mismatch counted", func() (bool, error) {
-		return p.metric(gauge) == 1, nil
+	// And our VM port another key than the one it requests.
+	portKey := strings.Trim(strings.TrimSpace(nbctl(t, c, "get", "Logical_Switch_Port", keyPort, "options:requested-tnl-key")), `"`)
+	require.NotEqual(t, "100", portKey)
+	sbctl(t, c, "set", "Port_Binding", keyPort, "tunnel_key=100")
+	require.NoError(t, sandbox.Poll(30*time.Second, "two mismatches counted", func() (bool, error) {
+		return p.metric(gauge) == 2, nil
 	}))
 	_, body = p.get("/metrics")
-	assert.Contains(t, body, gauge+`{zone="`+keyZoneName+`"} 1`)
+	assert.Contains(t, body, gauge+`{zone="`+keyZoneName+`"} 2`)
+	assert.Contains(t, p.out.String(), fmt.Sprintf("zone %s: port %s of switch %s (network net-a) requests tunnel key %s but the SB gave it 100", keyZoneName, keyPort, keySwitch, portKey))
 	assert.Contains(t, p.out.String(), "tunnel key collision")
 	assert.Contains(t, p.out.String(), fmt.Sprintf("zone %s: switch %s of network net-a requests tunnel key %s but the SB gave it %s: another datapath (%s)", keyZoneName, keySwitch, key, actual, foreignSwitch))
 
@@ -214,5 +221,6 @@ func TestZoneKeyCollisionRun(t *testing.T) {
 		return p.metric(gauge) == 0, nil
 	}))
 	assert.Equal(t, key, sbKey(t, c, keySwitch))
+	assert.Equal(t, portKey, strings.TrimSpace(sbctl(t, c, "get", "Port_Binding", keyPort, "tunnel_key")))
 	assert.Contains(t, p.out.String(), "tunnel key collision resolved")
 }
