@@ -286,6 +286,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	log.Info("controller started", "workers", c.opts.Workers, "instance", c.opts.Instance)
 
 	runWorkers(ctx, c.queue, c.opts, c.processNext, func() { c.EnqueueAll(ctx) })
+	c.stopKeyChecks()
 	log.Info("controller stopped", "dropped", c.queue.Len())
 	return nil
 }

@@ -38,6 +38,8 @@ type KeyStatus interface {
 // check, and the mismatches found, by network.
 type keyChecks struct {
 	queue workqueue.TypedInterface[string]
+	// done is closed when the worker has returned.
+	done chan struct{}
 
 	mu sync.Mutex
 	// mismatches and routers (those attached to the switch) are by
@@ -52,10 +54,12 @@ type keyChecks struct {
 // the zone's SB.
 func (c *Controller) checksKeys() bool { return c.zone != "" && c.sb != nil }
 
-// startKeyChecks checks the networks enqueued by checkKeys until ctx ends.
+// startKeyChecks checks the networks enqueued by checkKeys until ctx ends
+// or stopKeyChecks is called.
 func (c *Controller) startKeyChecks(ctx context.Context) {
 	c.keys = &keyChecks{
 		queue:      workqueue.NewTyped[string](),
+		done:       make(chan struct{}),
 		mismatches: map[string][]translator.KeyMismatch{},
 		routers:    map[string][]string{},
 		reported:   map[string][]translator.KeyMismatch{},
@@ -66,6 +70,7 @@ func (c *Controller) startKeyChecks(ctx context.Context) {
 		c.keys.queue.ShutDown()
 	}()
 	go func() {
+		defer close(c.keys.done)
 		for {
 			n, quit := c.keys.queue.Get()
 			if quit {
@@ -75,6 +80,16 @@ func (c *Controller) startKeyChecks(ctx context.Context) {
 			c.keys.queue.Done(n)
 		}
 	}()
+}
+
+// stopKeyChecks stops the checks and returns once the one in progress, if
+// any, has.
+func (c *Controller) stopKeyChecks() {
+	if c.keys == nil {
+		return
+	}
+	c.keys.queue.ShutDown()
+	<-c.keys.done
 }
 
 // checkKeys schedules the tunnel key check of networks.
@@ -143,7 +158,14 @@ func (c *Controller) networkOfSwitch(ctx context.Context, uuid string) (string, 
 // request in this zone's NB with those the SB gave them, and reports what
 // changed.
 func (c *Controller) checkNetwork(ctx context.Context, network string) {
-	sw, ports, routers := c.switchRows(ctx, network)
+	if ctx.Err() != nil {
+		return
+	}
+	sw, ports, routers, err := c.switchRows(ctx, network)
+	if err != nil {
+		c.opts.Log.Info("reading a network's switch from the NB cache for its tunnel keys", "network", network, "error", err.Error())
+		return
+	}
 	var ms []translator.KeyMismatch
 	if sw != nil {
 		rows := []translator.Row{{Model: sw}}
@@ -229,17 +251,17 @@ func (c *Controller) checkNetwork(ctx context.Context, network string) {
 // switchRows are, from the NB cache, network's switch (nil when this
 // zone's NB has none of ours), our ports on it, and the routers whose
 // ports are on it (sorted).
-func (c *Controller) switchRows(ctx context.Context, network string) (*nbmodel.LogicalSwitch, []*nbmodel.LogicalSwitchPort, []string) {
+func (c *Controller) switchRows(ctx context.Context, network string) (*nbmodel.LogicalSwitch, []*nbmodel.LogicalSwitchPort, []string, error) {
 	u := translator.Unit{Kind: translator.KindNetwork, Name: network}
 	ls := &nbmodel.LogicalSwitch{}
 	var rows []*nbmodel.LogicalSwitch
 	owner := model.Condition{Field: &ls.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyOwner: network}}
 	if err := c.nb.WhereAll(ls, owner).List(ctx, &rows); err != nil {
-		return nil, nil, nil
+		return nil, nil, nil, err
 	}
 	i := slices.IndexFunc(rows, func(r *nbmodel.LogicalSwitch) bool { return translator.OwnedBy(r.ExternalIDs, c.opts.Instance, u) })
 	if i < 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	sw := rows[i]
 	var ports []*nbmodel.LogicalSwitchPort
@@ -258,5 +280,5 @@ func (c *Controller) switchRows(ctx context.Context, network string) (*nbmodel.L
 			routers[o.Name] = true
 		}
 	}
-	return sw, ports, slices.Sorted(maps.Keys(routers))
+	return sw, ports, slices.Sorted(maps.Keys(routers)), nil
 }
