@@ -39,6 +39,12 @@ func keyZone(t *testing.T) (*sandbox.Central, string) {
 	sbctl(t, c, "chassis-add", "hv1", "geneve", "127.0.0.10")
 	sbctl(t, c, "set", "Chassis", "hv1", "hostname=hv1")
 	nbctl(t, c, "set", "NB_Global", ".", "name="+keyZoneName)
+	// More switches than a few: ovn-northd's order of the NB's switches
+	// (its table's hash map) then depends on their UUIDs, not on which
+	// came last (see TestZoneKeyCollisionSync).
+	for i := range 14 {
+		nbctl(t, c, "ls-add", fmt.Sprintf("filler-%d", i))
+	}
 	nbctl(t, c, "--wait=sb", "ls-add", foreignSwitch)
 	dir := t.TempDir()
 	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples", "networks.yaml"))
@@ -74,7 +80,9 @@ status:
 func zoneFlag(c *sandbox.Central) string { return keyZoneName + "=" + c.NB + "," + c.SB }
 
 // northd pauses or resumes the zone's ovn-northd (ovn-appctl pause/resume:
-// it neither reads the NB nor writes the SB while paused).
+// it neither reads the NB nor writes the SB while paused). A resumed
+// ovn-northd runs again only once something wakes it up: an NB change
+// (ovn-nbctl --wait=sb sync).
 func northd(t *testing.T, c *sandbox.Central, cmd string) {
 	t.Helper()
 	out, err := exec.Command("ovn-appctl", "-t", filepath.Join(c.Dir, "northd", "ovn-northd.ctl"), cmd).CombinedOutput()
@@ -131,8 +139,9 @@ func settle(t *testing.T, c *sandbox.Central) {
 // switch, which exists already, starts requesting our key: ovn-northd
 // assigns the requested keys of existing datapaths first, so its next
 // round gives the key to the foreign switch. In the rounds after that both
-// datapaths exist, and ovn-northd's hash order decides which keeps the
-// key: when it is ours, the scenario starts over with our switch new again.
+// datapaths exist, and the first in ovn-northd's order of the NB's
+// switches (a hash map: by UUID) keeps the key: when it is ours, the
+// scenario starts over with both switches new (new UUIDs).
 func TestZoneKeyCollisionSync(t *testing.T) {
 	c, dir := keyZone(t)
 	var key, stderr string
@@ -146,7 +155,6 @@ func TestZoneKeyCollisionSync(t *testing.T) {
 		key = ourKey(t, c)
 		nbctl(t, c, "set", "Logical_Switch", foreignSwitch, "other_config:requested-tnl-key="+key)
 		northd(t, c, "resume")
-		// A resumed ovn-northd runs once something wakes it up.
 		nbctl(t, c, "--timeout=30", "--wait=sb", "sync")
 		err := cmd.Wait()
 		t.Logf("attempt %d: kubevirt-ovn sync (%v)\n--- stdout\n%s--- stderr\n%s", attempt, err, out.String(), errb.String())
@@ -159,8 +167,8 @@ func TestZoneKeyCollisionSync(t *testing.T) {
 			stderr = errb.String()
 			break
 		}
-		nbctl(t, c, "ls-del", keySwitch)
-		nbctl(t, c, "--wait=sb", "remove", "Logical_Switch", foreignSwitch, "other_config", "requested-tnl-key")
+		nbctl(t, c, "ls-del", keySwitch, "--", "ls-del", foreignSwitch)
+		nbctl(t, c, "--wait=sb", "ls-add", foreignSwitch)
 	}
 	actual := sbKey(t, c, keySwitch)
 	require.NotEqual(t, key, actual)
@@ -217,6 +225,7 @@ func TestZoneKeyCollisionRun(t *testing.T) {
 
 	nbctl(t, c, "ls-del", foreignSwitch)
 	northd(t, c, "resume")
+	nbctl(t, c, "--timeout=30", "--wait=sb", "sync")
 	require.NoError(t, sandbox.Poll(30*time.Second, "the mismatch cleared", func() (bool, error) {
 		return p.metric(gauge) == 0, nil
 	}))
