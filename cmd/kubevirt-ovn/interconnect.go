@@ -128,7 +128,7 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 	}
 	defer nbc.Close()
 	metrics.CountOwnedRows(nbc, f.instance)
-	sbc, err := ovn.ConnectSB(ctx, f.zoneSB, log.WithName("sb"))
+	sbc, err := ovn.ConnectZoneSB(ctx, f.zoneSB, f.instance, log.WithName("sb"))
 	if err != nil {
 		return err
 	}

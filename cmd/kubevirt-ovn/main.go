@@ -51,6 +51,11 @@ Commands:
   rebalance  move routers between gateway chassis until the primaries are
              even (max - min <= 1), one router per transaction
 
+sync exits 0 when every row is written, 1 when some could not be, 2 on a
+usage error, and 3 when every row is written but, with --zone, a zone's
+ovn-northd gave one of our switches or ports another tunnel key than the one
+it requests (a collision: printed one per line).
+
 Run 'kubevirt-ovn COMMAND -h' for a command's flags.
 `
 
@@ -178,6 +183,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the sync to this file (go tool pprof reads it)")
 	memProfile := fs.String("memprofile", "", "write a heap profile of the sync, once it has committed, to this file")
 	moveNudge := moveNudgeFlag(fs)
+	northdWait := fs.Duration("northd-wait", 10*time.Second, "with --zone: how long to wait for each zone's ovn-northd to process the commit before comparing the tunnel keys it gave our switches and ports with the ones they request")
 	batchOps := fs.Int("batch-ops", kvnb.MaxBatchOps, "most operations in one NB transaction: a sync that needs more commits in several, never splitting a router or a network")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -298,6 +304,7 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 	}
 
 	var results []*kvnb.SyncResult
+	var mismatches []translator.KeyMismatch
 	for _, tg := range targets {
 		res, err := syncSurvivingReconnects(ctx, tg.nbc, tg.read, plan, kvnb.SyncOptions{Instance: *instance, DryRun: *dryRun, BatchOps: *batchOps, Zone: tg.zone}, stderr)
 		if err != nil {
@@ -315,6 +322,11 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "kubevirt-ovn sync: %s%v\n", tg.label(), err)
 				return 1
 			}
+			ms, err := checkZoneKeys(ctx, tg, plan, res, *instance, *northdWait)
+			if err != nil {
+				fmt.Fprintf(stderr, "warning: %stunnel keys not checked: %v\n", tg.label(), err)
+			}
+			mismatches = append(mismatches, ms...)
 		} else if *moveNudge {
 			finishMoves(ctx, tg.nbc, tg.sbc, gatewayMoves(ctx, tg.sbc, plan, res, held[0].(translator.Claims).Gateways), stderr)
 		}
@@ -346,6 +358,9 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	for _, m := range mismatches {
+		fmt.Fprintf(stderr, "tunnel key collision: %s\n", m)
+	}
 	if len(failures) > 0 {
 		fmt.Fprintf(stderr, "%d failure(s); the rows of these objects were left as they were:\n", len(failures))
 		for _, e := range failures {
@@ -355,8 +370,17 @@ func runSync(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
+	if len(mismatches) > 0 {
+		fmt.Fprintf(stderr, "%d tunnel key collision(s): the rows are written, but ovn-northd gave these switches or ports other keys than the ones they request in every zone\n", len(mismatches))
+		return exitKeyCollision
+	}
 	return 0
 }
+
+// exitKeyCollision is sync's exit status when every row is written but a
+// zone's ovn-northd gave a switch or port of ours another tunnel key than
+// the one it requests (1 is a failure, 2 a usage error).
+const exitKeyCollision = 3
 
 // moveNudgeFlag defines --move-nudge (see ovn.FinishMoves).
 func moveNudgeFlag(fs *flag.FlagSet) *bool {

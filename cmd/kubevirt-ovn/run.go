@@ -245,7 +245,7 @@ func runZones(ctx context.Context, f *runFlags, log logr.Logger) error {
 			return fmt.Errorf("%s%w", tg.label(), err)
 		}
 		defer nbc.Close()
-		sbc, err := ovn.ConnectSB(ctx, tg.sbEp, log.WithName("sb").WithValues("zone", tg.zone))
+		sbc, err := ovn.ConnectZoneSB(ctx, tg.sbEp, f.instance, log.WithName("sb").WithValues("zone", tg.zone))
 		if err != nil {
 			return fmt.Errorf("%s%w", tg.label(), err)
 		}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
@@ -135,4 +137,41 @@ func chassisOf(ctx context.Context, targets []*target) ([]translator.Chassis, bo
 		all = append(all, chassis...)
 	}
 	return all, known, nil
+}
+
+// checkZoneKeys compares, once tg's ovn-northd has processed the sync
+// (within wait), the tunnel keys tg's SB gave our switches and ports with
+// the keys plan's rows of tg's zone request; the rows of units whose
+// commit failed (res) are not checked.
+func checkZoneKeys(ctx context.Context, tg *target, plan *translator.Plan, res *kvnb.SyncResult, instance string, wait time.Duration) ([]translator.KeyMismatch, error) {
+	failed := map[translator.Unit]bool{}
+	for _, u := range res.Units {
+		failed[u.Unit] = u.Err != nil
+	}
+	want := translator.RequestedKeys(plan, tg.zone, func(u translator.Unit) bool { return failed[u] })
+	if len(want) == 0 {
+		return nil, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := ovn.WaitNorthd(wctx, tg.nbc); err != nil {
+		return nil, err
+	}
+	uuids, err := ovn.OwnedSwitchUUIDs(ctx, tg.nbc, instance)
+	if err != nil {
+		return nil, err
+	}
+	var ports []string
+	for i := range want {
+		if want[i].Port == "" {
+			want[i].SwitchUUID = uuids[want[i].Switch]
+		} else {
+			ports = append(ports, want[i].Port)
+		}
+	}
+	keys, err := ovn.ReadSBKeys(ctx, tg.sbc, ports)
+	if err != nil {
+		return nil, err
+	}
+	return translator.CheckTunnelKeys(tg.zone, want, keys), nil
 }

@@ -127,6 +127,8 @@ type Controller struct {
 	remote   map[string]translator.Unit
 	// chassisFrom, for a zone agent, gives every zone's chassis.
 	chassisFrom func() []translator.Chassis
+	// keys are the tunnel key checks of a zone's controller (keys.go).
+	keys *keyChecks
 
 	// onReconcile, for tests, sees every unit reconciled; active counts
 	// the reconciles in progress.
@@ -250,6 +252,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	if c.checksKeys() {
+		c.startKeyChecks(ctx)
+	}
 	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc: func(table string, m model.Model) { c.onNB(table, m) },
 		UpdateFunc: func(table string, old, m model.Model) {
@@ -281,6 +286,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	log.Info("controller started", "workers", c.opts.Workers, "instance", c.opts.Instance)
 
 	runWorkers(ctx, c.queue, c.opts, c.processNext, func() { c.EnqueueAll(ctx) })
+	c.stopKeyChecks()
 	log.Info("controller stopped", "dropped", c.queue.Len())
 	return nil
 }
@@ -316,6 +322,7 @@ func runWorkers(ctx context.Context, queue workqueue.TypedRateLimitingInterface[
 // onSB refreshes the gateway candidates when a chassis changes, and
 // enqueues the router whose gateway port's binding changed.
 func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
+	c.onSBKeys(ctx, table, m)
 	switch table {
 	case sbmodel.ChassisTable:
 		c.refreshChassis(ctx)
@@ -477,6 +484,11 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	}
 	if c.zone != "" && unitErr == nil {
 		unitErr = c.bindRemotePorts(ctx, u, work.Rows)
+	}
+	if u.Kind == translator.KindNetwork {
+		c.checkKeys(u.Name)
+	} else if rp != nil {
+		c.checkKeys(c.switchNetworks(rp, work.Rows)...)
 	}
 	for _, r := range res.Units {
 		for _, n := range r.Notes {

@@ -25,6 +25,7 @@ type Metrics struct {
 	parked       prometheus.Counter
 	txn          prometheus.Histogram
 	txnErr       prometheus.Counter
+	keys         *prometheus.GaugeVec
 
 	mu      sync.Mutex
 	routers map[string]RouterStatus
@@ -52,9 +53,12 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		txnErr: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kubevirt_ovn_nb_transaction_failures_total", Help: "NB transactions that failed.",
 		}),
+		keys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubevirt_ovn_tunnel_key_mismatches", Help: "Switches and ports of ours to which a zone's ovn-northd gave another tunnel key than the one they request (a collision: their cross-zone traffic breaks), by zone.",
+		}, []string{"zone"}),
 		routers: map[string]RouterStatus{},
 	}
-	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.parked, m.txn, m.txnErr)
+	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.parked, m.txn, m.txnErr, m.keys)
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubevirt_ovn_routers_ready", Help: "Routers whose rows are committed.",
 	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Err == nil }) }))
@@ -138,6 +142,13 @@ func (m *Metrics) observeCommit(d time.Duration, err error) {
 	if err != nil {
 		m.txnErr.Inc()
 	}
+}
+
+func (m *Metrics) setKeyMismatches(zone string, n int) {
+	if m == nil {
+		return
+	}
+	m.keys.WithLabelValues(zone).Set(float64(n))
 }
 
 func (m *Metrics) setRouterState(name string, st RouterStatus) {

@@ -66,6 +66,8 @@ type Source struct {
 	handlers []cache.ResourceEventHandlerRegistration
 	// allocator: the interconnect allocator's source (SetAllocator).
 	allocator bool
+	// keys are the tunnel key collisions reported (keys.go).
+	keys keyState
 }
 
 // SetAllocator makes s the source of the interconnect allocator, which

@@ -261,9 +261,23 @@ func MonitorNB(ctx context.Context, c client.Client, instance string) (client.Mo
 // remote ports (interconnect: a port of another zone, which
 // BindRemotePorts binds); the client model holds only those tables.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
+	return connectSB(ctx, ep, "", log)
+}
+
+// ConnectZoneSB is ConnectSB for a zone's SB in interconnect mode: it also
+// monitors the tunnel keys ovn-northd gave our switches and ports
+// (CachedSBKeys): Datapath_Binding whole (a zone's few datapaths), and the
+// Port_Bindings of instance's ports (ovn-northd copies a port's
+// external_ids to its binding), not the zone's every pod's.
+func ConnectZoneSB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
+	return connectSB(ctx, ep, instance, log)
+}
+
+func connectSB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
 	modelFor := func(ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
 		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{
-			sbmodel.ChassisTable: &sbmodel.Chassis{}, sbmodel.PortBindingTable: &sbmodel.PortBinding{}})
+			sbmodel.ChassisTable: &sbmodel.Chassis{}, sbmodel.PortBindingTable: &sbmodel.PortBinding{},
+			sbmodel.DatapathBindingTable: &sbmodel.DatapathBinding{}})
 	}
 	c, err := connect(ctx, "SB", sbmodel.Schema().Name, modelFor, ep, log)
 	if err != nil {
@@ -271,20 +285,30 @@ func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client
 	}
 	ch := &sbmodel.Chassis{}
 	pb := &sbmodel.PortBinding{}
-	// The conditions of a table are OR-ed: one monitor, both kinds of port.
-	redirect := model.Condition{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: RedirectPortType}
-	remote := model.Condition{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: RemotePortType}
-	if _, err := c.Monitor(ctx, c.NewMonitor(
+	// The conditions of a table are OR-ed: one monitor, every kind of port.
+	conds := []model.Condition{
+		{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: RedirectPortType},
+		{Field: &pb.Type, Function: ovsdb.ConditionEqual, Value: RemotePortType},
+	}
+	if instance != "" {
+		conds = append(conds, model.Condition{Field: &pb.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyManagedBy: instance}})
+	}
+	tables := []client.MonitorOption{
 		client.WithTable(ch, &ch.Name, &ch.Hostname, &ch.OtherConfig, &ch.ExternalIDs),
-		// datapath and tunnel_key are read by nothing, but they are the
-		// schema's first index of Port_Binding, which libovsdb's cache
-		// tries first when a binding is looked up by logical_port (the
-		// second): left out of the monitor, they would be empty in every
-		// cached row and match the lookup's empty ones, and Get would
-		// return any binding.
-		client.WithConditionalTable(pb, []model.Condition{redirect, remote},
+		// datapath and tunnel_key are the schema's first index of
+		// Port_Binding, which libovsdb's cache tries first when a binding
+		// is looked up by logical_port (the second): left out of the
+		// monitor, they would be empty in every cached row and match the
+		// lookup's empty ones, and Get would return any binding. The
+		// tunnel key is also what CachedSBKeys reads.
+		client.WithConditionalTable(pb, conds,
 			&pb.LogicalPort, &pb.Type, &pb.Chassis, &pb.RequestedChassis, &pb.Datapath, &pb.TunnelKey),
-	)); err != nil {
+	}
+	if instance != "" {
+		dp := &sbmodel.DatapathBinding{}
+		tables = append(tables, client.WithTable(dp, &dp.TunnelKey, &dp.ExternalIDs))
+	}
+	if _, err := c.Monitor(ctx, c.NewMonitor(tables...)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring SB %s: %w", ep.Address, err)
 	}
