@@ -121,6 +121,7 @@ func TestInterconnectClusterAllocatorAndAgents(t *testing.T) {
 		ps, err := e.z.Capture("gw1", sandbox.ExternalPort)
 		return slices.ContainsFunc(ps, func(s seen) bool { return s.DPort > 5102 && s.DPort <= dport && snated(s.DPort)(s) }), err
 	}))
+	e.converged()
 }
 
 // TestInterconnectClusterGatewayGone: an unpinned router in the cluster
@@ -176,4 +177,5 @@ func TestInterconnectClusterGatewayGone(t *testing.T) {
 		p, _, _ := unstructured.NestedString(u.Object, "status", "gateway", "primary")
 		return p == other
 	})
+	e.converged()
 }

@@ -167,4 +167,5 @@ func TestInterconnectClusterForeignKeyIsNotTaken(t *testing.T) {
 	keys, _, _ := unstructured.NestedSlice(zone.Object, "spec", "foreignKeys")
 	assert.Equal(t, []any{map[string]any{"key": int64(translator.MaxDatapathKey), "holder": "Logical_Switch transit_switch"}}, keys)
 	assert.Equal(t, first, strings.TrimSpace(sbctl(t, e.z.Zone("hv1"), "--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name=transit_switch")))
+	e.converged()
 }

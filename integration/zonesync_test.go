@@ -89,6 +89,21 @@ func (e *zoneEnv) neighbour() {
 	}
 }
 
+// converged waits until running controllers (the cluster roles, run
+// --zone) have written every zone as a sync would: a dry-run sync would
+// change nothing. A test ends with it, or its end's second sync could
+// find their work half done.
+func (e *zoneEnv) converged() {
+	e.t.Helper()
+	changes := regexp.MustCompile(`(create|update|delete)`) // a dry run says "to create"
+	var last string
+	require.NoError(e.t, sandbox.Poll(90*time.Second, "every zone as a sync would write it", func() (bool, error) {
+		r := kubevirtOVN(e.t, e.syncArgs("--dry-run")...)
+		last = r.stdout + r.stderr
+		return r.code == 0 && !changes.MatchString(r.stdout), nil
+	}), "last dry run:\n%s", last)
+}
+
 // realized waits until every zone's chassis have what its NB holds.
 func (e *zoneEnv) realized() {
 	e.t.Helper()
