@@ -228,23 +228,10 @@ func render(t *testing.T, scheme *runtime.Scheme, decoder runtime.Decoder, dir s
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		var out []raw
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		for _, d := range decodeDocs(t, decoder, path, data) {
+			js, err := yaml.YAMLToJSON(d.doc)
 			require.NoError(t, err)
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			obj, gvk, err := decoder.Decode(doc, nil, nil)
-			require.NoError(t, err, "%s", path)
-			m, err := meta.Accessor(obj)
-			require.NoError(t, err)
-			js, err := yaml.YAMLToJSON(doc)
-			require.NoError(t, err)
-			out = append(out, raw{id: gvk.Kind + " " + m.GetNamespace() + "/" + m.GetName(), gvk: *gvk, path: path, json: js})
+			out = append(out, raw{id: d.id, gvk: d.gvk, path: path, json: js})
 		}
 		return out
 	}
@@ -326,6 +313,37 @@ func render(t *testing.T, scheme *runtime.Scheme, decoder runtime.Decoder, dir s
 	return objs
 }
 
+// decoded is one document of a multi-document YAML, strictly decoded.
+type decoded struct {
+	id  string // Kind namespace/name
+	gvk schema.GroupVersionKind
+	obj runtime.Object
+	doc []byte
+}
+
+// decodeDocs decodes every non-empty document of data (read from where),
+// strictly checking it against its type.
+func decodeDocs(t *testing.T, decoder runtime.Decoder, where string, data []byte) []decoded {
+	t.Helper()
+	var out []decoded
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err, "%s", where)
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		require.NoError(t, err, "%s", where)
+		m, err := meta.Accessor(obj)
+		require.NoError(t, err)
+		out = append(out, decoded{id: gvk.Kind + " " + m.GetNamespace() + "/" + m.GetName(), gvk: *gvk, obj: obj, doc: doc})
+	}
+}
+
 // sameAsKustomize: where kubectl is installed, `kubectl kustomize dir`
 // builds the objects render read, no more, no fewer, field for field: the
 // checks above hold for what `kubectl apply -k` sends.
@@ -341,21 +359,8 @@ func sameAsKustomize(t *testing.T, decoder runtime.Decoder, dir string, objs []o
 	}
 	require.NoError(t, err)
 	built := map[string]runtime.Object{}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, gvk, err := decoder.Decode(doc, nil, nil)
-		require.NoError(t, err)
-		m, err := meta.Accessor(obj)
-		require.NoError(t, err)
-		built[gvk.Kind+" "+m.GetNamespace()+"/"+m.GetName()] = obj
+	for _, d := range decodeDocs(t, decoder, "kubectl kustomize "+dir, out) {
+		built[d.id] = d.obj
 	}
 	ours := map[string]runtime.Object{}
 	for _, o := range objs {
