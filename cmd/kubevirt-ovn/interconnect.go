@@ -207,7 +207,7 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 				if gerr := zk.CheckGeneve(zone); gerr != nil {
 					log.Error(gerr, "the zone's tunnel keys")
 				}
-				err = store.PublishZone(ctx, zone, f.nodeName, chassis, zk.Foreign)
+				err = store.PublishZone(ctx, zone, f.nodeName, chassis, zk.Foreign, nil)
 			}
 			var again <-chan time.Time
 			if err != nil && ctx.Err() == nil {
