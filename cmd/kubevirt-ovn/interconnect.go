@@ -157,7 +157,25 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 
 	source := kube.NewSource(dyn, f.resync, nil, log.WithName("kube"))
 	store := kube.NewStore(dyn, kc, f.namespace, f.resync, log.WithName("store"))
-	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics, SkipMoveNudge: !*f.moveNudge}
+	// The zone's chassis, now and whenever they change, the keys other
+	// tools' rows request in its NB (read again on every resync, for the
+	// allocator to take none of them) and the zone's tunnel key
+	// collisions, whenever they change (for the allocator to report them
+	// on the routers): kick republishes.
+	kick := make(chan struct{}, 1)
+	republish := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	var collisions atomic.Pointer[[]translator.KeyMismatch]
+	collisions.Store(&[]translator.KeyMismatch{})
+	opts := controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log.WithName("controller"), Metrics: metrics, SkipMoveNudge: !*f.moveNudge,
+		KeysChanged: func(ms []translator.KeyMismatch) {
+			collisions.Store(&ms)
+			republish()
+		}}
 	agent := controller.NewZoneAgent(nbc, sbc, zone, agentSource{source, store, zone}, store, opts)
 	if err := source.Notify(agent.EnqueueUnits); err != nil {
 		return err
@@ -175,18 +193,10 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 	if !cache.WaitForCacheSync(ctx.Done(), store.HasSynced) {
 		return ctx.Err()
 	}
-	// The zone's chassis, now and whenever they change, and the keys other
-	// tools' rows request in its NB (read again on every resync, for the
-	// allocator to take none of them); a failed publication is tried again
-	// until it succeeds.
-	kick := make(chan struct{}, 1)
+	// A failed publication is tried again until it succeeds.
 	onChassis := func(table string) {
-		if table != sbmodel.ChassisTable {
-			return
-		}
-		select {
-		case kick <- struct{}{}:
-		default:
+		if table == sbmodel.ChassisTable {
+			republish()
 		}
 	}
 	sbc.Cache().AddEventHandler(&ovsdbcache.EventHandlerFuncs{
@@ -207,11 +217,11 @@ func runZoneAgent(ctx context.Context, f *runFlags, log logr.Logger) error {
 				if gerr := zk.CheckGeneve(zone); gerr != nil {
 					log.Error(gerr, "the zone's tunnel keys")
 				}
-				err = store.PublishZone(ctx, zone, f.nodeName, chassis, zk.Foreign)
+				err = store.PublishZone(ctx, zone, f.nodeName, chassis, zk.Foreign, *collisions.Load())
 			}
 			var again <-chan time.Time
 			if err != nil && ctx.Err() == nil {
-				log.Info("publishing the zone's chassis; trying again", "error", err.Error(), "in", retry)
+				log.Info("publishing the zone's chassis, foreign keys and key collisions; trying again", "error", err.Error(), "in", retry)
 				again = time.After(retry)
 				retry = min(2*retry, 30*time.Second)
 			} else {

@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,9 @@ type AllocationStore interface {
 	// ForeignKeys are the datapath keys rows not ours request in each
 	// zone's NB (as its agent reads them), by zone.
 	ForeignKeys() map[string][]translator.ForeignKey
+	// KeyCollisions are the tunnel key collisions the zones' agents
+	// found in their SBs (each marked with its zone).
+	KeyCollisions() []translator.KeyMismatch
 	// Units are the units that have an allocation.
 	Units() []translator.Unit
 	HasSynced() bool
@@ -36,7 +41,8 @@ type AllocationStore interface {
 // zone: it plans every unit over every zone, as a central controller
 // would, but writes no NB. It records each unit's decisions (gateway
 // order, tunnel keys) in an AllocationStore, from which every zone's agent
-// (NewZoneAgent) writes its NB, and reports router status.
+// (NewZoneAgent) writes its NB, and reports router status, with the
+// tunnel key collisions the agents publish when status is a KeyStatus.
 type Allocator struct {
 	source Source
 	input  *translator.Input
@@ -49,6 +55,13 @@ type Allocator struct {
 	primary map[string]string // last primary reported per router
 	// zoneKeys are the zones whose foreign keys the input has.
 	zoneKeys map[string]bool
+	// collisions are the zones' tunnel key collisions, by network;
+	// attached are the networks each router's switch ports are on (from
+	// its last plan); keysReported are the collisions last reported per
+	// router (an entry, maybe empty, once reported by this process).
+	collisions   map[string][]translator.KeyMismatch
+	attached     map[string][]string
+	keysReported map[string][]translator.KeyMismatch
 }
 
 // NewAllocator returns an allocator; Run starts it. status may be nil.
@@ -57,7 +70,8 @@ func NewAllocator(source Source, store AllocationStore, status Status, opts Opti
 	return &Allocator{source: source, input: source.Input(), store: store, status: status, opts: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "allocations"}),
-		primary: map[string]string{}, zoneKeys: map[string]bool{}}
+		primary: map[string]string{}, zoneKeys: map[string]bool{},
+		collisions: map[string][]translator.KeyMismatch{}, attached: map[string][]string{}, keysReported: map[string][]translator.KeyMismatch{}}
 }
 
 // EnqueueUnits schedules units; a source calls it with what
@@ -71,9 +85,11 @@ func (a *Allocator) EnqueueUnits(units []translator.Unit) {
 
 // ChassisChanged reads the zones' chassis, and the keys other tools' rows
 // request in their NBs, into the input and enqueues the units that
-// changes.
+// changes; and the zones' tunnel key collisions, enqueueing the routers
+// attached to a network whose collisions changed.
 func (a *Allocator) ChassisChanged() {
 	a.EnqueueUnits(a.input.SetChassis(a.store.Chassis(), true))
+	a.collisionsChanged()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	keys := a.store.ForeignKeys()
@@ -86,6 +102,90 @@ func (a *Allocator) ChassisChanged() {
 	for zone, k := range keys {
 		a.EnqueueUnits(a.input.SetForeignKeys(ovn.ZoneKeysSource(zone), k))
 		a.zoneKeys[zone] = true
+	}
+}
+
+// collisionsChanged reads the zones' tunnel key collisions and enqueues
+// the routers attached to a network whose collisions changed.
+func (a *Allocator) collisionsChanged() {
+	byNetwork := map[string][]translator.KeyMismatch{}
+	for _, m := range a.store.KeyCollisions() {
+		byNetwork[m.Network] = append(byNetwork[m.Network], m)
+	}
+	a.mu.Lock()
+	changed := map[string]bool{}
+	for n, ms := range byNetwork {
+		if !slices.Equal(ms, a.collisions[n]) {
+			changed[n] = true
+		}
+	}
+	for n := range a.collisions {
+		if _, ok := byNetwork[n]; !ok {
+			changed[n] = true
+		}
+	}
+	a.collisions = byNetwork
+	var routers []translator.Unit
+	for r, networks := range a.attached {
+		if slices.ContainsFunc(networks, func(n string) bool { return changed[n] }) {
+			routers = append(routers, translator.Unit{Kind: translator.KindRouter, Name: r})
+		}
+	}
+	a.mu.Unlock()
+	a.EnqueueUnits(routers)
+}
+
+// reportKeys shows on router (KeyStatus: its TunnelKeys condition and an
+// Event per new collision) the tunnel key collisions the zones' agents
+// published on the networks its switch ports are on (rp's; the last
+// planned ones when rp is nil), writing only when they changed since the
+// last report. A router's first report in this process is always written,
+// so that a condition a previous leader left is cleared.
+func (a *Allocator) reportKeys(ctx context.Context, router string, rp *translator.RouterPlan) error {
+	ks, ok := a.status.(KeyStatus)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	if rp != nil {
+		var networks []string
+		for _, sp := range rp.SwitchPorts {
+			if !slices.Contains(networks, sp.Network) {
+				networks = append(networks, sp.Network)
+			}
+		}
+		slices.Sort(networks)
+		a.attached[router] = networks
+	}
+	var ms []translator.KeyMismatch
+	for _, n := range a.attached[router] {
+		ms = append(ms, a.collisions[n]...)
+	}
+	slices.SortStableFunc(ms, func(x, y translator.KeyMismatch) int { return strings.Compare(x.Zone, y.Zone) })
+	last, reported := a.keysReported[router]
+	a.mu.Unlock()
+	if reported && slices.Equal(ms, last) {
+		return nil
+	}
+	// One reporter for every zone: the collisions carry their zones.
+	if err := ks.TunnelKeys(ctx, router, "", ms); err != nil {
+		return fmt.Errorf("VirtualRouter %s: reporting tunnel key collisions: %w", router, err)
+	}
+	a.mu.Lock()
+	a.keysReported[router] = ms
+	a.mu.Unlock()
+	return nil
+}
+
+// forgetKeys forgets a router that is gone.
+func (a *Allocator) forgetKeys(ctx context.Context, router string) {
+	a.mu.Lock()
+	_, reported := a.keysReported[router]
+	delete(a.attached, router)
+	delete(a.keysReported, router)
+	a.mu.Unlock()
+	if ks, ok := a.status.(KeyStatus); ok && reported {
+		_ = ks.TunnelKeys(ctx, router, "", nil) // the router is gone: nothing to write
 	}
 }
 
@@ -145,6 +245,9 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 		a.mu.Lock()
 		delete(a.primary, u.Name)
 		a.mu.Unlock()
+		if u.Kind == translator.KindRouter {
+			a.forgetKeys(ctx, u.Name)
+		}
 		return nil
 	}
 	var err error
@@ -175,6 +278,9 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 	}
 	if rerr := a.status.Report(ctx, u.Name, st); rerr != nil {
 		return rerr
+	}
+	if kerr := a.reportKeys(ctx, u.Name, up.Router); kerr != nil {
+		return kerr
 	}
 	return st.Err
 }

@@ -92,6 +92,11 @@ type Options struct {
 	// SkipMoveNudge: after a gateway port moves away from a chassis that
 	// still runs, do not nudge the chassis (ovn.FinishMoves).
 	SkipMoveNudge bool
+	// KeysChanged, in interconnect mode with the zone's SB, is called
+	// with every tunnel key mismatch of the zone (sorted by network,
+	// switch, port) whenever that set changes; a zone agent publishes it
+	// for the allocator. It must not block.
+	KeysChanged func([]translator.KeyMismatch)
 }
 
 // Controller reconciles units from a Source into the NB.

@@ -22,9 +22,11 @@ import (
 // (the zone SB's monitor, ovn.ConnectZoneSB) are compared with the ones
 // they request (translator.CheckTunnelKeys), one network (its switch and
 // the ports of ours on it) at a time. A mismatch is logged as an error,
-// counted in kubevirt_ovn_tunnel_key_mismatches{zone}, and reported on the
-// routers attached to the network when the Status is a KeyStatus; all of
-// it clears when the mismatch does.
+// counted in kubevirt_ovn_tunnel_key_mismatches{zone}, reported on the
+// routers attached to the network when the Status is a KeyStatus, and
+// handed to Options.KeysChanged (a zone agent publishes them in its
+// OVNZone, for the allocator to report); all of it clears when the
+// mismatch does.
 
 // KeyStatus is a Status that also shows tunnel key collisions on routers
 // (the Kubernetes source: a TunnelKeys condition and a Warning Event).
@@ -204,8 +206,10 @@ func (c *Controller) checkNetwork(ctx context.Context, network string) {
 		k.routers[network] = routers
 	}
 	total := 0
-	for _, m := range k.mismatches {
-		total += len(m)
+	var zone []translator.KeyMismatch
+	for _, n := range slices.Sorted(maps.Keys(k.mismatches)) {
+		total += len(k.mismatches[n])
+		zone = append(zone, k.mismatches[n]...)
 	}
 	// Each affected router's mismatches: those of every network it is
 	// attached to.
@@ -224,6 +228,9 @@ func (c *Controller) checkNetwork(ctx context.Context, network string) {
 	k.mu.Unlock()
 
 	c.opts.Metrics.setKeyMismatches(c.zone, total)
+	if c.opts.KeysChanged != nil && !slices.Equal(old, ms) {
+		c.opts.KeysChanged(zone)
+	}
 	for _, m := range ms {
 		if !slices.Contains(old, m) {
 			c.opts.Log.Error(nil, "tunnel key collision", "network", network, "switch", m.Switch, "port", m.Port,

@@ -30,8 +30,9 @@ import (
 // and one agent per zone, which writes its zone's NB. They meet in two
 // resources of kubevirt-ovn's namespace
 // (deploy/interconnect/crd-interconnect.yaml):
-//   - OVNZone: a zone's chassis, and the tunnel keys in kubevirt-ovn's range
-//     that other tools' rows request in its NB, one per zone, written by its
+//   - OVNZone: a zone's chassis, the tunnel keys in kubevirt-ovn's range
+//     that other tools' rows request in its NB, and the collisions of our
+//     switches' and ports' keys in its SB, one per zone, written by its
 //     agent and owned by its Node, so that a deleted node's chassis go with
 //     it;
 //   - OVNAllocation: one unit's decisions, one per router and network,
@@ -58,6 +59,21 @@ type zoneSpec struct {
 	// ForeignKeys are the datapath keys in kubevirt-ovn's range that rows
 	// not ours request in the zone's NB: the allocator takes none of them.
 	ForeignKeys []translator.ForeignKey `json:"foreignKeys,omitempty"`
+	// KeyCollisions are our switches and ports whose SB tunnel key is not
+	// the one they request in the zone: the allocator reports them on the
+	// routers attached to their networks.
+	KeyCollisions []zoneCollision `json:"keyCollisions,omitempty"`
+}
+
+// zoneCollision is a translator.KeyMismatch as an OVNZone lists it (its
+// zone is the OVNZone's).
+type zoneCollision struct {
+	Network   string `json:"network"`
+	Switch    string `json:"switch"`
+	Port      string `json:"port,omitempty"`
+	Requested int    `json:"requested"`
+	Actual    int    `json:"actual"`
+	Holder    string `json:"holder,omitempty"`
 }
 
 // zoneState is one OVNZone read.
@@ -65,6 +81,8 @@ type zoneState struct {
 	zone    string
 	chassis []translator.Chassis
 	foreign []translator.ForeignKey
+	// collisions are marked with the zone.
+	collisions []translator.KeyMismatch
 }
 
 type allocUnit struct {
@@ -240,6 +258,18 @@ func (s *Store) ForeignKeys() map[string][]translator.ForeignKey {
 	return out
 }
 
+// KeyCollisions are the tunnel key collisions every zone's agent
+// published, sorted by zone, then as the agent listed them.
+func (s *Store) KeyCollisions() []translator.KeyMismatch {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []translator.KeyMismatch
+	for _, name := range slices.Sorted(maps.Keys(s.zones)) {
+		out = append(out, s.zones[name].collisions...)
+	}
+	return out
+}
+
 // Units are the units that have an allocation.
 func (s *Store) Units() []translator.Unit {
 	s.mu.RLock()
@@ -314,12 +344,17 @@ func (s *Store) Apply(ctx context.Context, u translator.Unit, a *translator.Allo
 	return s.put(ctx, res, AllocationGVR, "OVNAllocation", name, cur, exists, &spec, nil)
 }
 
-// PublishZone makes zone's OVNZone list chassis and the foreign keys in
-// kubevirt-ovn's range; with node (and a Nodes client), the Node owns it,
-// so that it goes with the node.
-func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey) error {
+// PublishZone makes zone's OVNZone list chassis, the foreign keys in
+// kubevirt-ovn's range and the zone's tunnel key collisions; with node
+// (and a Nodes client), the Node owns it, so that it goes with the node.
+// It writes only when the OVNZone differs.
+func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey, collisions []translator.KeyMismatch) error {
 	name := objectName("zone-", zone)
 	spec := zoneSpec{Zone: zone}
+	for _, m := range collisions {
+		spec.KeyCollisions = append(spec.KeyCollisions, zoneCollision{Network: m.Network, Switch: m.Switch, Port: m.Port,
+			Requested: m.Key, Actual: m.Actual, Holder: m.Holder})
+	}
 	for _, f := range foreign {
 		if f.Key >= translator.MinDatapathKey && f.Key <= translator.MaxDatapathKey {
 			spec.ForeignKeys = append(spec.ForeignKeys, f)
@@ -388,6 +423,11 @@ func decodeZone(u *unstructured.Unstructured) (*zoneState, error) {
 		return nil, fmt.Errorf("spec.zone is empty")
 	}
 	out := &zoneState{zone: spec.Zone, foreign: spec.ForeignKeys}
+	for _, c := range spec.KeyCollisions {
+		out.collisions = append(out.collisions, translator.KeyMismatch{Zone: spec.Zone,
+			KeyRequest: translator.KeyRequest{Network: c.Network, Switch: c.Switch, Port: c.Port, Key: c.Requested},
+			Actual:     c.Actual, Holder: c.Holder})
+	}
 	for _, c := range spec.Chassis {
 		out.chassis = append(out.chassis, translator.Chassis{Name: c.Name, Hostname: c.Hostname, Gateway: c.Gateway, Physnets: c.Physnets, Zone: spec.Zone})
 	}

@@ -77,6 +77,14 @@ func (s *Source) TunnelKeys(ctx context.Context, router, zone string, ms []trans
 		conds = tmp.Conditions
 	}
 	old := meta.FindStatusCondition(conds, ConditionTunnelKeys)
+	// What it said before: SetStatusCondition changes old in place.
+	var oldMessage string
+	if old != nil {
+		oldMessage = old.Message
+		if old.Status != metav1.ConditionFalse {
+			oldMessage = ""
+		}
+	}
 	cond := metav1.Condition{Type: ConditionTunnelKeys, Status: metav1.ConditionTrue, Reason: "Match", ObservedGeneration: u.GetGeneration(),
 		Message: "every zone's ovn-northd gave the switches and ports of the router's networks the tunnel keys they request"}
 	if len(all) > 0 {
@@ -108,7 +116,7 @@ func (s *Source) TunnelKeys(ctx context.Context, router, zone string, ms []trans
 	}
 	if s.recorder != nil && len(all) > 0 {
 		for _, m := range all {
-			if old == nil || !strings.Contains(old.Message, m.String()) {
+			if !strings.Contains(oldMessage, m.String()) {
 				s.recorder.Event(u, corev1.EventTypeWarning, ReasonTunnelKeyCollision, m.String())
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
@@ -55,6 +56,29 @@ func TestTunnelKeysCondition(t *testing.T) {
 	case e := <-rec.Events:
 		t.Errorf("unexpected event %q", e)
 	default:
+	}
+
+	// It collides again, then a second collision joins: an Event each.
+	waitCondition(t, s, "r1", "True")
+	require.NoError(t, s.TunnelKeys(ctx, "r1", "hv1", []translator.KeyMismatch{m}))
+	assert.Equal(t, "Warning TunnelKeyCollision "+m.String(), nextEvent(t, rec))
+	waitCondition(t, s, "r1", "False")
+	m2 := m
+	m2.Zone = "hv2"
+	require.NoError(t, s.TunnelKeys(ctx, "r1", "hv2", []translator.KeyMismatch{m2}))
+	assert.Equal(t, m.String()+"\n"+m2.String(), condition(status(t, client, "r1"), ConditionTunnelKeys)["message"])
+	assert.Equal(t, "Warning TunnelKeyCollision "+m2.String(), nextEvent(t, rec))
+}
+
+// nextEvent is the next event recorded, "" after 5 s without one.
+func nextEvent(t *testing.T, rec *record.FakeRecorder) string {
+	t.Helper()
+	select {
+	case e := <-rec.Events:
+		return e
+	case <-time.After(5 * time.Second):
+		t.Error("no Event")
+		return ""
 	}
 }
 
