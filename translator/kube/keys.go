@@ -68,14 +68,7 @@ func (s *Source) TunnelKeys(ctx context.Context, router, zone string, ms []trans
 	if err != nil || u == nil {
 		return err
 	}
-	var conds []metav1.Condition
-	if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
-		tmp := &struct {
-			Conditions []metav1.Condition `json:"conditions"`
-		}{}
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": raw}, tmp)
-		conds = tmp.Conditions
-	}
+	conds := conditionsOf(u)
 	old := meta.FindStatusCondition(conds, ConditionTunnelKeys)
 	// What it said before: SetStatusCondition changes old in place.
 	var oldMessage string

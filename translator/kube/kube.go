@@ -289,14 +289,7 @@ func (s *Source) Report(ctx context.Context, router string, st controller.Router
 		return err
 	}
 	old, _, _ := unstructured.NestedMap(u.Object, "status")
-	var conds []metav1.Condition
-	if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
-		tmp := &struct {
-			Conditions []metav1.Condition `json:"conditions"`
-		}{}
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": raw}, tmp)
-		conds = tmp.Conditions
-	}
+	conds := conditionsOf(u)
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Committed",
 		Message: "the router's rows are committed to the OVN Northbound database", ObservedGeneration: st.Generation}
 	if st.Err != nil {
@@ -403,4 +396,17 @@ func ignoreGone(err error) error {
 		return nil
 	}
 	return err
+}
+
+// conditionsOf are the status conditions of a VirtualRouter as it is read.
+func conditionsOf(u *unstructured.Unstructured) []metav1.Condition {
+	raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if !ok {
+		return nil
+	}
+	tmp := &struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}{}
+	_ = runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"conditions": raw}, tmp)
+	return tmp.Conditions
 }
