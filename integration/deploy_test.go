@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -35,6 +34,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
@@ -344,22 +345,17 @@ func decodeDocs(t *testing.T, decoder runtime.Decoder, where string, data []byte
 	}
 }
 
-// sameAsKustomize: where kubectl is installed, `kubectl kustomize dir`
-// builds the objects render read, no more, no fewer, field for field: the
-// checks above hold for what `kubectl apply -k` sends.
+// sameAsKustomize: kustomize (its library, which `kubectl kustomize` and
+// `kubectl apply -k` run) builds from dir the objects render read, no
+// more, no fewer, field for field: the checks above hold for what
+// `kubectl apply -k` sends.
 func sameAsKustomize(t *testing.T, decoder runtime.Decoder, dir string, objs []object) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("no kubectl: render alone")
-	}
-	out, err := exec.Command(kubectl, "kustomize", dir).Output()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		t.Fatalf("kubectl kustomize %s: %v: %s", dir, err, ee.Stderr)
-	}
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err, "kustomize build %s", dir)
+	out, err := res.AsYaml()
 	require.NoError(t, err)
 	built := map[string]runtime.Object{}
-	for _, d := range decodeDocs(t, decoder, "kubectl kustomize "+dir, out) {
+	for _, d := range decodeDocs(t, decoder, "kustomize build "+dir, out) {
 		built[d.id] = d.obj
 	}
 	ours := map[string]runtime.Object{}
@@ -368,7 +364,7 @@ func sameAsKustomize(t *testing.T, decoder runtime.Decoder, dir string, objs []o
 	}
 	require.Equal(t, slices.Sorted(maps.Keys(built)), slices.Sorted(maps.Keys(ours)), "the objects of %s", dir)
 	for id, obj := range built {
-		assert.True(t, apiequality.Semantic.DeepEqual(obj, ours[id]), "%s as kubectl kustomize builds it:\n%v\nas render reads it:\n%v", id, obj, ours[id])
+		assert.True(t, apiequality.Semantic.DeepEqual(obj, ours[id]), "%s as kustomize builds it:\n%v\nas render reads it:\n%v", id, obj, ours[id])
 	}
 }
 
