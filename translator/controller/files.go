@@ -304,6 +304,11 @@ func (f *FileSource) settle(w *fsnotify.Watcher) bool {
 	for _, p := range ready {
 		delete(f.pendingFiles, p)
 	}
+	// The listing is no longer the one the last full read applied: the
+	// next full read must load it (the loader compares it with what it
+	// read file by file) rather than find it equal to an older listing
+	// and drop the events pending meanwhile.
+	f.digest = ""
 	if len(changes) == 0 {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
@@ -192,4 +193,33 @@ func TestFileSource_FollowsDataLinkSwap(t *testing.T) {
 	assert.False(t, f.poll())
 	assert.True(t, f.poll())
 	assert.Equal(t, []string{"r1=172.16.0.105"}, routerIPs(t, f))
+}
+
+// A file added and removed again, each read alone from its event, while
+// the periodic full read of the listing falls between the removal and its
+// settling: the removal is applied. (The full read compared the listing
+// with the one it had last read itself, from before the file was added,
+// found them equal and dropped the pending removal: the file's objects
+// stayed in the input for good.)
+func TestFileSource_FullReadDoesNotDropAnEventsRemoval(t *testing.T) {
+	f, file, _ := newFiles(t, filesRouter("r1", "172.16.0.100"), FileOptions{})
+	w, err := fsnotify.NewWatcher()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	extra := filepath.Join(filepath.Dir(file), "extra.yaml")
+
+	require.NoError(t, os.WriteFile(extra, []byte(filesRouter("r2", "172.16.0.102")), 0o644))
+	f.noteEvent(fsnotify.Event{Name: extra, Op: fsnotify.Create})
+	assert.True(t, f.settle(w), "the new file is read alone")
+	routers, _ := f.Input().Counts()
+	require.Equal(t, 2, routers, "r1 and r2")
+
+	require.NoError(t, os.Remove(extra))
+	f.noteEvent(fsnotify.Event{Name: extra, Op: fsnotify.Remove})
+	f.fullPending = true // the 60th interval
+	for range 3 {
+		f.settle(w)
+	}
+	routers, _ = f.Input().Counts()
+	assert.Equal(t, 1, routers, "extra.yaml's r2 is gone")
 }
