@@ -9,7 +9,7 @@ KEEP         ?=
 # ZONES=1: the demo on interconnect OVN (one NB, SB and northd per zone).
 ZONES        ?=
 
-.PHONY: all build image deps generate check-generate check-format vet test demo bench clean
+.PHONY: all build image deps generate check-generate check-format vet test test-ofm demo bench clean
 
 all: build
 
@@ -60,6 +60,16 @@ test: deps check-generate check-format vet
 	@mkdir -p bin && rm -f bin/measured.txt
 	KUBEVIRT_OVN_REPORT=$(CURDIR)/bin/measured.txt $(GO) test -count=1 ./...
 	@if [ -s bin/measured.txt ]; then echo "measured:"; cat bin/measured.txt; fi
+
+# The packet suite on an ovn-fake-multinode cluster (podman containers, VMs
+# with real kernel stacks; integration/README.md). Not part of `make test`:
+# it needs a checkout of github.com/ovn-org/ovn-fake-multinode, OFM_REPO.
+# Installs podman, runc and debootstrap, builds the node image from Debian's
+# packages, starts the cluster, runs the suite, removes everything it made
+# and prints what it measured. Run as root.
+OFM_REPO ?=
+test-ofm:
+	@OFM_REPO="$(OFM_REPO)" GO="$(GO)" bash integration/ofm/ofm.sh test
 
 demo: deps build
 	$(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep) $(if $(ZONES),-zones)

@@ -37,13 +37,16 @@ type Deployment interface {
 const EnvDeployment = "KUBEVIRT_OVN_DEPLOYMENT"
 
 // Start starts the deployment EnvDeployment names under dir: "local" (the
-// default) is Local with DefaultTopology.
+// default) is Local with DefaultTopology; "ofm" attaches to a running
+// ovn-fake-multinode cluster (AttachOFM).
 func Start(dir string) (Deployment, error) {
 	switch kind := os.Getenv(EnvDeployment); kind {
 	case "", "local":
 		return StartLocal(dir, DefaultTopology())
+	case "ofm":
+		return AttachOFM(dir)
 	default:
-		return nil, fmt.Errorf("%s=%s: only \"local\" is implemented (see integration/README.md)", EnvDeployment, kind)
+		return nil, fmt.Errorf("%s=%s: \"local\" or \"ofm\" (see integration/README.md)", EnvDeployment, kind)
 	}
 }
 

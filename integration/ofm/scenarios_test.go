@@ -1,0 +1,244 @@
+//go:build ofm
+
+package ofm
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
+)
+
+// The seed's scenarios, by real traffic: the remote host answers with the
+// source address and port it saw, so SNAT is proven by the peer itself.
+
+// snatOut: vm's traffic from a privileged source port (below the SNAT
+// range) reaches the remote from the SNAT IP on a port in 1025-65535, and
+// the answer comes back to vm (un-SNAT).
+func snatOut(t *testing.T, node string, v vmSpec) {
+	t.Helper()
+	for _, proto := range []struct {
+		name string
+		send func(string, vmSpec, int) (string, error)
+	}{{"TCP", tcp}, {"UDP", udp}} {
+		var answer string
+		require.NoError(t, sandbox.Poll(60*time.Second, v.vmi+"'s "+proto.name+" answered", func() (bool, error) {
+			out, err := proto.send(node, v, 999)
+			answer = out
+			return err == nil && strings.TrimSpace(out) != "", nil
+		}), "%s on %s: no %s answer from the remote (last: %q)", v.vmi, node, proto.name, answer)
+		host, port := seenFrom(t, v, answer)
+		assert.Equal(t, snatIP, host, "%s %s: the remote sees the SNAT IP", v.vmi, proto.name)
+		assert.GreaterOrEqual(t, port, 1025, "%s %s: source port in the SNAT range 1025-65535 (sent from 999)", v.vmi, proto.name)
+		assert.LessOrEqual(t, port, 65535)
+	}
+}
+
+// isTo matches IPv4 packets between the remote and the SNAT IP.
+func isToRemote(s wire.Seen) bool { return s.SrcIP == snatIP && s.DstIP == remoteIP }
+
+// Scenario: SNAT with the port range, leaving through the active gateway's
+// wire only, and the answer un-SNATed to the right VM on the right
+// chassis (vm-a on chassis 1, vm-b on net-b on chassis 2), never to the
+// other.
+func TestSNATAndUnSNATToTheRightVM(t *testing.T) {
+	newEnv(t, defaults())
+	wires := map[string]int{}
+	for _, n := range append(cluster.Gateways(), cluster.Workers()...) {
+		wires[n] = wireOf(n).mark(t)
+	}
+	vmBIn := capture{hv2, vmB.name}
+	bMark := vmBIn.mark(t)
+
+	snatOut(t, hv1, vmA)
+	wireOf(gw1).waitSeen(t, "vm-a's traffic SNATed", wires[gw1], isToRemote)
+	got := wireOf(gw1).read(t)
+	for _, s := range got[wires[gw1]:] {
+		if isToRemote(s) {
+			assert.Equal(t, peerMAC, s.DstMAC, "SNATed traffic goes to the peer router's MAC")
+			assert.Equal(t, -1, s.VLAN, "FLAT: untagged")
+		}
+	}
+	for _, n := range []string{gw2, hv1, hv2} {
+		wireOf(n).none(t, "vm-a's SNATed traffic leaving "+n+" (not the active gateway)", wires[n], isToRemote)
+	}
+	vmBIn.none(t, "vm-a's answer delivered to vm-b", bMark, func(s wire.Seen) bool { return s.SrcIP == remoteIP })
+
+	aIn := capture{hv1, vmA.name}
+	aMark := aIn.mark(t)
+	snatOut(t, hv2, vmB)
+	aIn.none(t, "vm-b's answer delivered to vm-a", aMark, func(s wire.Seen) bool { return s.SrcIP == remoteIP })
+}
+
+// isARPReplyForSNAT matches an ARP reply (or announcement) for the SNAT IP.
+func isARPForSNAT(s wire.Seen) bool { return s.ARPOp != 0 && s.ARPSPA == snatIP }
+
+// Scenario: ARP for the SNAT IP is answered with the gateway port's MAC, by
+// the active gateway only: no other node sends an ARP for it on its wire,
+// though every node has the external network on br-ex.
+func TestARPForSNATIPOnlyFromActiveGateway(t *testing.T) {
+	newEnv(t, defaults())
+	marks := map[string]int{}
+	nodes := append(cluster.Gateways(), cluster.Workers()...)
+	for _, n := range nodes {
+		marks[n] = wireOf(n).mark(t)
+	}
+	out, err := cluster.InExternal("arping", "-c", "2", "-w", "10", "-I", sandbox.OFMExternalIf, snatIP)
+	require.NoError(t, err, "arping %s from the external peer: %s", snatIP, out)
+	mac := gatewayMAC(t)
+	assert.Contains(t, strings.ToLower(out), "["+mac+"]", "answered with the router's gateway port MAC")
+	reply := wireOf(gw1).waitSeen(t, "ARP reply for the SNAT IP", marks[gw1], func(s wire.Seen) bool { return s.ARPOp == 2 && s.ARPSPA == snatIP })
+	assert.Equal(t, mac, reply.ARPSHA)
+	for _, n := range nodes {
+		if n != gw1 {
+			wireOf(n).none(t, "an ARP for the SNAT IP from "+n+" (not the active gateway)", marks[n], isARPForSNAT)
+		}
+	}
+}
+
+// Scenario: the router's gateway changes to the other gateway node: the new
+// one announces the SNAT IP by gratuitous ARP, and traffic leaves there.
+func TestGatewayChangeAnnouncesAndMovesTraffic(t *testing.T) {
+	in := defaults()
+	e := newEnv(t, in)
+	snatOut(t, hv1, vmA)
+
+	peerMark, gw2Mark := peer.mark(t), wireOf(gw2).mark(t)
+	in.gateway = gw2
+	e.apply(in)
+	garp := peer.waitSeen(t, "gratuitous ARP for the SNAT IP from the new gateway", peerMark, func(s wire.Seen) bool {
+		return s.ARPOp != 0 && s.ARPSPA == snatIP && s.ARPTPA == snatIP
+	})
+	assert.Equal(t, gatewayMAC(t), garp.ARPSHA)
+	wireOf(gw2).waitSeen(t, "the GARP leaving "+gw2, gw2Mark, func(s wire.Seen) bool {
+		return s.ARPOp != 0 && s.ARPSPA == snatIP && s.ARPTPA == snatIP
+	})
+
+	gw1Mark := wireOf(gw1).mark(t)
+	snatOut(t, hv1, vmA)
+	wireOf(gw2).waitSeen(t, "vm-a's traffic SNATed on "+gw2, gw2Mark, isToRemote)
+	wireOf(gw1).none(t, "vm-a's traffic on "+gw1+" after the move", gw1Mark, isToRemote)
+}
+
+// Scenario: the external network is a VLAN: the wire carries the tag both
+// ways and the peer answers on its VLAN interface.
+func TestVLANExternalNetwork(t *testing.T) {
+	in := defaults()
+	in.vlan = 100
+	newEnv(t, in)
+	mark := wireOf(gw1).mark(t)
+	snatOut(t, hv1, vmA)
+	s := wireOf(gw1).waitSeen(t, "vm-a's traffic SNATed", mark, isToRemote)
+	assert.Equal(t, 100, s.VLAN, "VLAN external network: the SNATed packet carries tag 100")
+}
+
+// Scenario: an internal network detached from the router: its VMs lose the
+// way out (no answer), the other network's keep it.
+func TestInternalNetworkDetached(t *testing.T) {
+	in := defaults()
+	e := newEnv(t, in)
+	snatOut(t, hv2, vmB)
+	in.internal = []string{"net-a"}
+	e.apply(in)
+	out, err := udp(hv2, vmB, 998)
+	assert.Empty(t, strings.TrimSpace(out), "vm-b on the detached net-b got an answer (err %v)", err)
+	_, err = tcp(hv2, vmB, 998)
+	assert.Error(t, err, "vm-b on the detached net-b connected to the remote")
+	snatOut(t, hv1, vmA)
+}
+
+// Scenario: the VM moves to another chassis (its VMI's node changes, the
+// interface is plugged there and unplugged where it was), with `run`
+// watching the manifests: traffic and answers follow it; then the router's
+// gateway is changed in the manifests and run moves it.
+func TestVMMovesToAnotherChassisUnderRun(t *testing.T) {
+	in := defaults()
+	e := newEnv(t, in)
+	stop, logs, err := cluster.Background("", "", bin, "run", "--nb", cluster.NBEndpoint(), "--sb", cluster.SBEndpoint(),
+		"--from-file", e.dir, "--http-addr", "", "--file-poll", "200ms")
+	require.NoError(t, err)
+	defer func() {
+		stop()
+		if t.Failed() {
+			t.Logf("kubevirt-ovn run:\n%s", logs())
+		}
+	}()
+	snatOut(t, hv1, vmA)
+
+	require.NoError(t, cluster.DelVM(hv1, vmA.name))
+	in.nodes["vm-a"] = hv2
+	e.writeInput(in)
+	e.plug(vmA, hv2)
+	require.NoError(t, cluster.WaitBound(hv2, vmA.lsp()))
+	mark := capture{hv2, vmA.name}.mark(t)
+	snatOut(t, hv2, vmA)
+	capture{hv2, vmA.name}.waitSeen(t, "the answer delivered to vm-a on "+hv2, mark, func(s wire.Seen) bool { return s.SrcIP == remoteIP })
+
+	// run, not a sync, moves the gateway: traffic leaves through gw2.
+	in.gateway = gw2
+	e.writeInput(in)
+	e.gatewayOn(gw2, hv2)
+	gw2Mark := wireOf(gw2).mark(t)
+	snatOut(t, hv2, vmA)
+	wireOf(gw2).waitSeen(t, "vm-a's traffic SNATed on "+gw2+" after run moved the gateway", gw2Mark, isToRemote)
+}
+
+// Scenario: the router is removed: its rows go, nobody answers ARP for the
+// SNAT IP and VMs have no way out.
+func TestRouterRemoved(t *testing.T) {
+	in := defaults()
+	e := newEnv(t, in)
+	snatOut(t, hv1, vmA)
+	in.noRouter = true
+	e.apply(in)
+	show, err := cluster.NBCtl("show")
+	require.NoError(t, err)
+	assert.NotContains(t, show, "router1")
+	out, err := cluster.InExternal("arping", "-c", "2", "-w", "3", "-I", sandbox.OFMExternalIf, snatIP)
+	assert.Error(t, err, "arping for the SNAT IP of a removed router was answered: %s", out)
+	_, err = tcp(hv1, vmA, 997)
+	assert.Error(t, err, "vm-a reached the remote through a removed router")
+}
+
+// Scenario (last: it restarts the primary gateway's daemons after): router1 has both
+// gateways as candidates; the primary's ovs-vswitchd and ovn-controller are
+// SIGKILLed. OVN's BFD moves the gateway port to the backup with no
+// controller involved; new connections from vm-a get answers through the
+// backup. The time from the kill to the first answer is reported.
+func TestZGatewayKilledBFDFailover(t *testing.T) {
+	newEnv(t, defaults())
+	snatOut(t, hv1, vmA)
+	mark := wireOf(gw2).mark(t)
+
+	killed := time.Now()
+	pids, err := cluster.KillChassis(gw1)
+	t.Cleanup(func() { assert.NoError(t, cluster.RestartChassis(gw1), "restarting %s", gw1) })
+	require.NoError(t, err)
+	for _, p := range pids {
+		require.False(t, sandbox.Alive(p), "pid %d of %s runs", p, gw1)
+	}
+	var answered time.Time
+	var tries int
+	require.NoError(t, sandbox.Poll(120*time.Second, "an answer through "+gw2, func() (bool, error) {
+		tries++
+		out, err := cluster.InVM(hv1, vmA.name, "bash", "-c", "echo vm-a | nc -w 1 "+remoteIP+" "+tcpPort)
+		if err == nil && strings.HasPrefix(strings.TrimSpace(out), "vm-a from "+snatIP+":") {
+			answered = time.Now()
+			return true, nil
+		}
+		return false, nil
+	}))
+	wireOf(gw2).waitSeen(t, "vm-a's traffic SNATed on the backup", mark, isToRemote)
+	reportf(t, "ovn-fake-multinode: gateway %s killed, first TCP answer through %s after %s (%d connection attempts, 1 s timeout each)",
+		gw1, gw2, answered.Sub(killed).Round(10*time.Millisecond), tries)
+	bound, err := cluster.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
+	require.NoError(t, err)
+	name, err := cluster.SBCtl("--bare", "--columns=name", "list", "Chassis", strings.TrimSpace(bound))
+	require.NoError(t, err)
+	assert.Equal(t, gw2, strings.TrimSpace(name))
+}
