@@ -3,6 +3,7 @@
 package ofm
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -208,34 +209,62 @@ func TestRouterRemoved(t *testing.T) {
 // Scenario (last: it restarts the primary gateway's daemons after): router1 has both
 // gateways as candidates; the primary's ovs-vswitchd and ovn-controller are
 // SIGKILLed. OVN's BFD moves the gateway port to the backup with no
-// controller involved; new connections from vm-a get answers through the
-// backup. The time from the kill to the first answer is reported.
+// controller involved; new UDP flows from vm-a (one every 100 ms) get
+// answers through the backup. The time from the kill to the start of the
+// first flow answered is reported.
 func TestZGatewayKilledBFDFailover(t *testing.T) {
 	newEnv(t, defaults())
 	snatOut(t, hv1, vmA)
 	mark := wireOf(gw2).mark(t)
 
-	killed := time.Now()
+	// The probe: inside vm-a, a new UDP flow every 100 ms (one datagram,
+	// no retransmission, a new source port), each line of its log the
+	// flow's start time and the remote's answer, if any.
+	probe := `while :; do ( t=$(date +%s.%N); a=$(echo vm-a | nc -u -w 1 ` + remoteIP + ` ` + udpPort + `); echo "$t $a" ) & sleep 0.1; done`
+	stopProbe, probeLog, err := cluster.Background(hv1, vmA.name, "bash", "-c", probe)
+	require.NoError(t, err)
+	defer stopProbe()
+	require.NoError(t, sandbox.Poll(30*time.Second, "the probe answered before the kill", func() (bool, error) {
+		return strings.Contains(probeLog(), "vm-a from "+snatIP), nil
+	}))
+
 	pids, err := cluster.KillChassis(gw1)
+	// KillChassis returns once both are gone (it reads pidfiles first): no
+	// flow started after this can pass gw1
+	killed := time.Now()
 	t.Cleanup(func() { assert.NoError(t, cluster.RestartChassis(gw1), "restarting %s", gw1) })
 	require.NoError(t, err)
 	for _, p := range pids {
 		require.False(t, sandbox.Alive(p), "pid %d of %s runs", p, gw1)
 	}
-	var answered time.Time
-	var tries int
-	require.NoError(t, sandbox.Poll(120*time.Second, "an answer through "+gw2, func() (bool, error) {
-		tries++
-		out, err := cluster.InVM(hv1, vmA.name, "bash", "-c", "echo vm-a | nc -w 1 "+remoteIP+" "+tcpPort)
-		if err == nil && strings.HasPrefix(strings.TrimSpace(out), "vm-a from "+snatIP+":") {
-			answered = time.Now()
+	// the outage: from the kill to the start of the first flow started
+	// after it that was answered
+	var first time.Time
+	var lost int
+	require.NoError(t, sandbox.Poll(120*time.Second, "a probe answered through "+gw2, func() (bool, error) {
+		lost = 0
+		for _, line := range strings.Split(probeLog(), "\n") {
+			ts, answer, _ := strings.Cut(line, " ")
+			sec, err := strconv.ParseFloat(ts, 64)
+			if err != nil {
+				continue
+			}
+			at := time.Unix(0, int64(sec*1e9))
+			if !at.After(killed) {
+				continue
+			}
+			if !strings.HasPrefix(answer, "vm-a from "+snatIP+":") {
+				lost++
+				continue
+			}
+			first = at
 			return true, nil
 		}
 		return false, nil
 	}))
 	wireOf(gw2).waitSeen(t, "vm-a's traffic SNATed on the backup", mark, isToRemote)
-	reportf(t, "ovn-fake-multinode: gateway %s killed, first TCP answer through %s after %s (%d connection attempts, 1 s timeout each)",
-		gw1, gw2, answered.Sub(killed).Round(10*time.Millisecond), tries)
+	reportf(t, "ovn-fake-multinode: gateway %s killed; the first new UDP flow answered through %s started %s after the kill (%d flows lost, one every 100 ms)",
+		gw1, gw2, first.Sub(killed).Round(10*time.Millisecond), lost)
 	bound, err := cluster.SBCtl("--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+crPort)
 	require.NoError(t, err)
 	name, err := cluster.SBCtl("--bare", "--columns=name", "list", "Chassis", strings.TrimSpace(bound))
