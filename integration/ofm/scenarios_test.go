@@ -43,8 +43,8 @@ func snatOut(t *testing.T, node string, v vmSpec) {
 // isTo matches IPv4 packets between the remote and the SNAT IP.
 func isToRemote(s wire.Seen) bool { return s.SrcIP == snatIP && s.DstIP == remoteIP }
 
-// Scenario: SNAT with the port range, leaving through the active gateway's
-// wire only, and the answer un-SNATed to the right VM on the right
+// Scenario: SNAT with the port range (TCP, UDP and ping), leaving through
+// the active gateway's wire only, and the answer un-SNATed to the right VM on the right
 // chassis (vm-a on chassis 1, vm-b on net-b on chassis 2), never to the
 // other.
 func TestSNATAndUnSNATToTheRightVM(t *testing.T) {
@@ -57,6 +57,12 @@ func TestSNATAndUnSNATToTheRightVM(t *testing.T) {
 	bMark := vmBIn.mark(t)
 
 	snatOut(t, hv1, vmA)
+	// ICMP too: the router answers for its own address, and the remote's
+	// echo replies come back un-SNATed
+	for _, dst := range []string{vmA.gw, remoteIP} {
+		out, err := cluster.InVM(hv1, vmA.name, "ping", "-c", "2", "-W", "3", dst)
+		assert.NoError(t, err, "vm-a pings %s:\n%s", dst, out)
+	}
 	wireOf(gw1).waitSeen(t, "vm-a's traffic SNATed", wires[gw1], isToRemote)
 	got := wireOf(gw1).read(t)
 	for _, s := range got[wires[gw1]:] {
@@ -206,13 +212,13 @@ func TestRouterRemoved(t *testing.T) {
 	assert.Error(t, err, "vm-a reached the remote through a removed router")
 }
 
-// Scenario (last: it restarts the primary gateway's daemons after): router1 has both
+// Scenario (the primary gateway's daemons are restarted after): router1 has both
 // gateways as candidates; the primary's ovs-vswitchd and ovn-controller are
 // SIGKILLed. OVN's BFD moves the gateway port to the backup with no
 // controller involved; new UDP flows from vm-a (one every 100 ms) get
 // answers through the backup. The time from the kill to the start of the
 // first flow answered is reported.
-func TestZGatewayKilledBFDFailover(t *testing.T) {
+func TestGatewayKilledBFDFailover(t *testing.T) {
 	newEnv(t, defaults())
 	snatOut(t, hv1, vmA)
 	mark := wireOf(gw2).mark(t)
