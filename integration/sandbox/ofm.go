@@ -262,7 +262,7 @@ func (o *OFM) WaitBound(node, lsp string) error {
 
 // DelVM unplugs and deletes a VM made by AddVM (or AddVMPort).
 func (o *OFM) DelVM(node, name string) error {
-	o.stopCaptures(node, name)
+	o.stopCapture(node, name)
 	_, err := o.Exec(node, "bash", "-c", "ovs-vsctl --timeout=30 --if-exists del-port br-int "+name+"-p; ip netns del "+name)
 	o.mu.Lock()
 	o.vms[node] = without(o.vms[node], name)
@@ -357,10 +357,7 @@ func (o *OFM) Background(node, vm string, args ...string) (stop func(), out func
 	for i, a := range args {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
-	dir := ofmTmp
-	if node == "" {
-		dir = filepath.Join(o.dir, "bg")
-	}
+	dir := o.tmp(node)
 	pidfile, outfile := dir+"/"+name+".pid", dir+"/"+name+".out"
 	sh := "mkdir -p " + dir + "; echo $$ > " + pidfile + "; exec " + strings.Join(quoted, " ") + " >" + outfile + " 2>&1 </dev/null"
 	b := &ofmBackground{node: node, pidfile: pidfile}
@@ -396,6 +393,15 @@ func (o *OFM) Background(node, vm string, args ...string) (stop func(), out func
 	return func() { o.stopBackground(b) }, func() string { s, _ := os.ReadFile(b.out); return string(s) }, nil
 }
 
+// tmp is where Background and Capture keep their files: in a node, or on
+// the host ("").
+func (o *OFM) tmp(node string) string {
+	if node == "" {
+		return filepath.Join(o.dir, "bg")
+	}
+	return ofmTmp
+}
+
 // ofmBackground is a command started by Background.
 type ofmBackground struct{ node, pidfile, out string }
 
@@ -412,9 +418,10 @@ func (o *OFM) stopBackground(b *ofmBackground) {
 	_, _ = o.Exec(b.node, "bash", "-c", "kill -9 $(cat "+b.pidfile+") 2>/dev/null; true")
 }
 
-// ofmCapture is a tcpdump writing a pcap file in a node (or on the host).
+// ofmCapture is a tcpdump started by Background, writing a pcap file.
 type ofmCapture struct {
-	node, path, pidfile string // path seen from the host
+	node, path string // path seen from the host
+	stop       func()
 }
 
 // Capture returns what port has sent so far, counted from the first
@@ -434,52 +441,37 @@ func (o *OFM) capture(node, port string) (*ofmCapture, error) {
 	key := node + "/" + port
 	o.mu.Lock()
 	c, ok := o.captures[key]
+	o.seq++
+	file := fmt.Sprintf("%s/cap-%d.pcap", o.tmp(node), o.seq)
 	o.mu.Unlock()
 	if ok {
 		return c, nil
 	}
-	name := strings.NewReplacer("/", "_", ".", "_").Replace(port)
-	var args []string
+	ns, args := port, []string{"tcpdump", "-i", VMIf, "-Q", "in"}
 	switch {
 	case node == "":
-		args = []string{"ip", "netns", "exec", OFMExternalNS, "tcpdump", "-i", ofmExtIf, "-Q", "in"}
+		ns, args = OFMExternalNS, []string{"tcpdump", "-i", ofmExtIf, "-Q", "in"}
 	case port == ExternalPort:
-		args = []string{"tcpdump", "-i", "eth2", "-Q", "out"}
-	default:
-		args = []string{"ip", "netns", "exec", port, "tcpdump", "-i", VMIf, "-Q", "in"}
+		ns, args = "", []string{"tcpdump", "-i", "eth2", "-Q", "out"}
 	}
-	c = &ofmCapture{node: node}
-	inNode := ofmTmp + "/" + name + ".pcap"
-	pidfile := ofmTmp + "/" + name + ".pid"
-	args = append(args, "-Z", "root", "-n", "-U", "-s", "256", "-w", inNode)
-	sh := "mkdir -p " + ofmTmp + "; rm -f " + inNode + "; echo $$ > " + pidfile + "; exec " + strings.Join(args, " ") + " 2>" + ofmTmp + "/" + name + ".err"
-	var err error
-	if node == "" {
-		if err := os.MkdirAll(filepath.Join(o.dir, "ext"), 0o755); err != nil {
+	c = &ofmCapture{node: node, path: file}
+	if node != "" {
+		var err error
+		if c.path, err = o.root(node, file); err != nil {
 			return nil, err
 		}
-		local := filepath.Join(o.dir, "ext", name+".pcap")
-		sh = strings.ReplaceAll(sh, ofmTmp, filepath.Join(o.dir, "ext"))
-		c.path, c.pidfile = local, filepath.Join(o.dir, "ext", name+".pid")
-		cmd := exec.Command("setsid", "bash", "-c", sh)
-		err = cmd.Start()
-		if err == nil {
-			go func() { _ = cmd.Wait() }()
-		}
-	} else {
-		c.pidfile = pidfile
-		if c.path, err = o.root(node, inNode); err == nil {
-			_, err = o.engine("exec", "-d", node, "bash", "-c", sh)
-		}
 	}
+	stop, _, err := o.Background(node, ns, append(args, "-Z", "root", "-n", "-U", "-s", "256", "-w", file)...)
 	if err != nil {
-		return nil, fmt.Errorf("capture on %s %s: %w", node, port, err)
+		return nil, fmt.Errorf("capture on %s: %w", key, err)
 	}
+	c.stop = stop
 	// tcpdump writes the file's header once it captures.
 	if err := poll(30*time.Second, "tcpdump on "+key, func() (bool, error) {
 		st, err := os.Stat(c.path)
 		return err == nil && st.Size() >= 24, nil
 	}); err != nil {
+		stop()
 		return nil, err
 	}
 	o.mu.Lock()
@@ -488,27 +480,14 @@ func (o *OFM) capture(node, port string) (*ofmCapture, error) {
 	return c, nil
 }
 
-// stopCaptures stops the tcpdumps of node's port ("" stops all of node's).
-func (o *OFM) stopCaptures(node, port string) {
+// stopCapture stops the tcpdump of node's port, if any.
+func (o *OFM) stopCapture(node, port string) {
 	o.mu.Lock()
-	var stop []*ofmCapture
-	for k, c := range o.captures {
-		if c.node == node && (port == "" || k == node+"/"+port) {
-			stop = append(stop, c)
-			delete(o.captures, k)
-		}
-	}
+	c, ok := o.captures[node+"/"+port]
+	delete(o.captures, node+"/"+port)
 	o.mu.Unlock()
-	for _, c := range stop {
-		if c.node == "" {
-			if b, err := os.ReadFile(c.pidfile); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-					_ = killPid(pid)
-				}
-			}
-			continue
-		}
-		_, _ = o.Exec(c.node, "bash", "-c", "kill $(cat "+c.pidfile+") 2>/dev/null; true")
+	if ok {
+		c.stop()
 	}
 }
 
@@ -697,17 +676,12 @@ func (o *OFM) Stop() error {
 	for n, vms := range o.vms {
 		nodes[n] = slices.Clone(vms)
 	}
-	caps := map[string]bool{}
-	for _, c := range o.captures {
-		caps[c.node] = true
-	}
+	// captures are background commands too
+	o.captures = map[string]*ofmCapture{}
 	ext := o.ext
 	o.mu.Unlock()
 	for _, b := range bg {
 		o.stopBackground(b)
-	}
-	for n := range caps {
-		o.stopCaptures(n, "")
 	}
 	var errs []error
 	for n, vms := range nodes {
