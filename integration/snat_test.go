@@ -241,7 +241,7 @@ func TestGatewayChangeMovesTrafficAndSendsGARP(t *testing.T) {
 	skip2 := count(t, e.wire("gw2"))
 	e.edit("router.yaml", "gateway: gw1", "gateway: gw2")
 	out := e.sync()
-	assert.Contains(t, out, "update Gateway_Chassis kv-rtoe-router1-gw2 (priority: 1 -> 2)")
+	assert.Contains(t, out, "update Gateway_Chassis kv-rtoe-router1_gw2 (priority: 1 -> 2)")
 	e.ready("gw2", "hv1", "hv2")
 	garp := waitFor(t, e.wire("gw2"), "GARP for the SNAT IP from the new gateway", skip2, func(s seen) bool {
 		return s.IsARP && s.ARPSPA == snatIP && s.ARPTPA == snatIP

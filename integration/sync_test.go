@@ -199,7 +199,7 @@ func TestSyncGatewayFromSouthbound(t *testing.T) {
 	r := kubevirtOVN(t, "sync", "--nb", c.NBTCP, "--sb", c.SBTCP, "--from-file", ex)
 	require.Equal(t, 0, r.code)
 	gcs := squash(nbctl(t, c, "lrp-get-gateway-chassis", "kv-rtoe-router1"))
-	assert.Equal(t, "kv-rtoe-router1-gw2 2\nkv-rtoe-router1-gw1 1\n", gcs, "the spec's gateway first, the other candidate as failover, no worker")
+	assert.Equal(t, "kv-rtoe-router1_gw2 2\nkv-rtoe-router1_gw1 1\n", gcs, "the spec's gateway first, the other candidate as failover, no worker")
 
 	// A node that is not a gateway candidate: clear error, rows unchanged.
 	edit(t, filepath.Join(ex, "router.yaml"), "gateway: node-gw2", "gateway: node-hv1")

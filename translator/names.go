@@ -48,6 +48,10 @@ func VMPortName(network, namespace, vmi, iface string) string {
 	return NamePrefix + network + "_" + namespace + "_" + vmi + "_" + iface
 }
 
-// GatewayChassisName names a Gateway_Chassis row the way ovn-nbctl
-// lrp-set-gateway-chassis does, so that nbctl's commands find it.
-func GatewayChassisName(port, chassis string) string { return port + "-" + chassis }
+// GatewayChassisName names the Gateway_Chassis row of a gateway port on a
+// chassis. ovn-nbctl lrp-set-gateway-chassis joins them with '-', which is
+// ambiguous for us: router a on chassis b-gw1 and router a-b on chassis
+// gw1 would share a name (Gateway_Chassis names are a schema index). The
+// port name holds no '_' (a Kubernetes name), so its first '_' ends it
+// whatever the chassis is called.
+func GatewayChassisName(port, chassis string) string { return port + "_" + chassis }

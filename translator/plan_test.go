@@ -281,7 +281,7 @@ func TestBuildRouter(t *testing.T) {
 					{Name: "kv-rtos-r1_net-b", MAC: "fa:16:3e:00:00:01", Networks: []string{"10.20.0.1/24"}, ExternalIDs: routerIDs("r1")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r1-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r1")},
+					{Name: "kv-rtoe-r1_gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r1")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -366,7 +366,7 @@ func TestBuildRouter(t *testing.T) {
 					{Name: "kv-rtos-r2_net-a", MAC: "fa:16:3e:00:00:02", Networks: []string{"10.10.0.1/24"}, ExternalIDs: routerIDs("r2")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r2-gw2", ChassisName: "gw2", Priority: 1, ExternalIDs: routerIDs("r2")},
+					{Name: "kv-rtoe-r2_gw2", ChassisName: "gw2", Priority: 1, ExternalIDs: routerIDs("r2")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -411,7 +411,7 @@ func TestBuildRouter(t *testing.T) {
 					{Name: "kv-rtoe-r3", MAC: "0a:58:ac:10:00:c8", Networks: []string{"172.16.0.200/24"}, ExternalIDs: pinnedIDs("r3")},
 				},
 				GatewayChassis: []*nbmodel.GatewayChassis{
-					{Name: "kv-rtoe-r3-gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r3")},
+					{Name: "kv-rtoe-r3_gw1", ChassisName: "gw1", Priority: 1, ExternalIDs: routerIDs("r3")},
 				},
 				SwitchPorts: []SwitchPort{
 					{Network: "public", Port: &nbmodel.LogicalSwitchPort{
@@ -612,7 +612,7 @@ func TestGatewaySelection(t *testing.T) {
 			require.Len(t, rp.GatewayChassis, len(got))
 			for i, gc := range rp.GatewayChassis {
 				assert.Equal(t, &nbmodel.GatewayChassis{
-					Name:        "kv-rtoe-r1-" + got[i],
+					Name:        "kv-rtoe-r1_" + got[i],
 					ChassisName: got[i],
 					Priority:    len(got) - i,
 					ExternalIDs: routerIDs("r1"),

@@ -48,7 +48,7 @@ var smallDump = map[string]string{
 	"Logical_Switch": `[{"_uuid":["uuid","22222222-0000-0000-0000-000000000001"],"name":"kv-net",
 		"ports":["set",[["uuid","11111111-0000-0000-0000-000000000001"],["uuid","11111111-0000-0000-0000-000000000002"]]],
 		"external_ids":["map",[]],"qos_rules":["set",[["uuid","33333333-0000-0000-0000-00000000dead"]]]}]`,
-	"Gateway_Chassis": `[{"_uuid":["uuid","44444444-0000-0000-0000-000000000001"],"name":"kv-rtoe-r-gw1","chassis_name":"gw1","priority":1}]`,
+	"Gateway_Chassis": `[{"_uuid":["uuid","44444444-0000-0000-0000-000000000001"],"name":"kv-rtoe-r_gw1","chassis_name":"gw1","priority":1}]`,
 	"NAT":             `[{"_uuid":["uuid","55555555-0000-0000-0000-000000000001"],"type":"snat","external_ip":"172.16.0.10","logical_ip":"10.0.0.0/24","logical_port":["set",[]]}]`,
 	"Logical_Router_Static_Route": `[{"_uuid":["uuid","66666666-0000-0000-0000-000000000001"],"ip_prefix":"0.0.0.0/0","nexthop":"172.16.0.1",
 		"policy":["set",[]],"output_port":"kv-rtoe-r"}]`,
