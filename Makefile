@@ -9,7 +9,7 @@ KEEP         ?=
 # ZONES=1: the demo on interconnect OVN (one NB, SB and northd per zone).
 ZONES        ?=
 
-.PHONY: all build image deps generate check-generate check-format vet test test-ofm demo bench clean
+.PHONY: all build image deps generate check-generate check-format vet lint test test-ofm demo bench clean
 
 all: build
 
@@ -55,8 +55,16 @@ check-format:
 vet:
 	$(GO) vet ./...
 
+# staticcheck and goimports, pinned as tools in go.mod (go tool): imports
+# grouped standard library, others, then this module's; generated models
+# excepted.
+lint:
+	$(GO) tool staticcheck ./...
+	@out=$$($(GO) tool goimports -local github.com/kubevirt-ovn/kubevirt-ovn -l $$(git ls-files '*.go' | grep -v '^nbmodel/')); \
+	  if [ -n "$$out" ]; then echo "goimports -local github.com/kubevirt-ovn/kubevirt-ovn would change: $$out"; exit 1; fi
+
 # Measured numbers (failover times) are printed after the tests.
-test: deps check-generate check-format vet
+test: deps check-generate check-format vet lint
 	@mkdir -p bin && rm -f bin/measured.txt
 	KUBEVIRT_OVN_REPORT=$(CURDIR)/bin/measured.txt $(GO) test -count=1 ./...
 	@if [ -s bin/measured.txt ]; then echo "measured:"; cat bin/measured.txt; fi

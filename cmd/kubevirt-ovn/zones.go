@@ -39,7 +39,7 @@ func (z *zoneFlags) Set(v string) error {
 	}
 	for _, ep := range []string{nb, sb} {
 		if strings.HasPrefix(ep, "ssl:") {
-			return fmt.Errorf("%q: a zone's databases are reached over unix: or tcp:, not ssl:", v)
+			return fmt.Errorf("%q: a zone's databases are reached over unix or tcp, not ssl", v)
 		}
 	}
 	if slices.ContainsFunc(*z, func(f zoneFlag) bool { return f.name == name }) {

@@ -57,7 +57,7 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 		t.PhysicalNetwork = "physnet1"
 	}
 	if _, err := os.Stat(VSwitchSchema); err != nil {
-		return nil, fmt.Errorf("Open vSwitch is not installed (%w): run 'make deps'", err)
+		return nil, fmt.Errorf("this machine has no Open vSwitch (%w): run 'make deps'", err)
 	}
 	c, err := StartCentral(dir)
 	if err != nil {

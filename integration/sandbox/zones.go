@@ -129,7 +129,7 @@ func StartZones(dir string, t ZoneTopology) (_ *Zones, err error) {
 		return nil, err
 	}
 	if _, err := os.Stat(VSwitchSchema); err != nil {
-		return nil, fmt.Errorf("Open vSwitch is not installed (%w): run 'make deps'", err)
+		return nil, fmt.Errorf("this machine has no Open vSwitch (%w): run 'make deps'", err)
 	}
 	if err := t.check(); err != nil {
 		return nil, err

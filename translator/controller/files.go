@@ -9,13 +9,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/fsnotify/fsnotify"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 

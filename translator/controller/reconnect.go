@@ -13,7 +13,7 @@ const reconnectPoll = 100 * time.Millisecond
 // nbState is what watchReconnect compares from one poll to the next.
 type nbState struct {
 	up bool
-	// lost counts the disconnections (see translator.Disconnections).
+	// lost counts the disconnections (see nb.Disconnections).
 	lost int
 }
 
@@ -24,7 +24,7 @@ func (c *Controller) nbState() nbState {
 // watchReconnect enqueues every unit each time the NB connection comes
 // back after from (read by the caller, so that a loss right after the
 // call is not missed), until ctx ends. While the NB is down, reconciles
-// wait for it or fail without writing (translator.Commit refuses to send
+// wait for it or fail without writing (nb.Commit refuses to send
 // operations computed from the cache the reconnection replaces) and back
 // off; without this, an edit made meanwhile could wait for the backoff or
 // the resync. The reconnection has re-synced the cache by the time the
