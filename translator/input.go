@@ -1,7 +1,12 @@
 // Package translator turns KubeVirt virtual-router declarations into OVN
-// Northbound rows. Plan is a pure function from a Snapshot of the input to the
-// desired rows; Diff compares those rows with the rows kubevirt-ovn owns in the
-// NB and is the only producer of OVSDB operations; Commit writes them.
+// Northbound rows. Input indexes the declarations and plans one unit (a
+// router or a network) at a time without I/O: the same input, the same
+// rows held in the NB (Held) and the same allocator state give the same
+// rows. The allocators it asks (the gateway scheduler, the tunnel-key
+// allocator) keep state from one plan to the next; Build plans a whole
+// Snapshot on fresh ones, a pure function. Package nb diffs the planned
+// rows against the rows kubevirt-ovn owns in the NB, the only producer of
+// OVSDB operations, and nb.Commit writes them.
 package translator
 
 import "time"
