@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,8 +37,26 @@ func TestCtrlSIGTERMStopsWritingAtOnce(t *testing.T) {
 	// Frozen while nb_cfg is read, so that the commits counted are those
 	// after the signal, not those between the read and the signal (one
 	// reconcile is a millisecond or two).
+	// A commit the controller sent before it stopped may still be in the
+	// server's socket buffer: it counts before the signal. The server reads
+	// every connection in each loop, so once the process is stopped and two
+	// reads of nb_cfg (each a round trip through that loop) agree, nothing
+	// sent before the stop is still to come.
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	require.NoError(t, sandbox.Poll(10*time.Second, "the controller stopped (state T)", func() (bool, error) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			return false, err
+		}
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		return strings.HasPrefix(rest, "T"), nil
+	}))
 	before := ctrlNBCfg(t, c)
+	require.NoError(t, sandbox.Poll(10*time.Second, "nb_cfg steady while the controller is stopped", func() (bool, error) {
+		prev := before
+		before = ctrlNBCfg(t, c)
+		return before == prev, nil
+	}))
 	start := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
