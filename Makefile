@@ -86,8 +86,10 @@ demo: deps build
 # and no-op sync against the raw single-transaction floor and batched
 # ovn-nbctl, and `run` event latency; prints a markdown table. Pass more
 # flags with BENCH_FLAGS, e.g. BENCH_FLAGS="-n 10,100 -events 20 -v".
+# First, the manifest reader's paths against each other (ns/file, x_fast).
 BENCH_FLAGS ?=
 bench: deps build
+	$(GO) test -run '^$$' -bench DecodePaths ./translator/manifest/
 	$(GO) run ./integration/cmd/bench -bin bin/kubevirt-ovn $(BENCH_FLAGS)
 
 clean:

@@ -3,7 +3,9 @@ package manifest
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -17,11 +19,15 @@ import (
 // errUnsupported (see yamlfast.go). Strings in the objects are slices of
 // one copy of data.
 func decodeFast(source string, data []byte) (*Set, error) {
+	return (&fastDecoder{}).decode(source, data)
+}
+
+func (f *fastDecoder) decode(source string, data []byte) (*Set, error) {
 	if !plainASCII(data) || looksJSON(data) {
 		return nil, errUnsupported
 	}
 	text := string(data)
-	f := &fastDecoder{set: &Set{}}
+	f.set = &Set{}
 	doc := 0
 	for pos, start := 0, -1; ; {
 		// Documents end at a line starting with "---" (which may be
@@ -71,54 +77,78 @@ func looksJSON(data []byte) bool {
 	return bytes.HasPrefix(bytes.TrimLeftFunc(data[:min(len(data), 4096)], unicode.IsSpace), []byte("{"))
 }
 
+// fastDecoder decodes one file's documents with the fast reader.
 type fastDecoder struct {
 	p   yparser
 	set *Set
+	// The objects being decoded, reused from one document to the next (the
+	// tables' functions would make each escape): the conversions copy what
+	// they keep.
+	head   header
+	router VirtualRouter
+	nad    NetworkAttachmentDefinition
+	vmi    VirtualMachineInstance
+	// onObject, when set (by tests), sees each object of a kind
+	// kubevirt-ovn reads, decoded, before it is converted; the object is
+	// reused after the call.
+	onObject func(obj any)
 }
 
-// Field names as encoding/json matches them, per Go type: a key that
-// matches one only case-insensitively is left to the general path.
-var (
-	topFields       = jsonNames(reflect.TypeFor[objectMeta](), reflect.TypeFor[VirtualRouter](), reflect.TypeFor[VirtualMachineInstance]())
-	metaFields      = jsonNames(reflect.TypeFor[metav1.ObjectMeta]())
-	routerFields    = jsonNames(reflect.TypeFor[VirtualRouterSpec]())
-	externalFields  = jsonNames(reflect.TypeFor[External]())
-	peerFields      = jsonNames(reflect.TypeFor[PeerRouter]())
-	vmiSpecFields   = jsonNames(reflect.TypeFor[VirtualMachineInstance]().Field(2).Type)
-	vmiStatusFields = jsonNames(reflect.TypeFor[VirtualMachineInstance]().Field(3).Type)
-	vmiNetFields    = jsonNames(reflect.TypeFor[VMINetwork]())
-	multusFields    = jsonNames(reflect.TypeFor[VMINetwork]().Field(1).Type.Elem())
-	ifaceFields     = jsonNames(reflect.TypeFor[VMIInterfaceStatus]())
+// The fast reader decodes each Go struct type with a fieldTable: one entry
+// per JSON field name, saying where its value goes. A key matches an entry
+// exactly, as encoding/json first matches keys; a key that matches a field of
+// the type only case-insensitively (encoding/json's fallback) or that is
+// named twice is the general path's. Keys the type does not have are
+// ignored, as encoding/json ignores them. When a decoded type gains a
+// field, TestFastPath_TablesCoverDecodedTypes fails until its table has an
+// entry for it.
+
+// fieldHow says what the fast reader does with a field.
+type fieldHow uint8
+
+const (
+	fieldDecoded   fieldHow = iota // its entry decodes it
+	fieldInHeader                  // headerFields decodes it, for every kind
+	fieldToGeneral                 // a document that sets it is read by the general path
 )
 
-// jsonNames lists the JSON names of the fields of struct types, embedded
-// structs without a name included.
-func jsonNames(types ...reflect.Type) []string {
-	var names []string
-	for _, t := range types {
-		for i := range t.NumField() {
-			sf := t.Field(i)
-			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-			switch {
-			case name == "-" || !sf.IsExported():
-			case sf.Anonymous && name == "":
-				names = append(names, jsonNames(sf.Type)...)
-			case name == "":
-				names = append(names, sf.Name)
-			default:
-				names = append(names, name)
-			}
-		}
-	}
-	return names
+// field is the fieldTable entry of one field of T.
+type field[T any] struct {
+	how    fieldHow
+	decode func(f *fastDecoder, v int32, into *T) error
 }
 
-// fields calls fn for each key of mapping n that is one of want (by index),
-// ignores keys the Go type does not have (all its JSON names are in names),
-// and gives up on the others: a field named twice, or matched only
-// case-insensitively, or one the fast reader does not decode. A null
-// leaves the struct as it is.
-func (f *fastDecoder) fields(n int32, want, names []string, fn func(i int, v int32) error) error {
+// fieldTable decodes a mapping into a T.
+type fieldTable[T any] struct {
+	names   []string // the entries' JSON names
+	entries []field[T]
+	all     []string // every JSON name of T, to tell case-insensitive matches
+}
+
+// fastTables holds what each table does with each field, by the Go type it
+// decodes: TestFastPath_TablesCoverDecodedTypes compares it with the types.
+var fastTables = map[reflect.Type]map[string]fieldHow{}
+
+func newTable[T any](fields map[string]field[T]) *fieldTable[T] {
+	t := &fieldTable[T]{names: slices.Sorted(maps.Keys(fields))}
+	if len(t.names) > 64 {
+		panic("a fieldTable tells duplicate keys apart with 64 bits")
+	}
+	hows := make(map[string]fieldHow, len(fields))
+	for _, name := range t.names {
+		t.entries = append(t.entries, fields[name])
+		hows[name] = fields[name].how
+	}
+	typ := reflect.TypeFor[T]()
+	for _, jf := range jsonFields(typ) {
+		t.all = append(t.all, jf.name)
+	}
+	fastTables[typ] = hows
+	return t
+}
+
+// decode decodes mapping n into into; a null leaves it as it is.
+func (t *fieldTable[T]) decode(f *fastDecoder, n int32, into *T) error {
 	nd := f.p.nodes[n]
 	switch nd.kind {
 	case yNull:
@@ -131,31 +161,23 @@ func (f *fastDecoder) fields(n int32, want, names []string, fn func(i int, v int
 	for k := nd.first; k >= 0; {
 		v := f.p.nodes[k].next
 		key := f.p.nodes[k].value
-		i := indexOf(want, key)
-		switch {
+		switch i := slices.Index(t.names, key); {
 		case i >= 0:
 			if seen&(1<<i) != 0 {
 				return errUnsupported
 			}
 			seen |= 1 << i
-			if err := fn(i, v); err != nil {
-				return err
+			if e := &t.entries[i]; e.how != fieldInHeader {
+				if err := e.decode(f, v, into); err != nil {
+					return err
+				}
 			}
-		case foldsTo(names, key):
+		case foldsTo(t.all, key):
 			return errUnsupported
 		}
 		k = f.p.nodes[v].next
 	}
 	return nil
-}
-
-func indexOf(names []string, s string) int {
-	for i, n := range names {
-		if n == s {
-			return i
-		}
-	}
-	return -1
 }
 
 func foldsTo(names []string, s string) bool {
@@ -167,7 +189,301 @@ func foldsTo(names []string, s string) bool {
 	return false
 }
 
-// str decodes a string field: JSON null leaves it empty.
+// jsonField is a field of a struct type as encoding/json decodes it.
+type jsonField struct {
+	name  string
+	index []int // for reflect.Value.FieldByIndex
+	typ   reflect.Type
+}
+
+// jsonFields lists the fields encoding/json decodes into struct type t by
+// their JSON names, the fields of embedded structs without a name included.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct:
+			for _, jf := range jsonFields(sf.Type) {
+				jf.index = append([]int{i}, jf.index...)
+				out = append(out, jf)
+			}
+		case !sf.IsExported():
+		case name == "":
+			out = append(out, jsonField{sf.Name, []int{i}, sf.Type})
+		default:
+			out = append(out, jsonField{name, []int{i}, sf.Type})
+		}
+	}
+	return out
+}
+
+// Entries, by how a field's value is decoded; at returns where it goes.
+
+// str: a string, or a type whose underlying type is string.
+func str[T any, S ~string](at func(*T) *S) field[T] {
+	return field[T]{decode: func(f *fastDecoder, v int32, into *T) error {
+		p := at(into)
+		s := string(*p)
+		err := f.str(v, &s)
+		*p = S(s)
+		return err
+	}}
+}
+
+func boolean[T any](at func(*T) *bool) field[T] {
+	return field[T]{decode: func(f *fastDecoder, v int32, into *T) error { return f.boolean(v, at(into)) }}
+}
+
+func strs[T any](at func(*T) *[]string) field[T] {
+	return field[T]{decode: func(f *fastDecoder, v int32, into *T) error { return f.strings(v, at(into)) }}
+}
+
+func stringMap[T any](at func(*T) *map[string]string) field[T] {
+	return field[T]{decode: func(f *fastDecoder, v int32, into *T) error { return f.stringMap(v, at(into)) }}
+}
+
+// nested: a struct decoded by table; a null leaves it as it is.
+func nested[T, E any](at func(*T) *E, table *fieldTable[E]) field[T] {
+	return field[T]{decode: func(f *fastDecoder, v int32, into *T) error { return table.decode(f, v, at(into)) }}
+}
+
+// pointer: a pointer to a struct decoded by table; a null makes it nil.
+func pointer[T, E any](at func(*T) **E, table *fieldTable[E]) field[T] {
+	return field[T]{decode: func(f *fastDecoder, v int32, into *T) error {
+		p := at(into)
+		if f.isNull(v) {
+			*p = nil
+			return nil
+		}
+		*p = new(E)
+		return table.decode(f, v, *p)
+	}}
+}
+
+// list: a slice of structs each decoded by table; a null makes it nil. A
+// null entry is left to the general path.
+func list[T, E any](at func(*T) *[]E, table *fieldTable[E]) field[T] {
+	return field[T]{decode: func(f *fastDecoder, v int32, into *T) error {
+		p := at(into)
+		switch f.p.nodes[v].kind {
+		case yNull:
+			*p = nil
+			return nil
+		case ySeq:
+		default:
+			return errUnsupported
+		}
+		out := make([]E, f.count(v))
+		for e, i := f.p.nodes[v].first, 0; e >= 0; e, i = f.p.nodes[e].next, i+1 {
+			if f.isNull(e) {
+				return errUnsupported
+			}
+			if err := table.decode(f, e, &out[i]); err != nil {
+				return err
+			}
+		}
+		*p = out
+		return nil
+	}}
+}
+
+func inHeader[T any]() field[T] { return field[T]{how: fieldInHeader} }
+
+func toGeneral[T any]() field[T] {
+	return field[T]{how: fieldToGeneral, decode: func(*fastDecoder, int32, *T) error { return errUnsupported }}
+}
+
+// header is what the fast reader reads of every object first, as addObject
+// decodes objectMeta first: its type and metadata, and its items node (-1
+// when it has none).
+type header struct {
+	objectMeta
+	items int32
+}
+
+var headerFields = newTable(map[string]field[header]{
+	"apiVersion": str(func(h *header) *string { return &h.APIVersion }),
+	"kind":       str(func(h *header) *string { return &h.Kind }),
+	"metadata":   nested(func(h *header) *metav1.ObjectMeta { return &h.ObjectMeta }, metaFields),
+	"items": {decode: func(f *fastDecoder, v int32, h *header) error {
+		if k := f.p.nodes[v].kind; k != yNull && k != ySeq {
+			return errUnsupported
+		}
+		h.items = v
+		return nil
+	}},
+})
+
+var metaFields = newTable(map[string]field[metav1.ObjectMeta]{
+	"name":              str(func(m *metav1.ObjectMeta) *string { return &m.Name }),
+	"namespace":         str(func(m *metav1.ObjectMeta) *string { return &m.Namespace }),
+	"generateName":      str(func(m *metav1.ObjectMeta) *string { return &m.GenerateName }),
+	"uid":               str(func(m *metav1.ObjectMeta) *types.UID { return &m.UID }),
+	"resourceVersion":   str(func(m *metav1.ObjectMeta) *string { return &m.ResourceVersion }),
+	"selfLink":          str(func(m *metav1.ObjectMeta) *string { return &m.SelfLink }),
+	"labels":            stringMap(func(m *metav1.ObjectMeta) *map[string]string { return &m.Labels }),
+	"annotations":       stringMap(func(m *metav1.ObjectMeta) *map[string]string { return &m.Annotations }),
+	"creationTimestamp": {decode: creationTimestamp},
+	// No conversion reads these, and manifests written by hand do not set
+	// them: the general path reads a document that does.
+	"generation":                 toGeneral[metav1.ObjectMeta](),
+	"deletionTimestamp":          toGeneral[metav1.ObjectMeta](),
+	"deletionGracePeriodSeconds": toGeneral[metav1.ObjectMeta](),
+	"ownerReferences":            toGeneral[metav1.ObjectMeta](),
+	"finalizers":                 toGeneral[metav1.ObjectMeta](),
+	"managedFields":              toGeneral[metav1.ObjectMeta](),
+})
+
+// creationTimestamp reads an RFC 3339 time in quotes, as metav1.Time does;
+// unquoted, YAML reads it as a timestamp, which the general path converts.
+func creationTimestamp(f *fastDecoder, v int32, m *metav1.ObjectMeta) error {
+	nd := &f.p.nodes[v]
+	if nd.kind == yNull {
+		m.CreationTimestamp = metav1.Time{}
+		return nil
+	}
+	if nd.kind != yScalar || !nd.quoted {
+		return errUnsupported
+	}
+	t, err := time.Parse(time.RFC3339, nd.value)
+	if err != nil {
+		return errUnsupported
+	}
+	m.CreationTimestamp = metav1.NewTime(t.Local())
+	return nil
+}
+
+// kindTable is the table of a kind's object: fields adds to the header's
+// apiVersion, kind and metadata.
+func kindTable[T any](fields map[string]field[T]) *fieldTable[T] {
+	for _, name := range []string{"apiVersion", "kind", "metadata"} {
+		fields[name] = inHeader[T]()
+	}
+	return newTable(fields)
+}
+
+var routerFields = kindTable(map[string]field[VirtualRouter]{
+	"spec": nested(func(r *VirtualRouter) *VirtualRouterSpec { return &r.Spec }, routerSpecFields),
+})
+
+var routerSpecFields = newTable(map[string]field[VirtualRouterSpec]{
+	"name":        str(func(s *VirtualRouterSpec) *string { return &s.Name }),
+	"mac":         str(func(s *VirtualRouterSpec) *string { return &s.MAC }),
+	"description": str(func(s *VirtualRouterSpec) *string { return &s.Description }),
+	"enableSnat":  boolean(func(s *VirtualRouterSpec) *bool { return &s.EnableSnat }),
+	"internal":    strs(func(s *VirtualRouterSpec) *[]string { return &s.Internal }),
+	"external":    pointer(func(s *VirtualRouterSpec) **External { return &s.External }, externalFields),
+	"peerRouter":  pointer(func(s *VirtualRouterSpec) **PeerRouter { return &s.PeerRouter }, peerRouterFields),
+	"gateway":     str(func(s *VirtualRouterSpec) *string { return &s.Gateway }),
+})
+
+var externalFields = newTable(map[string]field[External]{
+	"ip":      str(func(e *External) *string { return &e.IP }),
+	"network": str(func(e *External) *string { return &e.Network }),
+})
+
+var peerRouterFields = newTable(map[string]field[PeerRouter]{
+	"ip":  str(func(p *PeerRouter) *string { return &p.IP }),
+	"mac": str(func(p *PeerRouter) *string { return &p.MAC }),
+})
+
+// The NAD's network-config annotation is JSON, which NetworkFrom decodes
+// on either path.
+var nadFields = kindTable(map[string]field[NetworkAttachmentDefinition]{})
+
+var vmiFields = kindTable(map[string]field[VirtualMachineInstance]{
+	"spec":   nested(func(v *VirtualMachineInstance) *VirtualMachineInstanceSpec { return &v.Spec }, vmiSpecFields),
+	"status": nested(func(v *VirtualMachineInstance) *VirtualMachineInstanceStatus { return &v.Status }, vmiStatusFields),
+})
+
+var vmiSpecFields = newTable(map[string]field[VirtualMachineInstanceSpec]{
+	"networks": list(func(s *VirtualMachineInstanceSpec) *[]VMINetwork { return &s.Networks }, vmiNetworkFields),
+})
+
+var vmiNetworkFields = newTable(map[string]field[VMINetwork]{
+	"name":   str(func(n *VMINetwork) *string { return &n.Name }),
+	"multus": pointer(func(n *VMINetwork) **MultusNetwork { return &n.Multus }, multusFields),
+})
+
+var multusFields = newTable(map[string]field[MultusNetwork]{
+	"networkName": str(func(m *MultusNetwork) *string { return &m.NetworkName }),
+})
+
+var vmiStatusFields = newTable(map[string]field[VirtualMachineInstanceStatus]{
+	"nodeName":   str(func(s *VirtualMachineInstanceStatus) *string { return &s.NodeName }),
+	"interfaces": list(func(s *VirtualMachineInstanceStatus) *[]VMIInterfaceStatus { return &s.Interfaces }, vmiInterfaceFields),
+})
+
+var vmiInterfaceFields = newTable(map[string]field[VMIInterfaceStatus]{
+	"name":        str(func(i *VMIInterfaceStatus) *string { return &i.Name }),
+	"mac":         str(func(i *VMIInterfaceStatus) *string { return &i.MAC }),
+	"ipAddress":   str(func(i *VMIInterfaceStatus) *string { return &i.IPAddress }),
+	"ipAddresses": strs(func(i *VMIInterfaceStatus) *[]string { return &i.IPAddresses }),
+})
+
+// object decodes the object (or list) at node n, as addObject does.
+func (f *fastDecoder) object(where string, n int32) error {
+	if f.p.nodes[n].kind != yMap {
+		return errUnsupported
+	}
+	h := &f.head
+	*h = header{items: -1}
+	if err := headerFields.decode(f, n, h); err != nil {
+		return err
+	}
+	items := h.items
+	hasItems := items >= 0 && !f.isNull(items)
+	switch {
+	case isList(h.Kind, hasItems):
+		if !hasItems {
+			return nil
+		}
+		for e, i := f.p.nodes[items].first, 0; e >= 0; e, i = f.p.nodes[e].next, i+1 {
+			if err := f.object(fmt.Sprintf("%s: items[%d]", where, i), e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case h.APIVersion == KubevirtV1 && h.Kind == KindRouter:
+		vr := &f.router
+		*vr = VirtualRouter{TypeMeta: h.TypeMeta, ObjectMeta: h.ObjectMeta}
+		if err := routerFields.decode(f, n, vr); err != nil {
+			return err
+		}
+		f.decoded(vr)
+		return f.set.applyRouter(where, vr)
+	case h.APIVersion == CNCFV1 && h.Kind == KindNAD:
+		nad := &f.nad
+		*nad = NetworkAttachmentDefinition{TypeMeta: h.TypeMeta, ObjectMeta: h.ObjectMeta}
+		if err := nadFields.decode(f, n, nad); err != nil {
+			return err
+		}
+		f.decoded(nad)
+		return f.set.applyNAD(where, nad)
+	case h.APIVersion == KubevirtV1 && h.Kind == KindVMI:
+		vmi := &f.vmi
+		*vmi = VirtualMachineInstance{TypeMeta: h.TypeMeta, ObjectMeta: h.ObjectMeta}
+		if err := vmiFields.decode(f, n, vmi); err != nil {
+			return err
+		}
+		f.decoded(vmi)
+		f.set.applyVMI(where, vmi)
+		return nil
+	}
+	f.set.ignored(where, &h.TypeMeta, &h.ObjectMeta)
+	return nil
+}
+
+func (f *fastDecoder) decoded(obj any) {
+	if f.onObject != nil {
+		f.onObject(obj)
+	}
+}
+
+// str decodes a string: a null leaves it as it is.
 func (f *fastDecoder) str(n int32, into *string) error {
 	nd := &f.p.nodes[n]
 	switch {
@@ -201,28 +517,6 @@ func (f *fastDecoder) boolean(n int32, into *bool) error {
 	return errUnsupported
 }
 
-// each calls fn for the entries of sequence n; a null has none.
-func (f *fastDecoder) each(n int32, fn func(v int32) error) error {
-	nd := f.p.nodes[n]
-	switch nd.kind {
-	case yNull:
-		return nil
-	case ySeq:
-	default:
-		return errUnsupported
-	}
-	return f.forEach(nd.first, fn)
-}
-
-func (f *fastDecoder) forEach(c int32, fn func(v int32) error) error {
-	for ; c >= 0; c = f.p.nodes[c].next {
-		if err := fn(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (f *fastDecoder) count(n int32) int {
 	c := 0
 	for k := f.p.nodes[n].first; k >= 0; k = f.p.nodes[k].next {
@@ -242,14 +536,13 @@ func (f *fastDecoder) strings(n int32, into *[]string) error {
 		return errUnsupported
 	}
 	out := make([]string, f.count(n))
-	i := 0
-	err := f.forEach(nd.first, func(v int32) error {
-		err := f.str(v, &out[i])
-		i++
-		return err
-	})
+	for e, i := nd.first, 0; e >= 0; e, i = f.p.nodes[e].next, i+1 {
+		if err := f.str(e, &out[i]); err != nil {
+			return err
+		}
+	}
 	*into = out
-	return err
+	return nil
 }
 
 func (f *fastDecoder) stringMap(n int32, into *map[string]string) error {
@@ -281,233 +574,3 @@ func (f *fastDecoder) stringMap(n int32, into *map[string]string) error {
 
 // isNull tells a null, which leaves a pointer, slice or map nil.
 func (f *fastDecoder) isNull(n int32) bool { return f.p.nodes[n].kind == yNull }
-
-var metaWant = []string{"name", "namespace", "generateName", "uid", "resourceVersion", "selfLink", "labels", "annotations", "creationTimestamp"}
-
-func (f *fastDecoder) meta(n int32, om *metav1.ObjectMeta) error {
-	return f.fields(n, metaWant, metaFields, func(i int, v int32) error {
-		switch i {
-		case 0:
-			return f.str(v, &om.Name)
-		case 1:
-			return f.str(v, &om.Namespace)
-		case 2:
-			return f.str(v, &om.GenerateName)
-		case 3:
-			var uid string
-			err := f.str(v, &uid)
-			om.UID = types.UID(uid)
-			return err
-		case 4:
-			return f.str(v, &om.ResourceVersion)
-		case 5:
-			return f.str(v, &om.SelfLink)
-		case 6:
-			return f.stringMap(v, &om.Labels)
-		case 7:
-			return f.stringMap(v, &om.Annotations)
-		default:
-			nd := &f.p.nodes[v]
-			if nd.kind == yNull {
-				om.CreationTimestamp = metav1.Time{}
-				return nil
-			}
-			if nd.kind != yScalar || !nd.quoted {
-				return errUnsupported
-			}
-			t, err := time.Parse(time.RFC3339, nd.value)
-			if err != nil {
-				return errUnsupported
-			}
-			om.CreationTimestamp = metav1.NewTime(t.Local())
-			return nil
-		}
-	})
-}
-
-var topWant = []string{"apiVersion", "kind", "metadata", "items", "spec", "status"}
-
-// object decodes the object (or list) at mapping n, as addObject does.
-func (f *fastDecoder) object(where string, n int32) error {
-	if f.p.nodes[n].kind != yMap {
-		return errUnsupported
-	}
-	var tm metav1.TypeMeta
-	var om metav1.ObjectMeta
-	items, spec, status := int32(-1), int32(-1), int32(-1)
-	err := f.fields(n, topWant, topFields, func(i int, v int32) error {
-		switch i {
-		case 0:
-			return f.str(v, &tm.APIVersion)
-		case 1:
-			return f.str(v, &tm.Kind)
-		case 2:
-			return f.meta(v, &om)
-		case 3:
-			items = v
-		case 4:
-			spec = v
-		default:
-			status = v
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if items >= 0 && !f.isNull(items) && f.p.nodes[items].kind != ySeq {
-		return errUnsupported
-	}
-	switch {
-	case isList(tm.Kind, items >= 0 && !f.isNull(items)):
-		if items < 0 {
-			return nil
-		}
-		i := 0
-		err := f.each(items, func(v int32) error {
-			err := f.object(fmt.Sprintf("%s: items[%d]", where, i), v)
-			i++
-			return err
-		})
-		return err
-	case tm.APIVersion == KubevirtV1 && tm.Kind == KindRouter:
-		vr := VirtualRouter{TypeMeta: tm, ObjectMeta: om}
-		if spec >= 0 {
-			if err := f.routerSpec(spec, &vr.Spec); err != nil {
-				return err
-			}
-		}
-		return f.set.applyRouter(where, &vr)
-	case tm.APIVersion == CNCFV1 && tm.Kind == KindNAD:
-		return f.set.applyNAD(where, &NetworkAttachmentDefinition{TypeMeta: tm, ObjectMeta: om})
-	case tm.APIVersion == KubevirtV1 && tm.Kind == KindVMI:
-		vmi := VirtualMachineInstance{TypeMeta: tm, ObjectMeta: om}
-		if spec >= 0 {
-			if err := f.vmiSpec(spec, &vmi); err != nil {
-				return err
-			}
-		}
-		if status >= 0 {
-			if err := f.vmiStatus(status, &vmi); err != nil {
-				return err
-			}
-		}
-		f.set.applyVMI(where, &vmi)
-		return nil
-	}
-	f.set.ignored(where, &tm, &om)
-	return nil
-}
-
-var routerWant = []string{"name", "mac", "description", "enableSnat", "internal", "external", "peerRouter", "gateway"}
-
-func (f *fastDecoder) routerSpec(n int32, s *VirtualRouterSpec) error {
-	return f.fields(n, routerWant, routerFields, func(i int, v int32) error {
-		switch i {
-		case 0:
-			return f.str(v, &s.Name)
-		case 1:
-			return f.str(v, &s.MAC)
-		case 2:
-			return f.str(v, &s.Description)
-		case 3:
-			return f.boolean(v, &s.EnableSnat)
-		case 4:
-			return f.strings(v, &s.Internal)
-		case 5:
-			if f.isNull(v) {
-				s.External = nil
-				return nil
-			}
-			s.External = &External{}
-			return f.fields(v, []string{"ip", "network"}, externalFields, func(i int, v int32) error {
-				if i == 0 {
-					return f.str(v, &s.External.IP)
-				}
-				return f.str(v, &s.External.Network)
-			})
-		case 6:
-			if f.isNull(v) {
-				s.PeerRouter = nil
-				return nil
-			}
-			s.PeerRouter = &PeerRouter{}
-			return f.fields(v, []string{"ip", "mac"}, peerFields, func(i int, v int32) error {
-				if i == 0 {
-					return f.str(v, &s.PeerRouter.IP)
-				}
-				return f.str(v, &s.PeerRouter.MAC)
-			})
-		default:
-			return f.str(v, &s.Gateway)
-		}
-	})
-}
-
-func (f *fastDecoder) vmiSpec(n int32, vmi *VirtualMachineInstance) error {
-	return f.fields(n, []string{"networks"}, vmiSpecFields, func(_ int, v int32) error {
-		if f.isNull(v) {
-			vmi.Spec.Networks = nil
-			return nil
-		}
-		nets := make([]VMINetwork, 0, f.count(v))
-		err := f.each(v, func(e int32) error {
-			if f.isNull(e) {
-				return errUnsupported
-			}
-			nets = append(nets, VMINetwork{})
-			net := &nets[len(nets)-1]
-			return f.fields(e, []string{"name", "multus"}, vmiNetFields, func(i int, v int32) error {
-				if i == 0 {
-					return f.str(v, &net.Name)
-				}
-				if f.isNull(v) {
-					net.Multus = nil
-					return nil
-				}
-				net.Multus = &struct {
-					NetworkName string `json:"networkName"`
-				}{}
-				return f.fields(v, []string{"networkName"}, multusFields, func(_ int, v int32) error {
-					return f.str(v, &net.Multus.NetworkName)
-				})
-			})
-		})
-		vmi.Spec.Networks = nets
-		return err
-	})
-}
-
-func (f *fastDecoder) vmiStatus(n int32, vmi *VirtualMachineInstance) error {
-	return f.fields(n, []string{"nodeName", "interfaces"}, vmiStatusFields, func(i int, v int32) error {
-		if i == 0 {
-			return f.str(v, &vmi.Status.NodeName)
-		}
-		if f.isNull(v) {
-			vmi.Status.Interfaces = nil
-			return nil
-		}
-		ifaces := make([]VMIInterfaceStatus, 0, f.count(v))
-		err := f.each(v, func(e int32) error {
-			if f.isNull(e) {
-				return errUnsupported
-			}
-			ifaces = append(ifaces, VMIInterfaceStatus{})
-			st := &ifaces[len(ifaces)-1]
-			return f.fields(e, []string{"name", "mac", "ipAddress", "ipAddresses"}, ifaceFields, func(i int, v int32) error {
-				switch i {
-				case 0:
-					return f.str(v, &st.Name)
-				case 1:
-					return f.str(v, &st.MAC)
-				case 2:
-					return f.str(v, &st.IPAddress)
-				default:
-					return f.strings(v, &st.IPAddresses)
-				}
-			})
-		})
-		vmi.Status.Interfaces = ifaces
-		return err
-	})
-}

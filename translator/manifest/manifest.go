@@ -100,21 +100,31 @@ type IPPool struct {
 type VirtualMachineInstance struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              struct {
-		Networks []VMINetwork `json:"networks,omitempty"`
-	} `json:"spec"`
-	Status struct {
-		NodeName   string               `json:"nodeName,omitempty"`
-		Interfaces []VMIInterfaceStatus `json:"interfaces,omitempty"`
-	} `json:"status"`
+	Spec              VirtualMachineInstanceSpec   `json:"spec"`
+	Status            VirtualMachineInstanceStatus `json:"status"`
+}
+
+// VirtualMachineInstanceSpec is the part of a VMI's spec kubevirt-ovn reads.
+type VirtualMachineInstanceSpec struct {
+	Networks []VMINetwork `json:"networks,omitempty"`
+}
+
+// VirtualMachineInstanceStatus is the part of a VMI's status kubevirt-ovn
+// reads.
+type VirtualMachineInstanceStatus struct {
+	NodeName   string               `json:"nodeName,omitempty"`
+	Interfaces []VMIInterfaceStatus `json:"interfaces,omitempty"`
 }
 
 // VMINetwork is an entry of a VMI's spec.networks.
 type VMINetwork struct {
-	Name   string `json:"name"`
-	Multus *struct {
-		NetworkName string `json:"networkName"`
-	} `json:"multus,omitempty"`
+	Name   string         `json:"name"`
+	Multus *MultusNetwork `json:"multus,omitempty"`
+}
+
+// MultusNetwork is spec.networks[].multus: the NAD an interface attaches to.
+type MultusNetwork struct {
+	NetworkName string `json:"networkName"`
 }
 
 // VMIInterfaceStatus is an entry of a VMI's status.interfaces.
