@@ -323,13 +323,13 @@ var metaFields = newTable(map[string]field[metav1.ObjectMeta]{
 	"generateName":      str(func(m *metav1.ObjectMeta) *string { return &m.GenerateName }),
 	"uid":               str(func(m *metav1.ObjectMeta) *types.UID { return &m.UID }),
 	"resourceVersion":   str(func(m *metav1.ObjectMeta) *string { return &m.ResourceVersion }),
-	"selfLink":          str(func(m *metav1.ObjectMeta) *string { return &m.SelfLink }),
 	"labels":            stringMap(func(m *metav1.ObjectMeta) *map[string]string { return &m.Labels }),
 	"annotations":       stringMap(func(m *metav1.ObjectMeta) *map[string]string { return &m.Annotations }),
 	"creationTimestamp": {decode: creationTimestamp},
 	// No conversion reads these, and manifests written by hand do not set
 	// them: the general path reads a document that does.
 	"generation":                 toGeneral[metav1.ObjectMeta](),
+	"selfLink":                   toGeneral[metav1.ObjectMeta](),
 	"deletionTimestamp":          toGeneral[metav1.ObjectMeta](),
 	"deletionGracePeriodSeconds": toGeneral[metav1.ObjectMeta](),
 	"ownerReferences":            toGeneral[metav1.ObjectMeta](),
