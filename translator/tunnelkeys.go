@@ -100,21 +100,29 @@ func (k *tunnelKeys) settle(held TunnelKeys) {
 // the missing ones, and releases the keys u held that refs no longer name.
 // A ref whose key is held by another port of its switch gets a new key.
 // notes say which switches moved off a key a foreign datapath requests.
-func (k *tunnelKeys) take(u Unit, refs []keyRef, held Held) (keys map[keyRef]int, notes []string) {
+// When a range has no free key left, take fails with an error saying which
+// range ran out for which switch or port; then it allocates nothing and
+// releases nothing (the unit's rows stay as they are).
+func (k *tunnelKeys) take(u Unit, refs []keyRef, held Held) (keys map[keyRef]int, notes []string, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !k.settled {
 		k.settle(held.HeldTunnelKeys())
 	}
 	out := make(map[keyRef]int, len(refs))
+	var fresh []keyRef // allocated here: undone when a later ref fails
 	for _, r := range refs {
 		if r.port == "" {
-			_, had := k.switches[r.sw]
-			out[r] = k.switchKey(r.sw)
-			if why := k.moved[r.sw]; why != "" && !had {
-				notes = append(notes, fmt.Sprintf("Logical_Switch %s: %s: moved to tunnel key %d in every zone", r.sw, why, out[r]))
-				delete(k.moved, r.sw)
+			key, had := k.switches[r.sw]
+			if !had {
+				var ok bool
+				if key, ok = k.switchKey(r.sw); !ok {
+					k.undo(fresh)
+					return nil, nil, fmt.Errorf("ran out: every datapath key of kubevirt-ovn's range [%d, %d] is taken (by its switches, or requested by datapaths not ours), none left for switch %s", k.lo, k.hi, r.sw)
+				}
+				fresh = append(fresh, r)
 			}
+			out[r] = key
 			continue
 		}
 		if key, ok := k.ports[r.sw][r.port]; ok {
@@ -123,13 +131,37 @@ func (k *tunnelKeys) take(u Unit, refs []keyRef, held Held) (keys map[keyRef]int
 		}
 		key := k.heldByPort[r.port]
 		if key < 1 || key > MaxPortKey || k.used[r.sw][key] != "" {
-			key = k.freePort(r.sw)
+			var ok bool
+			if key, ok = k.freePort(r.sw); !ok {
+				k.undo(fresh)
+				return nil, nil, fmt.Errorf("ran out: every port key of switch %s ([1, %d]) is taken, none left for port %s", r.sw, MaxPortKey, r.port)
+			}
 		}
 		k.setPort(r.sw, r.port, key)
+		fresh = append(fresh, r)
 		out[r] = key
 	}
+	for _, r := range fresh {
+		if why := k.moved[r.sw]; r.port == "" && why != "" {
+			notes = append(notes, fmt.Sprintf("Logical_Switch %s: %s: moved to tunnel key %d in every zone", r.sw, why, out[r]))
+			delete(k.moved, r.sw)
+		}
+	}
 	k.release(u, refs)
-	return out, notes
+	return out, notes, nil
+}
+
+// undo frees the keys take allocated for refs before one failed.
+func (k *tunnelKeys) undo(refs []keyRef) {
+	for _, r := range refs {
+		if r.port == "" {
+			delete(k.dpUsed, k.switches[r.sw])
+			delete(k.switches, r.sw)
+			continue
+		}
+		delete(k.used[r.sw], k.ports[r.sw][r.port])
+		delete(k.ports[r.sw], r.port)
+	}
 }
 
 // release frees the keys unit u held that refs no longer name; refs nil
@@ -166,12 +198,10 @@ func (k *tunnelKeys) forget(u Unit) {
 	k.release(u, nil)
 }
 
-// switchKey is switch sw's key: the one it has, else the next free one
-// going down the range round, never one a foreign datapath requests.
-func (k *tunnelKeys) switchKey(sw string) int {
-	if key, ok := k.switches[sw]; ok {
-		return key
-	}
+// switchKey gives switch sw, which has none, the next free key going
+// down the range round, never one a foreign datapath requests; ok is false
+// when every key of the range is taken.
+func (k *tunnelKeys) switchKey(sw string) (int, bool) {
 	for range k.hi - k.lo + 1 {
 		key := k.nextDP
 		if k.nextDP--; k.nextDP < k.lo || k.nextDP > k.hi {
@@ -182,10 +212,10 @@ func (k *tunnelKeys) switchKey(sw string) int {
 		}
 		if k.dpUsed[key] == "" && len(k.foreignBy[key]) == 0 {
 			k.switches[sw], k.dpUsed[key] = key, sw
-			return key
+			return key, true
 		}
 	}
-	return 0 // every key of the range taken: planned without a key, ovn-northd refuses nothing
+	return 0, false
 }
 
 // setForeign records the keys source's foreign datapaths request (nil:
@@ -259,8 +289,9 @@ func (k *tunnelKeys) describe(source, holder string) string {
 }
 
 // freePort is the next free port key of switch sw going down the range
-// round, avoiding the keys the NBs held at start when it can.
-func (k *tunnelKeys) freePort(sw string) int {
+// round, avoiding the keys the NBs held at start when it can; ok is false
+// when every port key of sw is taken.
+func (k *tunnelKeys) freePort(sw string) (int, bool) {
 	next := k.nextPort[sw]
 	if next == 0 {
 		next = MaxPortKey
@@ -276,19 +307,16 @@ func (k *tunnelKeys) freePort(sw string) int {
 		}
 		if !k.heldPorts[key] {
 			k.nextPort[sw] = next
-			return key
+			return key, true
 		}
 		if fallback == 0 {
 			fallback = key
 		}
 	}
-	return fallback
+	return fallback, fallback != 0
 }
 
 func (k *tunnelKeys) setPort(sw, port string, key int) {
-	if key == 0 {
-		return
-	}
 	if k.ports[sw] == nil {
 		k.ports[sw], k.used[sw] = map[string]int{}, map[int]string{}
 	}

@@ -11,9 +11,13 @@ import (
 // swUnit is the unit owning switch sw in these tests.
 func swUnit(sw string) Unit { return Unit{Kind: KindNetwork, Name: sw} }
 
-// takeSwitch allocates switch sw's key as its network's plan does.
+// takeSwitch allocates switch sw's key as its network's plan does; 0 when
+// none is left.
 func takeSwitch(k *tunnelKeys, sw string, held Held) (int, []string) {
-	keys, notes := k.take(swUnit(sw), []keyRef{{sw: sw}}, held)
+	keys, notes, err := k.take(swUnit(sw), []keyRef{{sw: sw}}, held)
+	if err != nil {
+		return 0, nil
+	}
 	return keys[keyRef{sw: sw}], notes
 }
 
@@ -32,13 +36,14 @@ func TestDatapathKeyRangeIsTheTopOfOVNsLocalRange(t *testing.T) {
 		require.False(t, seen[key])
 		seen[key] = true
 	}
-	key, _ := takeSwitch(k, "kv-one-too-many", noClaims{})
-	assert.Zero(t, key, "the range is full: no key rather than one outside it")
+	_, _, err := k.take(swUnit("kv-one-too-many"), []keyRef{{sw: "kv-one-too-many"}}, noClaims{})
+	assert.EqualError(t, err, "ran out: every datapath key of kubevirt-ovn's range [16646145, 16711680] is taken (by its switches, or requested by datapaths not ours), none left for switch kv-one-too-many",
+		"the range is full: no key rather than one outside it")
 
 	// A freed key is handed out again: the allocation goes round within
 	// the range.
 	k.forget(swUnit("kv-7"))
-	key, _ = takeSwitch(k, "kv-again", noClaims{})
+	key, _ := takeSwitch(k, "kv-again", noClaims{})
 	assert.Equal(t, MaxDatapathKey-7, key)
 }
 
@@ -166,4 +171,48 @@ func TestNADKeysAreTakenWhateverTheRange(t *testing.T) {
 		got = append(got, key)
 	}
 	assert.Equal(t, []int{16711685, 16711682, 0}, got)
+}
+
+// When a range runs out, the unit gets no key 0: it fails, naming the
+// switch or port and the range, and takes nothing (its rows stay as they
+// are, with the keys they request).
+func TestTunnelKeysRunningOutFailTheUnit(t *testing.T) {
+	in := zoneInput() // networks net-a, net-b, public
+	in.keys.lo, in.keys.hi, in.keys.nextDP = MaxDatapathKey-1, MaxDatapathKey, MaxDatapathKey
+	for _, n := range []string{"net-a", "net-b"} {
+		up := in.Plan(Unit{Kind: KindNetwork, Name: n}, testInstance, nil)
+		require.Empty(t, up.Errs, n)
+	}
+	up := in.Plan(Unit{Kind: KindNetwork, Name: "public"}, testInstance, nil)
+	assert.Nil(t, up.Network, "no rows: those in the NB stay as they are")
+	require.Len(t, up.Errs, 1)
+	assert.EqualError(t, up.Errs[0], "NetworkAttachmentDefinition public: tunnel keys ran out: every datapath key of kubevirt-ovn's range [16711679, 16711680] is taken (by its switches, or requested by datapaths not ours), none left for switch kv-public")
+	var ie *InputError
+	require.ErrorAs(t, up.Errs[0], &ie)
+	assert.Equal(t, ReasonTunnelKeysExhausted, ie.Reason)
+
+	// A network that goes frees its key: public gets it.
+	in.Set("nets", Objects{Networks: []Network{publicNet(), netA()}})
+	in.Plan(Unit{Kind: KindNetwork, Name: "net-b"}, testInstance, nil)
+	up = in.Plan(Unit{Kind: KindNetwork, Name: "public"}, testInstance, nil)
+	require.Empty(t, up.Errs)
+	assert.Equal(t, MaxDatapathKey-1, up.Network.Keys.Switches["kv-public"])
+}
+
+func TestPortKeysRunningOutFailTheUnit(t *testing.T) {
+	k := newTunnelKeys()
+	full := []keyRef{{sw: "kv-a"}}
+	for i := range MaxPortKey {
+		full = append(full, keyRef{"kv-a", fmt.Sprint("p-", i)})
+	}
+	keys, _, err := k.take(swUnit("kv-a"), full, noClaims{})
+	require.NoError(t, err)
+	require.Len(t, keys, MaxPortKey+1)
+
+	router := Unit{Kind: KindRouter, Name: "r1"}
+	_, _, err = k.take(router, []keyRef{{"kv-b", "rp-b"}}, noClaims{})
+	require.NoError(t, err)
+	_, _, err = k.take(router, []keyRef{{"kv-b", "rp-b"}, {"kv-a", "rp-a"}}, noClaims{})
+	assert.EqualError(t, err, "ran out: every port key of switch kv-a ([1, 32767]) is taken, none left for port rp-a")
+	assert.Equal(t, []keyRef{{"kv-b", "rp-b"}}, k.owned[router], "the router keeps what it had and takes nothing")
 }

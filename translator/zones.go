@@ -63,6 +63,10 @@ type KeyHolder interface {
 // not made yet.
 const ReasonWaiting = "WaitingForAllocation"
 
+// ReasonTunnelKeysExhausted is the reason of a unit that needs a tunnel
+// key when a range has none left: its rows stay as they are.
+const ReasonTunnelKeysExhausted = "TunnelKeysExhausted"
+
 // SetFollower makes in plan as a follower (see KeyHolder); a follower is
 // in interconnect mode (SetInterconnect).
 func (in *Input) SetFollower(follow bool) {
@@ -385,8 +389,15 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 // takeKeys are unit u's tunnel keys for refs: allocated (with notes on
 // switches moved off a key), or a follower's from held.
 func (in *Input) takeKeys(u Unit, refs []keyRef, held Held) (map[keyRef]int, []string, error) {
+	kind := ObjVirtualRouter
+	if u.Kind == KindNetwork {
+		kind = ObjNAD
+	}
 	if !in.follow {
-		keys, notes := in.keys.take(u, refs, held)
+		keys, notes, err := in.keys.take(u, refs, held)
+		if err != nil {
+			return nil, nil, &InputError{Kind: kind, Object: u.Name, Field: "tunnel keys", Msg: err.Error(), Reason: ReasonTunnelKeysExhausted}
+		}
 		return keys, notes, nil
 	}
 	kh, _ := held.(KeyHolder)
@@ -405,10 +416,6 @@ func (in *Input) takeKeys(u Unit, refs []keyRef, held Held) (map[keyRef]int, []s
 		out[r] = key
 	}
 	if missing > 0 {
-		kind := ObjVirtualRouter
-		if u.Kind == KindNetwork {
-			kind = ObjNAD
-		}
 		return nil, nil, &InputError{Kind: kind, Object: u.Name, Field: "tunnel keys", Msg: fmt.Sprintf("%d of %d not allocated yet by the allocator", missing, len(refs)), Reason: ReasonWaiting}
 	}
 	return out, nil, nil
