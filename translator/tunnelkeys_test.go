@@ -6,84 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
-
-// swUnit is the unit owning switch sw in these tests.
-func swUnit(sw string) Unit { return Unit{Kind: KindNetwork, Name: sw} }
-
-// takeSwitch allocates switch sw's key as its network's plan does; 0 when
-// none is left.
-func takeSwitch(k *tunnelKeys, sw string, held Held) (int, []string) {
-	keys, notes, err := k.take(swUnit(sw), []keyRef{{sw: sw}}, held)
-	if err != nil {
-		return 0, nil
-	}
-	return keys[keyRef{sw: sw}], notes
-}
-
-func TestDatapathKeyRangeIsTheTopOfOVNsLocalRange(t *testing.T) {
-	assert.Equal(t, 16711680, MaxDatapathKey, "OVN_MAX_DP_KEY_LOCAL: ovn-northd's max_tunid under Geneve")
-	assert.Equal(t, 65536, MaxDatapathKey-MinDatapathKey+1)
-
-	// Every key of the range, top down, and nothing outside it: never
-	// OVN's global range (ovn-ic, ovn-kubernetes' transit switches and
-	// tunnel key allocator).
-	k := newTunnelKeys()
-	seen := map[int]bool{}
-	for i := range MaxDatapathKey - MinDatapathKey + 1 {
-		key, _ := takeSwitch(k, fmt.Sprintf("kv-%d", i), noClaims{})
-		require.Equal(t, MaxDatapathKey-i, key, "switch %d", i)
-		require.False(t, seen[key])
-		seen[key] = true
-	}
-	_, _, err := k.take(swUnit("kv-one-too-many"), []keyRef{{sw: "kv-one-too-many"}}, noClaims{})
-	assert.EqualError(t, err, "ran out: every datapath key of kubevirt-ovn's range [16646145, 16711680] is taken (by its switches, or requested by datapaths not ours), none left for switch kv-one-too-many",
-		"the range is full: no key rather than one outside it")
-
-	// A freed key is handed out again: the allocation goes round within
-	// the range.
-	k.forget(swUnit("kv-7"))
-	key, _ := takeSwitch(k, "kv-again", noClaims{})
-	assert.Equal(t, MaxDatapathKey-7, key)
-}
-
-func TestDatapathKeysWrapWithinTheRange(t *testing.T) {
-	k := newTunnelKeys()
-	k.lo, k.hi, k.nextDP = 100, 103, 103
-	var got []int
-	for _, sw := range []string{"a", "b", "c"} {
-		key, _ := takeSwitch(k, sw, noClaims{})
-		got = append(got, key)
-	}
-	k.forget(swUnit("a"))
-	for _, sw := range []string{"d", "e", "f"} {
-		key, _ := takeSwitch(k, sw, noClaims{})
-		got = append(got, key)
-	}
-	assert.Equal(t, []int{103, 102, 101, 100, 103, 0}, got, "round the range, a's freed key last, then none")
-}
-
-func TestHeldKeysOutsideTheRangeAreReplaced(t *testing.T) {
-	k := newTunnelKeys()
-	held := Claims{Keys: TunnelKeys{Switches: map[string]int{
-		"kv-old":     16777215,           // an older kubevirt-ovn's
-		"kv-transit": 16711683,           // ovn-kubernetes' default network's transit switch
-		"kv-kept":    MaxDatapathKey - 5, // in range
-	}}}
-	kept, notes := takeSwitch(k, "kv-kept", held)
-	assert.Equal(t, MaxDatapathKey-5, kept)
-	assert.Empty(t, notes)
-	for _, sw := range []string{"kv-old", "kv-transit"} {
-		key, notes := takeSwitch(k, sw, held)
-		assert.True(t, key >= MinDatapathKey && key <= MaxDatapathKey, "%s: %d", sw, key)
-		require.Len(t, notes, 1)
-		assert.Contains(t, notes[0], "outside kubevirt-ovn's range [16646145, 16711680]")
-		assert.Contains(t, notes[0], fmt.Sprintf("moved to tunnel key %d", key))
-		key2, notes := takeSwitch(k, sw, held)
-		assert.Equal(t, key, key2, "once")
-		assert.Empty(t, notes)
-	}
-}
 
 func TestForeignKeyIsNotHandedOut(t *testing.T) {
 	in := zoneInput()
@@ -162,13 +87,14 @@ func TestBuildTakesTheSnapshotsForeignKeys(t *testing.T) {
 func TestNADKeysAreTakenWhateverTheRange(t *testing.T) {
 	in := NewInput()
 	in.SetInterconnect()
-	in.keys.lo, in.keys.hi, in.keys.nextDP = 16711682, 16711686, 16711686
+	in.keys = tunnelkeys.NewInRange[Unit](16711682, 16711686)
 	in.SetForeignKeys("NAD default/l2", []ForeignKey{{Key: 16711683 + 3, Holder: "k8s.ovn.org/network-id 3"}, {Key: 16711684, Holder: "k8s.ovn.org/tunnel-keys"}})
 	in.SetForeignKeys("NAD default/default", []ForeignKey{{Key: 16711683}})
 	var got []int
 	for i := range 3 {
-		key, _ := takeSwitch(in.keys, fmt.Sprint("kv-", i), noClaims{})
-		got = append(got, key)
+		sw := fmt.Sprint("kv-", i)
+		keys, _, _ := in.keys.Take(Unit{Kind: KindNetwork, Name: sw}, []tunnelkeys.Ref{{Switch: sw}})
+		got = append(got, keys[tunnelkeys.Ref{Switch: sw}])
 	}
 	assert.Equal(t, []int{16711685, 16711682, 0}, got)
 }
@@ -178,7 +104,7 @@ func TestNADKeysAreTakenWhateverTheRange(t *testing.T) {
 // are, with the keys they request).
 func TestTunnelKeysRunningOutFailTheUnit(t *testing.T) {
 	in := zoneInput() // networks net-a, net-b, public
-	in.keys.lo, in.keys.hi, in.keys.nextDP = MaxDatapathKey-1, MaxDatapathKey, MaxDatapathKey
+	in.keys = tunnelkeys.NewInRange[Unit](MaxDatapathKey-1, MaxDatapathKey)
 	for _, n := range []string{"net-a", "net-b"} {
 		up := in.Plan(Unit{Kind: KindNetwork, Name: n}, testInstance, nil)
 		require.Empty(t, up.Errs, n)
@@ -197,22 +123,4 @@ func TestTunnelKeysRunningOutFailTheUnit(t *testing.T) {
 	up = in.Plan(Unit{Kind: KindNetwork, Name: "public"}, testInstance, nil)
 	require.Empty(t, up.Errs)
 	assert.Equal(t, MaxDatapathKey-1, up.Network.Keys.Switches["kv-public"])
-}
-
-func TestPortKeysRunningOutFailTheUnit(t *testing.T) {
-	k := newTunnelKeys()
-	full := []keyRef{{sw: "kv-a"}}
-	for i := range MaxPortKey {
-		full = append(full, keyRef{"kv-a", fmt.Sprint("p-", i)})
-	}
-	keys, _, err := k.take(swUnit("kv-a"), full, noClaims{})
-	require.NoError(t, err)
-	require.Len(t, keys, MaxPortKey+1)
-
-	router := Unit{Kind: KindRouter, Name: "r1"}
-	_, _, err = k.take(router, []keyRef{{"kv-b", "rp-b"}}, noClaims{})
-	require.NoError(t, err)
-	_, _, err = k.take(router, []keyRef{{"kv-b", "rp-b"}, {"kv-a", "rp-a"}}, noClaims{})
-	assert.EqualError(t, err, "ran out: every port key of switch kv-a ([1, 32767]) is taken, none left for port rp-a")
-	assert.Equal(t, []keyRef{{"kv-b", "rp-b"}}, k.owned[router], "the router keeps what it had and takes nothing")
 }
