@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gateways"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
 
 // Objects are the input objects of one source: a file, a Kubernetes object.
@@ -26,7 +29,18 @@ type Objects struct {
 // nobody's internal one, a name declared once) are maintained indexes.
 //
 // Input is safe for concurrent use: a source calls Set and SetChassis while
-// workers call Plan.
+// workers call Plan. Plan decides a unit's allocations through two
+// allocators with state of their own: the gateway scheduler
+// (gateways.Scheduler: a router's own plan assigns its gateways, another
+// unit's plan only asks where it lives) and, in interconnect mode, the
+// tunnel key allocator (tunnelkeys.Allocator: a unit takes the keys of its
+// own switch and ports). Lock order, by structure: Input's mu, then an
+// allocator's own mutex. The allocators are leaves: they import nothing
+// of this package, take no callbacks and hold their mutex only inside one
+// method, so Input may call them with mu held (read or write) and nothing
+// ever waits for mu while holding theirs. Whatever they need of the input
+// or of the NB (a router's need, what the NB holds) Input reads first and
+// passes as data.
 type Input struct {
 	mu      sync.RWMutex
 	sources map[string]*source
@@ -46,21 +60,22 @@ type Input struct {
 	// chooses gateways (an external network and SNAT).
 	gatewayRouters map[string]int
 
-	// candidates are the SB chassis that may be gateways, by name.
-	candidates   []Chassis
+	// chassisKnown: the SB is given (SetChassis); sched assigns the
+	// routers' gateways from its gateway chassis.
 	chassisKnown bool
-	sched        *schedule
+	sched        *gateways.Scheduler
 
 	// nodeHosts are the chassis' hostnames: the names of the nodes
 	// ovn-kubernetes gives a Logical_Switch each (see nodeSwitchErr).
 	nodeHosts set[string]
 
 	// Interconnect mode (zones.go): every chassis by name and hostname,
-	// the zones, and the tunnel keys.
-	nodes map[string]node
-	zones []string
-	zoned bool
-	keys  *tunnelKeys
+	// the names of those chassis, the zones, and the tunnel keys.
+	nodes        map[string]node
+	chassisNames []string
+	zones        []string
+	zoned        bool
+	keys         *tunnelkeys.Allocator[Unit]
 	// follow: plan from an allocator's decisions (zones.go);
 	// interconnect: zoned even before any zone is known.
 	follow, interconnect bool
@@ -138,7 +153,7 @@ func NewInput() *Input {
 		internalClaims: map[string]set[*routerDecl]{},
 		externalDecls:  map[string]set[*routerDecl]{},
 		gatewayRouters: map[string]int{},
-		sched:          newSchedule(),
+		sched:          gateways.New(),
 	}
 }
 
@@ -400,9 +415,7 @@ func (in *Input) removeRouter(d *routerDecl) {
 		if d.EnableSNAT {
 			if in.gatewayRouters[d.Name]--; in.gatewayRouters[d.Name] == 0 {
 				delete(in.gatewayRouters, d.Name)
-				in.sched.mu.Lock()
-				in.sched.drop(d.Name)
-				in.sched.mu.Unlock()
+				in.sched.Release(d.Name)
 			}
 		}
 	}
@@ -417,30 +430,19 @@ func (in *Input) addNetwork(d *networkDecl) {
 }
 
 // SetChassis sets the SB chassis (known false: no SB is given) and returns
-// the routers whose gateway order changes (see schedule): those that used
-// a chassis that went or have room for a new failover candidate. It
-// returns nothing when the gateway candidates are unchanged.
+// the routers whose gateway order changes (see package gateways): those
+// that used a chassis that went or have room for a new failover
+// candidate. It returns nothing when the gateway candidates are unchanged.
 func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
-	var cands []Chassis
-	for _, c := range chassis {
-		if c.Gateway {
-			c.Zone = "" // only setNodes reads zones
-			c.Physnets = slices.Sorted(slices.Values(c.Physnets))
-			cands = append(cands, c)
-		}
-	}
-	slices.SortFunc(cands, func(a, b Chassis) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Hostname, b.Hostname))
-	})
-
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	renamed := in.setNodeHosts(chassis)
+	changed := in.sched.SetChassis(gatewayChassis(chassis))
 	if in.setNodes(chassis) {
 		// A chassis came, went or changed zone: every unit's zones may
 		// change (rare: a node joins or leaves).
-		in.candidates, in.chassisKnown = cands, known
-		in.rechoose()
+		in.chassisKnown = known
+		in.reassignGateways()
 		all := set[Unit]{}
 		for n := range in.networks {
 			all.add(Unit{Kind: KindNetwork, Name: n})
@@ -450,11 +452,11 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 		}
 		return sortedUnits(all)
 	}
-	same := known == in.chassisKnown && (!known || slices.EqualFunc(cands, in.candidates, sameChassis))
-	in.candidates, in.chassisKnown = cands, known
+	same := known == in.chassisKnown && (!known || !changed)
+	in.chassisKnown = known
 	affected := set[Unit]{}
 	if !same {
-		affected = in.rechoose()
+		affected = in.reassignGateways()
 		in.zoneAffected(affected)
 	}
 	for _, u := range renamed {
@@ -487,10 +489,6 @@ func (in *Input) setNodeHosts(chassis []Chassis) []Unit {
 func hostsHas(s set[string], k string) bool {
 	_, ok := s[k]
 	return ok
-}
-
-func sameChassis(a, b Chassis) bool {
-	return a.Name == b.Name && a.Hostname == b.Hostname && a.Gateway == b.Gateway && slices.Equal(a.Physnets, b.Physnets)
 }
 
 // Units lists every unit of the input, valid or not, networks first, then by
@@ -532,12 +530,14 @@ func sortedUnits(s set[Unit]) []Unit {
 	for u := range s {
 		out = append(out, u)
 	}
-	slices.SortFunc(out, unitOrder)
+	slices.SortFunc(out, CompareUnits)
 	return out
 }
 
-// unitOrder orders networks before routers, then by name.
-func unitOrder(a, b Unit) int {
+// CompareUnits orders units as they are planned and committed: networks
+// before routers (a router's ports go on its networks' switches), then by
+// name.
+func CompareUnits(a, b Unit) int {
 	rank := func(k OwnerKind) int {
 		if k == KindNetwork {
 			return 0

@@ -3,6 +3,7 @@ package translator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gateways"
 )
 
 // referenceBuild is the whole-input planner Build was before Input: every
@@ -34,7 +37,7 @@ func referenceBuild(s *Snapshot, instance string) *Plan {
 		byName[s.Networks[i].Name] = append(byName[s.Networks[i].Name], &s.Networks[i])
 	}
 	nets := map[string]*network{}
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		defs := byName[name]
 		u := Unit{Kind: KindNetwork, Name: name}
 		if len(defs) > 1 {
@@ -63,7 +66,7 @@ func referenceBuild(s *Snapshot, instance string) *Plan {
 			vmsByNet[v.Network] = append(vmsByNet[v.Network], v)
 		}
 	}
-	for _, name := range sortedKeys(nets) {
+	for _, name := range slices.Sorted(maps.Keys(nets)) {
 		np := networkPlan(nets[name], vmsByNet[name], instance, held)
 		p.Errors = append(p.Errors, np.VMErrors...)
 		p.Networks = append(p.Networks, *np)
@@ -124,23 +127,17 @@ func referenceBuild(s *Snapshot, instance string) *Plan {
 		if r.External != nil && r.EnableSNAT && vr.ext != nil {
 			// Which chassis: the scheduler's (history-dependent) choice,
 			// checked apart by gatewayOrderOK; whether any: here.
-			n := gatewayNeed{physnet: physnetOf(vr.ext.Network), gateway: r.Gateway}
+			n := gateways.Need{Physnet: physnetOf(vr.ext.Network), Pin: r.Gateway}
 			switch {
 			case !s.ChassisKnown && r.Gateway == "":
 				errs = append(errs, routerErr(r.Name, "spec.gateway", "is required when the Southbound database is not given (--sb)"))
 			case !s.ChassisKnown:
 				vr.gateways = []string{r.Gateway}
 			default:
-				var sorted []Chassis
-				for _, c := range s.Chassis {
-					if c.Gateway {
-						c.Physnets = slices.Sorted(slices.Values(c.Physnets))
-						sorted = append(sorted, c)
-					}
-				}
-				slices.SortFunc(sorted, func(a, b Chassis) int { return strings.Compare(a.Name, b.Name) })
-				if _, err := pinnedGateway(r.Name, n, sorted, gatewayCandidates(sorted, n.physnet)); err != nil {
-					errs = append(errs, err)
+				sched := gateways.New()
+				sched.SetChassis(gatewayChassis(s.Chassis))
+				if _, err := sched.Assign(r.Name, n, nil); err != nil {
+					errs = append(errs, gatewayErr(err))
 				}
 			}
 		}
@@ -172,7 +169,7 @@ func referenceBuild(s *Snapshot, instance string) *Plan {
 	}
 	slices.SortFunc(valid, func(a, b *router) int { return strings.Compare(a.Name, b.Name) })
 	for _, r := range valid {
-		p.Routers = append(p.Routers, planRouter(r, instance))
+		p.Routers = append(p.Routers, routerRows(r, instance))
 	}
 	for _, errs := range p.Failed {
 		slices.SortStableFunc(errs, byMessage)
@@ -360,7 +357,7 @@ func (g *gen) held() Claims {
 // unit, the first by name gives its error.
 func snapshotOf(sources map[string]Objects, chassis []Chassis, known bool, held Held) *Snapshot {
 	s := &Snapshot{Chassis: chassis, ChassisKnown: known, Held: held, Invalid: map[Unit]error{}}
-	for _, name := range sortedKeys(sources) {
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
 		o := sources[name]
 		s.Routers = append(s.Routers, o.Routers...)
 		s.Networks = append(s.Networks, o.Networks...)
@@ -463,7 +460,12 @@ func gatewayOrderOK(t *testing.T, s *Snapshot, rp *RouterPlan, ctx string) {
 		}
 	}
 	require.NotNil(t, ext)
-	cands := gatewayCandidates(s.Chassis, physnetOf(ext))
+	var cands []string
+	for _, c := range s.Chassis {
+		if physnet := physnetOf(ext); c.Gateway && (physnet == "" || slices.Contains(c.Physnets, physnet)) {
+			cands = append(cands, c.Name)
+		}
+	}
 	order := rp.Gateway.Chassis
 	require.Len(t, order, min(MaxGateways, len(cands)), "%s: %s gateway order %v of candidates %v", ctx, rp.Name, order, cands)
 	for i, ch := range order {
@@ -552,7 +554,7 @@ func TestInputIncremental(t *testing.T) {
 			if identical {
 				require.Empty(t, got, "%s: nothing changed, nothing is affected", ctx)
 			}
-			require.True(t, slices.IsSortedFunc(got, unitOrder), "%s: affected units are sorted: %v", ctx, got)
+			require.True(t, slices.IsSortedFunc(got, CompareUnits), "%s: affected units are sorted: %v", ctx, got)
 
 			s := snapshotOf(sources, chassis, known, held)
 			ref := referenceBuild(s, testInstance)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gateways"
 )
 
 // SNATPortRange is the source port range SNAT uses (the seed's 1025-65535).
@@ -169,7 +170,7 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 		in.planRouter(&up, instance, held)
 	}
 	if in.zoned && !up.InInput {
-		in.keys.forget(u)
+		in.keys.Release(u)
 	}
 	if in.zoned && up.InInput && len(in.nodes) == 0 && len(up.Errs) == 0 {
 		// No zone's chassis are known (yet): where rows go is unknown,
@@ -492,8 +493,8 @@ type router struct {
 	gateways []string
 }
 
-// planRouter validates router up.Unit, settles its claims and plans its
-// rows.
+// planRouter validates router up.Unit, resolves its claims, has its
+// gateways assigned and plans its rows (routerRows).
 //
 // Claims: an SNAT IP and an internal network belong to one router. The
 // router the NB shows holding it keeps it while its input still makes the
@@ -520,7 +521,7 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 
 	vr, errs := validateRouter(&r.Router, in.validNetwork)
 	if vr != nil && vr.ext != nil && r.EnableSNAT {
-		n := gatewayNeed{physnet: physnetOf(vr.ext.Network), gateway: r.Gateway}
+		n := gateways.Need{Physnet: physnetOf(vr.ext.Network), Pin: r.Gateway}
 		gws, err := in.gatewaysOf(r.Name, n, held)
 		if err != nil {
 			errs = append(errs, err)
@@ -545,7 +546,7 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 		up.Errs = append(up.Errs, errs...)
 		return
 	}
-	rp := planRouter(vr, instance)
+	rp := routerRows(vr, instance)
 	if in.zoned {
 		if err := in.zoneRouter(&rp, held); err != nil {
 			up.Errs = append(up.Errs, err)
@@ -659,15 +660,9 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 	return vr, errs
 }
 
-func rendezvous(router, chassis string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(router))
-	h.Write([]byte{0})
-	h.Write([]byte(chassis))
-	return h.Sum64()
-}
-
-func planRouter(r *router, instance string) RouterPlan {
+// routerRows plans the rows of router r, which passed its checks and got
+// its claims and gateways.
+func routerRows(r *router, instance string) RouterPlan {
 	u := Unit{Kind: KindRouter, Name: r.Name}
 	ids := func() map[string]string { return OwnerIDs(instance, u) }
 	rp := RouterPlan{Name: r.Name}
@@ -903,13 +898,4 @@ func normalizeIP(s string) string {
 		return a.String()
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -29,7 +29,7 @@ func schedRouter(i int) Router {
 		External: &External{Network: "public", IP: fmt.Sprintf("172.16.%d.%d", i/250, 2+i%250)}}
 }
 
-func gateways(n int, physnets ...string) []Chassis {
+func gatewayNodes(n int, physnets ...string) []Chassis {
 	if len(physnets) == 0 {
 		physnets = []string{"physnet1"}
 	}
@@ -82,7 +82,7 @@ func TestSchedulerBalancesFromScratch(t *testing.T) {
 	for _, gws := range []int{3, 10} {
 		t.Run(fmt.Sprintf("%d gateways", gws), func(t *testing.T) {
 			in := schedInput(1000)
-			chassis := gateways(gws)
+			chassis := gatewayNodes(gws)
 			in.SetChassis(chassis, true)
 			got := orders(t, in, nil)
 			require.Len(t, got, 1000)
@@ -109,7 +109,7 @@ func TestSchedulerBalancesFromScratch(t *testing.T) {
 
 func TestSchedulerStableOnAddAndRemove(t *testing.T) {
 	in := schedInput(300)
-	chassis := gateways(3)
+	chassis := gatewayNodes(3)
 	in.SetChassis(chassis, true)
 	before := orders(t, in, nil)
 	held := heldOf(before)
@@ -176,7 +176,7 @@ func TestSchedulerContinuesFromTheNB(t *testing.T) {
 	// older kubevirt-ovn may have written): a restart keeps it, and new
 	// routers go to the least-loaded gateways.
 	in := schedInput(60)
-	chassis := gateways(3)
+	chassis := gatewayNodes(3)
 	in.SetChassis(chassis, true)
 	held := Claims{Gateways: map[string][]string{}}
 	for i := range 60 {
@@ -250,7 +250,7 @@ func TestSchedulerPhysnetFilter(t *testing.T) {
 
 func TestSchedulerPinnedGateway(t *testing.T) {
 	in := schedInput(30)
-	chassis := gateways(3)
+	chassis := gatewayNodes(3)
 	in.SetChassis(chassis, true)
 	pinned := schedRouter(5)
 	pinned.Gateway = "node-gw-02" // by hostname
@@ -276,57 +276,12 @@ func TestSchedulerPinnedGateway(t *testing.T) {
 	assert.Contains(t, up.Errs[0].Error(), "VirtualRouter r-0005: spec.gateway node gw-09 is not a gateway candidate (chassis with enable-chassis-as-gw: gw-00 (hostname node-gw-00), gw-01 (hostname node-gw-01), gw-02 (hostname node-gw-02))")
 }
 
-func TestRebalance(t *testing.T) {
-	chassis := gateways(3)
-	var routers []Assignment
-	for i := range 100 {
-		a := Assignment{Router: fmt.Sprintf("r-%03d", i), Physnet: "physnet1", Order: []string{"gw-00", "gw-01", "gw-02"}}
-		if i < 10 {
-			a.Order = []string{"gw-01", "gw-00", "gw-02"}
-		}
-		routers = append(routers, a)
-	}
-	routers[50].Pinned = true
-	moves := Rebalance(routers, chassis)
-	load := map[string]int{"gw-00": 90, "gw-01": 10, "gw-02": 0}
-	seen := map[string]bool{}
-	for _, m := range moves {
-		assert.False(t, seen[m.Router], "router %s moved twice", m.Router)
-		seen[m.Router] = true
-		assert.NotEqual(t, "r-050", m.Router, "a pinned router moved")
-		assert.Equal(t, m.To, m.Order[0])
-		assert.Equal(t, m.From, m.Order[1], "the old primary becomes the first failover candidate")
-		assert.Len(t, m.Order, 3)
-		load[m.From]--
-		load[m.To]++
-	}
-	assert.LessOrEqual(t, spread(load), 1, "after the moves: %v", load)
-	assert.Len(t, moves, 56, "the fewest moves: 90,10,0 → 34,33,33")
-	assert.Equal(t, moves, Rebalance(routers, chassis), "deterministic")
-
-	// Balanced already: nothing to do.
-	var balanced []Assignment
-	for i := range 10 {
-		balanced = append(balanced, Assignment{Router: fmt.Sprintf("b-%d", i), Order: []string{chassis[i%3].Name}})
-	}
-	assert.Empty(t, Rebalance(balanced, chassis))
-
-	// Physnets: a router never moves to a chassis that does not map its
-	// network.
-	mixed := []Chassis{{Name: "a", Gateway: true, Physnets: []string{"p1"}}, {Name: "b", Gateway: true, Physnets: []string{"p2"}}}
-	var stuck []Assignment
-	for i := range 6 {
-		stuck = append(stuck, Assignment{Router: fmt.Sprintf("s-%d", i), Physnet: "p1", Order: []string{"a"}})
-	}
-	assert.Empty(t, Rebalance(stuck, mixed))
-}
-
 // A running controller keeps what another writer (kubevirt-ovn rebalance)
 // committed: a new primary in the NB is adopted, not reverted; a change of
 // failover candidates alone is ours to repair.
 func TestSchedulerAdoptsAnotherWritersMove(t *testing.T) {
 	in := schedInput(6)
-	chassis := gateways(3)
+	chassis := gatewayNodes(3)
 	in.SetChassis(chassis, true)
 	got := orders(t, in, nil)
 	held := heldOf(got)
@@ -346,7 +301,7 @@ func TestSchedulerAdoptsAnotherWritersMove(t *testing.T) {
 // the same chassis is one, and is adopted.
 func TestSchedulerIgnoresItsOwnRowsHalfRead(t *testing.T) {
 	in := schedInput(1)
-	in.SetChassis(gateways(3), true)
+	in.SetChassis(gatewayNodes(3), true)
 	first := orders(t, in, nil)["r-0000"]
 	require.Len(t, first, 3)
 	for _, part := range [][]string{{first[1]}, {first[2]}, {first[2], first[1]}, {first[1], first[2]}} {

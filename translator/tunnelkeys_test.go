@@ -6,79 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
-
-// swUnit is the unit owning switch sw in these tests.
-func swUnit(sw string) Unit { return Unit{Kind: KindNetwork, Name: sw} }
-
-// takeSwitch allocates switch sw's key as its network's plan does.
-func takeSwitch(k *tunnelKeys, sw string, held Held) (int, []string) {
-	keys, notes := k.take(swUnit(sw), []keyRef{{sw: sw}}, held)
-	return keys[keyRef{sw: sw}], notes
-}
-
-func TestDatapathKeyRangeIsTheTopOfOVNsLocalRange(t *testing.T) {
-	assert.Equal(t, 16711680, MaxDatapathKey, "OVN_MAX_DP_KEY_LOCAL: ovn-northd's max_tunid under Geneve")
-	assert.Equal(t, 65536, MaxDatapathKey-MinDatapathKey+1)
-
-	// Every key of the range, top down, and nothing outside it: never
-	// OVN's global range (ovn-ic, ovn-kubernetes' transit switches and
-	// tunnel key allocator).
-	k := newTunnelKeys()
-	seen := map[int]bool{}
-	for i := range MaxDatapathKey - MinDatapathKey + 1 {
-		key, _ := takeSwitch(k, fmt.Sprintf("kv-%d", i), noClaims{})
-		require.Equal(t, MaxDatapathKey-i, key, "switch %d", i)
-		require.False(t, seen[key])
-		seen[key] = true
-	}
-	key, _ := takeSwitch(k, "kv-one-too-many", noClaims{})
-	assert.Zero(t, key, "the range is full: no key rather than one outside it")
-
-	// A freed key is handed out again: the allocation goes round within
-	// the range.
-	k.forget(swUnit("kv-7"))
-	key, _ = takeSwitch(k, "kv-again", noClaims{})
-	assert.Equal(t, MaxDatapathKey-7, key)
-}
-
-func TestDatapathKeysWrapWithinTheRange(t *testing.T) {
-	k := newTunnelKeys()
-	k.lo, k.hi, k.nextDP = 100, 103, 103
-	var got []int
-	for _, sw := range []string{"a", "b", "c"} {
-		key, _ := takeSwitch(k, sw, noClaims{})
-		got = append(got, key)
-	}
-	k.forget(swUnit("a"))
-	for _, sw := range []string{"d", "e", "f"} {
-		key, _ := takeSwitch(k, sw, noClaims{})
-		got = append(got, key)
-	}
-	assert.Equal(t, []int{103, 102, 101, 100, 103, 0}, got, "round the range, a's freed key last, then none")
-}
-
-func TestHeldKeysOutsideTheRangeAreReplaced(t *testing.T) {
-	k := newTunnelKeys()
-	held := Claims{Keys: TunnelKeys{Switches: map[string]int{
-		"kv-old":     16777215,           // an older kubevirt-ovn's
-		"kv-transit": 16711683,           // ovn-kubernetes' default network's transit switch
-		"kv-kept":    MaxDatapathKey - 5, // in range
-	}}}
-	kept, notes := takeSwitch(k, "kv-kept", held)
-	assert.Equal(t, MaxDatapathKey-5, kept)
-	assert.Empty(t, notes)
-	for _, sw := range []string{"kv-old", "kv-transit"} {
-		key, notes := takeSwitch(k, sw, held)
-		assert.True(t, key >= MinDatapathKey && key <= MaxDatapathKey, "%s: %d", sw, key)
-		require.Len(t, notes, 1)
-		assert.Contains(t, notes[0], "outside kubevirt-ovn's range [16646145, 16711680]")
-		assert.Contains(t, notes[0], fmt.Sprintf("moved to tunnel key %d", key))
-		key2, notes := takeSwitch(k, sw, held)
-		assert.Equal(t, key, key2, "once")
-		assert.Empty(t, notes)
-	}
-}
 
 func TestForeignKeyIsNotHandedOut(t *testing.T) {
 	in := zoneInput()
@@ -157,13 +87,40 @@ func TestBuildTakesTheSnapshotsForeignKeys(t *testing.T) {
 func TestNADKeysAreTakenWhateverTheRange(t *testing.T) {
 	in := NewInput()
 	in.SetInterconnect()
-	in.keys.lo, in.keys.hi, in.keys.nextDP = 16711682, 16711686, 16711686
+	in.keys = tunnelkeys.NewInRange[Unit](16711682, 16711686)
 	in.SetForeignKeys("NAD default/l2", []ForeignKey{{Key: 16711683 + 3, Holder: "k8s.ovn.org/network-id 3"}, {Key: 16711684, Holder: "k8s.ovn.org/tunnel-keys"}})
 	in.SetForeignKeys("NAD default/default", []ForeignKey{{Key: 16711683}})
 	var got []int
 	for i := range 3 {
-		key, _ := takeSwitch(in.keys, fmt.Sprint("kv-", i), noClaims{})
-		got = append(got, key)
+		sw := fmt.Sprint("kv-", i)
+		keys, _, _ := in.keys.Take(Unit{Kind: KindNetwork, Name: sw}, []tunnelkeys.Ref{{Switch: sw}})
+		got = append(got, keys[tunnelkeys.Ref{Switch: sw}])
 	}
 	assert.Equal(t, []int{16711685, 16711682, 0}, got)
+}
+
+// When a range runs out, the unit gets no key 0: it fails, naming the
+// switch or port and the range, and takes nothing (its rows stay as they
+// are, with the keys they request).
+func TestTunnelKeysRunningOutFailTheUnit(t *testing.T) {
+	in := zoneInput() // networks net-a, net-b, public
+	in.keys = tunnelkeys.NewInRange[Unit](MaxDatapathKey-1, MaxDatapathKey)
+	for _, n := range []string{"net-a", "net-b"} {
+		up := in.Plan(Unit{Kind: KindNetwork, Name: n}, testInstance, nil)
+		require.Empty(t, up.Errs, n)
+	}
+	up := in.Plan(Unit{Kind: KindNetwork, Name: "public"}, testInstance, nil)
+	assert.Nil(t, up.Network, "no rows: those in the NB stay as they are")
+	require.Len(t, up.Errs, 1)
+	assert.EqualError(t, up.Errs[0], "NetworkAttachmentDefinition public: tunnel keys ran out: every datapath key of kubevirt-ovn's range [16711679, 16711680] is taken (by its switches, or requested by datapaths not ours), none left for switch kv-public")
+	var ie *InputError
+	require.ErrorAs(t, up.Errs[0], &ie)
+	assert.Equal(t, ReasonTunnelKeysExhausted, ie.Reason)
+
+	// A network that goes frees its key: public gets it.
+	in.Set("nets", Objects{Networks: []Network{publicNet(), netA()}})
+	in.Plan(Unit{Kind: KindNetwork, Name: "net-b"}, testInstance, nil)
+	up = in.Plan(Unit{Kind: KindNetwork, Name: "public"}, testInstance, nil)
+	require.Empty(t, up.Errs)
+	assert.Equal(t, MaxDatapathKey-1, up.Network.Keys.Switches["kv-public"])
 }

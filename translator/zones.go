@@ -1,7 +1,6 @@
 package translator
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gateways"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
 
 // Interconnect mode: one NB per zone, as ovn-kubernetes runs OVN. It is on
@@ -33,18 +34,13 @@ import (
 //     network's zones meet on the physical network instead, through their
 //     localnet ports: its ports have no remote twins.
 //
-// Tunnel keys are allocated here, kept while the switch or port exists
-// (also across restarts: before the first allocation the keys the NBs hold
-// are adopted), and are never reused while a row holding them may still
-// exist. Datapath keys are taken downward from MaxDatapathKey, the top of
-// the range in which ovn-northd allocates a zone's own datapaths upward
-// from 1 (a requested key wins over its own allocation), below OVN's global
-// range, which ovn-ic and ovn-kubernetes allocate (see MaxDatapathKey). A
-// key a foreign datapath requests (SetForeignKeys: another tool's rows in a
-// zone's NB, ovn-kubernetes' NADs) is never taken, and a switch of ours
-// holding one moves. A held key outside the range, an older kubevirt-ovn's,
-// is replaced once. Port keys are taken downward from MaxPortKey on our own
-// switches (ovn-northd allocates a datapath's other ports upward from 1).
+// Tunnel keys come from package tunnelkeys (tunnelkeys.go): each unit's
+// plan takes the keys of its switch and ports, the same in every zone,
+// kept while the switch or port exists (also across restarts: before the
+// first allocation the keys the NBs hold are adopted). A key a foreign
+// datapath requests (SetForeignKeys: another tool's rows in a zone's NB,
+// ovn-kubernetes' NADs) is never taken, and a switch of ours holding one
+// moves. When a range runs out the unit fails and its rows stay.
 
 // A follower (a zone agent in a cluster) plans from what an allocator
 // decided instead of deciding: its routers' gateway orders and every
@@ -82,45 +78,6 @@ func (in *Input) SetInterconnect() {
 	if in.keys == nil {
 		in.keys = newTunnelKeys()
 	}
-}
-
-// Tunnel key ranges. OVN (lib/ovn-util.h) has 24-bit datapath keys:
-// ovn-northd gives a zone's own datapaths keys in [1, 16711680]
-// (OVN_MAX_DP_KEY_LOCAL, NB_Global options:max_tunid under Geneve), lowest
-// free first, after every key a datapath requests; the 65535 keys above are
-// global: ovn-ic allocates them upward from 16711682, ovn-kubernetes'
-// transit switches request 16711683+network ID (up to 16715778) and its
-// cluster-manager hands out the rest, [16715779, 16777215], upward. So
-// kubevirt-ovn takes its datapath keys from the top of the local range
-// downward, where nothing else requests keys and ovn-northd's own
-// allocation, coming up from 1, arrives only past 16,646,144 datapaths in
-// one zone (and a requested key wins over it anyway). 65,536 keys: as many
-// as the global range holds, far more networks than one cluster declares.
-// Port keys are 15 bits. Geneve carries them all; VXLAN does not (its
-// datapath keys are 12 bits, max_tunid 4095 or 1023): interconnect mode
-// refuses a zone whose NB_Global says so (ovn.ZoneKeys.CheckGeneve, where
-// the zones' NBs are read).
-const (
-	MaxDatapathKey = 16711680 // OVN_MAX_DP_KEY_LOCAL
-	MinDatapathKey = MaxDatapathKey - 65536 + 1
-	MaxPortKey     = 1<<15 - 1
-)
-
-// SetForeignKeys records the datapath keys that datapaths not ours request
-// in source (a zone's NB, a NAD of ovn-kubernetes, a zone agent's report):
-// no switch of ours gets one of them, and a switch of ours that holds one
-// moves to another key. It replaces what source said before; nil keys
-// forget source. Call it before the first plan with every source known,
-// and again whenever a source changes. It returns the units whose switch
-// must move (their next plan says so in NetworkPlan.KeyNotes).
-func (in *Input) SetForeignKeys(source string, keys []ForeignKey) []Unit {
-	in.mu.Lock()
-	if in.keys == nil {
-		in.keys = newTunnelKeys()
-	}
-	k := in.keys
-	in.mu.Unlock()
-	return k.setForeign(source, keys)
 }
 
 // KeyTunnel is the option (LSP options, Logical_Switch other_config) that
@@ -182,6 +139,14 @@ func (in *Input) setNodes(chassis []Chassis) bool {
 	}
 	in.nodes = nodes
 	in.zones = slices.Sorted(maps.Keys(zones))
+	var names []string
+	for key, nd := range nodes {
+		if key == nd.chassis { // not a hostname
+			names = append(names, key)
+		}
+	}
+	slices.Sort(names)
+	in.chassisNames = names
 	in.zoned = len(zones) > 0 || in.interconnect
 	if in.zoned && in.keys == nil {
 		in.keys = newTunnelKeys()
@@ -189,16 +154,18 @@ func (in *Input) setNodes(chassis []Chassis) bool {
 	return true
 }
 
-// homeOf is the chassis router name lives on in interconnect mode: its
-// primary gateway chassis when it has a gateway (as scheduled, else as the
-// NB holds it), else one chosen by a hash of its name; "" when there is
-// none. Callers hold in.mu (read).
+// homeOf is the chassis router name lives on in interconnect mode, as
+// another unit's plan (a network's) sees it: its primary gateway chassis
+// when it has a gateway (as assigned, else as the NB holds it), else
+// hashedHome; "" when there is none. It never re-decides the router's
+// standing assignment (adopting what the NB holds is its own plan's, in
+// zoneRouter's caller). Callers hold in.mu (read).
 func (in *Input) homeOf(name string, held Held) string {
 	if decls := in.routers[name]; len(decls) == 1 {
 		for d := range decls {
 			if n, ok := in.need(d); ok {
-				if order, err := in.gatewaysOf(name, n, held); err == nil && len(order) > 0 {
-					return order[0]
+				if primary, err := in.primaryOf(name, n, held); err == nil && primary != "" {
+					return primary
 				}
 				if order := held.HeldGateways(name); len(order) > 0 {
 					if _, ok := in.nodes[order[0]]; ok {
@@ -209,16 +176,14 @@ func (in *Input) homeOf(name string, held Held) string {
 			}
 		}
 	}
-	best, bestHash := "", uint64(0)
-	for key, nd := range in.nodes {
-		if key != nd.chassis {
-			continue // a hostname
-		}
-		if h := rendezvous(name, nd.chassis); best == "" || h > bestHash || (h == bestHash && nd.chassis < best) {
-			best, bestHash = nd.chassis, h
-		}
-	}
-	return best
+	return in.hashedHome(name)
+}
+
+// hashedHome is the chassis a router without gateway lives on: one of
+// every zone's chassis, chosen by a hash of its name, "" when there is
+// none. Callers hold in.mu (read).
+func (in *Input) hashedHome(name string) string {
+	return gateways.ByHash(name, in.chassisNames)
 }
 
 // networkZones are the zones network's switch exists in: those of its VM
@@ -242,7 +207,7 @@ func (in *Input) networkZones(network string, held Held) set[string] {
 	for d := range in.externalDecls[network] {
 		routers.add(d.Name)
 	}
-	for r := range routers {
+	for _, r := range slices.Sorted(maps.Keys(routers)) {
 		if home := in.homeOf(r, held); home != "" {
 			out.add(in.nodes[home].zone)
 		}
@@ -271,9 +236,9 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	np.Ports = ports
 	slices.Sort(np.KeepPorts)
 
-	refs := []keyRef{{sw: sw}}
+	refs := []tunnelkeys.Ref{{Switch: sw}}
 	for _, p := range np.Ports {
-		refs = append(refs, keyRef{sw, p.Name})
+		refs = append(refs, tunnelkeys.Ref{Switch: sw, Port: p.Name})
 	}
 	// A FLAT or VLAN network's zones meet on the physical network, through
 	// their localnet ports: its ports get no remote twins (a frame would
@@ -288,10 +253,10 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	for z := range in.networkZones(np.Name, held) {
 		zr := &ZoneRows{Keep: np.KeepPorts}
 		ls := model.Clone(np.Switch).(*nbmodel.LogicalSwitch)
-		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[keyRef{sw: sw}])}
+		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[tunnelkeys.Ref{Switch: sw}])}
 		zr.Rows = append(zr.Rows, Row{Model: ls})
 		for _, p := range np.Ports {
-			key := keys[keyRef{sw, p.Name}]
+			key := keys[tunnelkeys.Ref{Switch: sw, Port: p.Name}]
 			if v := vmNode[p.Name]; v != nil && in.nodes[v.Node].zone != z {
 				if !physical {
 					zr.Rows = append(zr.Rows, Row{Model: remotePort(p, p.Addresses, in.nodes[v.Node].chassis, key), Parent: sw})
@@ -308,7 +273,10 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 // zoneRouter fills rp.Zones: everything in its home zone, its switch-side
 // ports as remote ports in the other zones of their networks.
 func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
-	home := in.homeOf(rp.Name, held)
+	home := in.hashedHome(rp.Name)
+	if rp.Gateway != nil {
+		home = rp.Gateway.Chassis[0] // as its plan assigned it
+	}
 	if home == "" {
 		return routerErr(rp.Name, "spec", "has no chassis to live on: no zone's SB has a chassis")
 	}
@@ -319,9 +287,9 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 		err.Reason = ReasonWaiting
 		return err
 	}
-	var refs []keyRef
+	var refs []tunnelkeys.Ref
 	for _, sp := range rp.SwitchPorts {
-		refs = append(refs, keyRef{SwitchName(sp.Network), sp.Port.Name})
+		refs = append(refs, tunnelkeys.Ref{Switch: SwitchName(sp.Network), Port: sp.Port.Name})
 	}
 	keys, _, err := in.takeKeys(Unit{Kind: KindRouter, Name: rp.Name}, refs, held)
 	if err != nil {
@@ -359,7 +327,7 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	}
 	for _, sp := range rp.SwitchPorts {
 		sw := SwitchName(sp.Network)
-		key := keys[keyRef{sw, sp.Port.Name}]
+		key := keys[tunnelkeys.Ref{Switch: sw, Port: sp.Port.Name}]
 		local.Rows = append(local.Rows, Row{Model: withKey(sp.Port, key), Parent: sw})
 		if n, ok := in.validNetwork(sp.Network); !ok || n.Type == NetworkFlat || n.Type == NetworkVLAN {
 			continue // zones meet on the physical network (zoneNetwork)
@@ -380,51 +348,6 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 		local.Rows = append(local.Rows, Row{Model: b})
 	}
 	return nil
-}
-
-// takeKeys are unit u's tunnel keys for refs: allocated (with notes on
-// switches moved off a key), or a follower's from held.
-func (in *Input) takeKeys(u Unit, refs []keyRef, held Held) (map[keyRef]int, []string, error) {
-	if !in.follow {
-		keys, notes := in.keys.take(u, refs, held)
-		return keys, notes, nil
-	}
-	kh, _ := held.(KeyHolder)
-	out := map[keyRef]int{}
-	missing := 0
-	for _, r := range refs {
-		key := 0
-		if kh != nil && r.port == "" {
-			key = kh.HeldSwitchKey(r.sw)
-		} else if kh != nil {
-			key = kh.HeldPortKey(r.port)
-		}
-		if key == 0 {
-			missing++
-		}
-		out[r] = key
-	}
-	if missing > 0 {
-		kind := ObjVirtualRouter
-		if u.Kind == KindNetwork {
-			kind = ObjNAD
-		}
-		return nil, nil, &InputError{Kind: kind, Object: u.Name, Field: "tunnel keys", Msg: fmt.Sprintf("%d of %d not allocated yet by the allocator", missing, len(refs)), Reason: ReasonWaiting}
-	}
-	return out, nil, nil
-}
-
-// keysOf are keys by switch and by port name.
-func keysOf(keys map[keyRef]int) TunnelKeys {
-	out := TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}
-	for r, k := range keys {
-		if r.port == "" {
-			out.Switches[r.sw] = k
-		} else {
-			out.Ports[r.port] = k
-		}
-	}
-	return out
 }
 
 // remotePort is port p of another zone: type=remote, bound to chassis.

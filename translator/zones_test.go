@@ -329,3 +329,55 @@ func TestZoneNoChassisKnownLeavesRows(t *testing.T) {
 	require.ErrorAs(t, p.Failed[Unit{KindNetwork, "net-a"}][0], &ie)
 	assert.Equal(t, ReasonWaiting, ie.Reason)
 }
+
+// TestZoneNetworkPlanLeavesRoutersGateways: a network's plan asks where
+// its routers live; it never re-decides their gateways. Adopting another
+// writer's move in the NB (kubevirt-ovn rebalance) is the router's own
+// plan's.
+func TestZoneNetworkPlanLeavesRoutersGateways(t *testing.T) {
+	in := NewInput()
+	in.Set("nets", Objects{Networks: []Network{publicNet(), netA()}})
+	in.Set("r2", Objects{Routers: []Router{{Name: "r2", EnableSNAT: true, Internal: []string{"net-a"},
+		External: &External{Network: "public", IP: "172.16.0.20"}}}})
+	in.Set("vms", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a",
+		NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "hv1"}}})
+	in.SetChassis(zoneChassis(), true)
+	up := in.Plan(Unit{KindRouter, "r2"}, testInstance, nil)
+	require.Empty(t, up.Errs)
+	order := up.Router.Gateway.Chassis
+	require.Len(t, order, 2)
+	moved := Claims{Gateways: map[string][]string{"r2": {order[1], order[0]}}}
+
+	na := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, moved)
+	require.Empty(t, na.Errs)
+	assert.ElementsMatch(t, []string{"hv1", order[0]}, slices.Collect(maps.Keys(na.Network.Zones)), "r2 lives where it was assigned")
+	up = in.Plan(Unit{KindRouter, "r2"}, testInstance, nil)
+	assert.Equal(t, order, up.Router.Gateway.Chassis, "the network's plan changed nothing of r2's")
+
+	up = in.Plan(Unit{KindRouter, "r2"}, testInstance, moved)
+	assert.Equal(t, []string{order[1], order[0]}, up.Router.Gateway.Chassis, "r2's own plan adopts the move")
+	na = in.Plan(Unit{KindNetwork, "net-a"}, testInstance, moved)
+	assert.ElementsMatch(t, []string{"hv1", order[1]}, slices.Collect(maps.Keys(na.Network.Zones)))
+}
+
+// TestZoneBuildIsDeterministic: routers first needed by their network's
+// plan are assigned in name order, whatever order the input's maps give.
+func TestZoneBuildIsDeterministic(t *testing.T) {
+	s := &Snapshot{Interconnect: true, Chassis: zoneChassis(), ChassisKnown: true, Networks: []Network{publicNet()}}
+	for i := range 8 {
+		s.Routers = append(s.Routers, Router{Name: fmt.Sprintf("r%d", i), EnableSNAT: true,
+			External: &External{Network: "public", IP: fmt.Sprintf("172.16.0.%d", 10+i)}})
+	}
+	assigned := func() map[string][]string {
+		out := map[string][]string{}
+		for _, rp := range Build(s, testInstance).Routers {
+			out[rp.Name] = rp.Gateway.Chassis
+		}
+		return out
+	}
+	first := assigned()
+	require.Len(t, first, 8)
+	for range 20 {
+		require.Equal(t, first, assigned())
+	}
+}

@@ -62,7 +62,7 @@ func PresentUnits(_ context.Context, c client.Client, instance string) ([]transl
 		}
 	})
 	units := slices.Collect(maps.Keys(seen))
-	slices.SortFunc(units, compareUnits)
+	slices.SortFunc(units, translator.CompareUnits)
 	return units, nil
 }
 
@@ -92,13 +92,6 @@ func CountOwned(c client.Client, instance string) map[string]int {
 		out[t.Name] = rc.Len()
 	}
 	return out
-}
-
-func compareUnits(a, b translator.Unit) int {
-	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
 }
 
 // HeldClaims reads from the rows instance owns in c's cache who holds each
@@ -159,33 +152,35 @@ func (g gateways) order(router string) []string {
 	return out
 }
 
-// claim is one thing a row says its owner holds.
+// claim is one thing a row says of what the NB holds: for key (an SNAT
+// IP, a network, a VM address, a switch or port name), value (the router
+// or VM port holding it, or the tunnel key it requests).
 type claim struct {
-	kind  int // claimSNAT, claimInternal, claimVM
+	kind  int // claimSNAT, claimInternal, claimVM, claimSwitchKey, claimPortKey
 	key   string
-	owner string
+	value string
 }
 
 const (
 	claimSNAT = iota
 	claimInternal
 	claimVM
-	claimSwitchKey // key: switch name, owner: its tunnel key
-	claimPortKey   // key: port name, owner: its tunnel key
+	claimSwitchKey // key: switch name, value: its tunnel key
+	claimPortKey   // key: port name, value: its tunnel key
 )
 
 func (cl claim) put(held translator.Claims) {
 	switch cl.kind {
 	case claimSNAT:
-		held.SNATIPs[cl.key] = cl.owner
+		held.SNATIPs[cl.key] = cl.value
 	case claimInternal:
-		held.Internal[cl.key] = cl.owner
+		held.Internal[cl.key] = cl.value
 	case claimVM:
-		held.VMAddresses[cl.key] = cl.owner
+		held.VMAddresses[cl.key] = cl.value
 	case claimSwitchKey:
-		held.Keys.Switches[cl.key], _ = strconv.Atoi(cl.owner)
+		held.Keys.Switches[cl.key], _ = strconv.Atoi(cl.value)
 	case claimPortKey:
-		held.Keys.Ports[cl.key], _ = strconv.Atoi(cl.owner)
+		held.Keys.Ports[cl.key], _ = strconv.Atoi(cl.value)
 	}
 }
 
@@ -288,7 +283,7 @@ func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, cl := range h.rows[uuid] {
-		if cl.get(h.held) == cl.owner {
+		if cl.get(h.held) == cl.value {
 			cl.drop(h.held)
 		}
 	}

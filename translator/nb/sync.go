@@ -204,7 +204,7 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 		if c := rank(&a) - rank(&b); c != 0 {
 			return c
 		}
-		return compareUnits(a.Unit, b.Unit)
+		return translator.CompareUnits(a.Unit, b.Unit)
 	})
 	work = slices.CompactFunc(work, func(a, b Work) bool { return a.Unit == b.Unit })
 
