@@ -2,8 +2,8 @@
 // Northbound rows. Input indexes the declarations and plans one unit (a
 // router or a network) at a time without I/O: the same input, the same
 // rows held in the NB (Held) and the same allocator state give the same
-// rows. The allocators it asks (the gateway scheduler, the tunnel-key
-// allocator) keep state from one plan to the next; Build plans a whole
+// rows. The allocators it asks (package gateways' scheduler, package
+// tunnelkeys' allocator) keep state from one plan to the next; Build plans a whole
 // Snapshot on fresh ones, a pure function. Package nb diffs the planned
 // rows against the rows kubevirt-ovn owns in the NB, the only producer of
 // OVSDB operations, and nb.Commit writes them.

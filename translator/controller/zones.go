@@ -19,7 +19,7 @@ import (
 )
 
 // Zones runs kubevirt-ovn in interconnect mode: one Controller per zone,
-// each writing its zone's NB, all planning from one Input (one schedule,
+// each writing its zone's NB, all planning from one Input (one gateway scheduler,
 // one set of tunnel keys). Every zone's SB gives its local chassis; their
 // union is the input's chassis. What an input change or a chassis change
 // affects is reconciled in every zone.
