@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/ovn-kubernetes/libovsdb/client"
-	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,34 +26,18 @@ type inputSource struct{ in *tr.Input }
 func (s inputSource) Input() *tr.Input { return s.in }
 func (s inputSource) HasSynced() bool  { return true }
 
-// zoneSB serves an in-process SB holding chassis as local chassis (a
-// geneve encap each), and returns a zone SB client of it.
+// zoneSB serves an in-process SB holding chassis as local gateway
+// chassis, and returns a zone SB client of it.
 func zoneSB(t *testing.T, chassis ...tr.Chassis) client.Client {
 	t.Helper()
-	sock := nbtest.ServeSB(t)
+	var rows []*sbmodel.Chassis
+	for _, c := range chassis {
+		rows = append(rows, &sbmodel.Chassis{Name: c.Name, Hostname: c.Hostname,
+			OtherConfig: map[string]string{"ovn-cms-options": "enable-chassis-as-gw", "ovn-bridge-mappings": "physnet1:br-ex"}})
+	}
+	sock := nbtest.ServeSB(t, rows...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	dbModel, err := sbmodel.FullDatabaseModel()
-	require.NoError(t, err)
-	raw, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
-	require.NoError(t, err)
-	require.NoError(t, raw.Connect(ctx))
-	defer raw.Close()
-	var ops []ovsdb.Operation
-	for i, c := range chassis {
-		encap := &sbmodel.Encap{UUID: fmt.Sprintf("encap%d", i), Type: "geneve", IP: fmt.Sprintf("192.0.2.%d", i+1), ChassisName: c.Name}
-		ch := &sbmodel.Chassis{Name: c.Name, Hostname: c.Hostname, Encaps: []string{encap.UUID},
-			OtherConfig: map[string]string{"ovn-cms-options": "enable-chassis-as-gw", "ovn-bridge-mappings": "physnet1:br-ex"}}
-		for _, m := range []any{encap, ch} {
-			op, err := raw.Create(m)
-			require.NoError(t, err)
-			ops = append(ops, op...)
-		}
-	}
-	res, err := raw.Transact(ctx, ops...)
-	require.NoError(t, err)
-	_, err = ovsdb.CheckOperationResults(res, ops)
-	require.NoError(t, err)
 	sb, err := ovn.ConnectZoneSB(ctx, ovn.Endpoint{Address: "unix:" + sock}, instance, logr.Discard())
 	require.NoError(t, err)
 	t.Cleanup(sb.Close)
