@@ -55,7 +55,7 @@ var kustomizations = []struct {
 	kinds:  []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"},
 	serves: []schema.GroupVersionResource{kube.RouterGVR},
 	workloads: map[string]workload{
-		"Deployment/kubevirt-ovn": {account: "kubevirt-ovn", user: 65532, tlsSecret: true,
+		"Deployment/kubevirt-ovn": {command: "run", account: "kubevirt-ovn", user: 65532, tlsSecret: true,
 			flags: map[string]string{"lease-namespace": podNamespace}},
 	},
 	rbac: map[string]grants{
@@ -96,11 +96,11 @@ var (
 // node's sockets in the host's hostDir, with the SELinux type seLinux.
 func interconnectWorkloads(hostDir, seLinux string) map[string]workload {
 	return map[string]workload{
-		"Deployment/kubevirt-ovn-allocator": {account: "kubevirt-ovn-allocator", user: 65532,
-			flags: map[string]string{"interconnect": "true", "namespace": podNamespace, "lease-namespace": podNamespace}},
-		"DaemonSet/kubevirt-ovn-zone-agent": {account: "kubevirt-ovn-zone-agent", user: 0, ovnSockets: hostDir, seLinuxType: seLinux, everyNode: true,
+		"Deployment/kubevirt-ovn-allocator": {command: "allocator", account: "kubevirt-ovn-allocator", user: 65532,
+			flags: map[string]string{"namespace": podNamespace, "lease-namespace": podNamespace}},
+		"DaemonSet/kubevirt-ovn-zone-agent": {command: "zone-agent", account: "kubevirt-ovn-zone-agent", user: 0, ovnSockets: hostDir, seLinuxType: seLinux, everyNode: true,
 			flags: map[string]string{"zone-nb": "unix:/var/run/ovn/ovnnb_db.sock", "zone-sb": "unix:/var/run/ovn/ovnsb_db.sock",
-				"node-name": "pod-field-spec.nodeName", "namespace": podNamespace, "leader-elect": "false",
+				"node-name": "pod-field-spec.nodeName", "namespace": podNamespace,
 				"pod-name": "pod-field-metadata.name", "pod-uid": "pod-field-metadata.uid"}},
 	}
 }
@@ -370,6 +370,7 @@ func sameAsKustomize(t *testing.T, decoder runtime.Decoder, dir string, objs []o
 
 // workload is what a Deployment or DaemonSet of deploy/ must be.
 type workload struct {
+	command   string            // the kubevirt-ovn command it runs
 	account   string            // its ServiceAccount
 	user      int64             // runAsUser
 	tlsSecret bool              // mounts the optional OVN TLS Secret
@@ -490,7 +491,7 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 		}
 	}
 	require.NotEmpty(t, args)
-	assert.Equal(t, "run", args[0])
+	assert.Equal(t, want.command, args[0])
 	for name, value := range want.flags {
 		assert.Equal(t, value, flags[name], "--%s", name)
 	}
@@ -510,19 +511,19 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 		}
 	}
 
-	// The binary's own flag set parses the args: with -h after them it
-	// prints only its usage; a flag it does not have, or a bad value,
-	// comes first.
+	// The binary's own flags parse the args: with --help after them it
+	// prints its help and exits 0; a flag it does not have, or a bad
+	// value, is a usage error (exit status 2) naming it.
 	parses := func(args []string) (bool, string) {
-		r := kubevirtOVN(t, append(slices.Clone(args), "-h")...)
-		return r.code == 2 && strings.HasPrefix(r.stderr, "Usage of "+args[0]+":"), r.stderr
+		r := kubevirtOVN(t, append(slices.Clone(args), "--help")...)
+		return r.code == 0 && strings.Contains(r.stdout, "Usage:\n  kubevirt-ovn "+args[0]+" "), r.stderr
 	}
 	ok, stderr := parses(args)
 	if !assert.True(t, ok, "kubevirt-ovn %s: %s", strings.Join(args, " "), firstLine(stderr)) {
 		return
 	}
 	// The check catches what it is meant to.
-	for _, bad := range []string{"--no-such-flag=1", "--leader-elect=maybe"} {
+	for _, bad := range []string{"--no-such-flag=1", "--workers=many"} {
 		ok, stderr := parses(append(slices.Clone(args), bad))
 		assert.False(t, ok, "an arg %s is refused", bad)
 		assert.Contains(t, stderr, strings.TrimLeft(strings.Split(bad, "=")[0], "-"))

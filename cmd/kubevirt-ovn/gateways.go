@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -12,11 +11,14 @@ import (
 
 	"github.com/go-logr/stdr"
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/syncer"
 )
 
 // gatewayState is what status and rebalance read: our routers' gateway
@@ -75,45 +77,94 @@ func readGateways(ctx context.Context, nb, sb ovn.Endpoint, instance string, std
 	return g, nil
 }
 
-// openGateways parses the flags of command name (status, rebalance: more
-// flags defined by more), checks them, and reads the gateway state. code is
-// the exit status when g is nil.
-func openGateways(name string, args []string, stderr io.Writer, more func(*flag.FlagSet)) (g *gatewayState, ctx context.Context, cancel context.CancelFunc, code int) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var nb, sb ovn.Endpoint
-	endpointFlags(fs, &nb, &sb)
-	instance := fs.String("instance", translator.DefaultInstance, "managed-by value marking the rows this kubevirt-ovn owns")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
-	more(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, nil, 2
+// gatewayFlags are the flags of status and rebalance.
+type gatewayFlags struct {
+	nb, sb    ovn.Endpoint
+	instance  string
+	timeout   time.Duration
+	dryRun    bool
+	moveNudge bool
+}
+
+// add defines the databases' flags and the options.
+func (f *gatewayFlags) add(g *flagGroups) *pflag.FlagSet {
+	endpointFlags(g.group(groupDatabases), &f.nb, &f.sb)
+	opts := g.group("Options")
+	instanceFlag(opts, &f.instance)
+	opts.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up after this long")
+	return opts
+}
+
+// open checks the flags of cmd (status, rebalance) and reads the gateway
+// state; the caller closes it and calls cancel.
+func (f *gatewayFlags) open(cmd *cobra.Command) (*gatewayState, context.Context, context.CancelFunc, error) {
+	if f.nb.Address == "" || f.sb.Address == "" {
+		return nil, nil, nil, usageErrorf("--nb and --sb are required")
 	}
-	if nb.Address == "" || sb.Address == "" {
-		fmt.Fprintf(stderr, "kubevirt-ovn %s: --nb and --sb are required\n", name)
-		return nil, nil, nil, 2
+	if err := endpointsTLS(&f.nb, &f.sb); err != nil {
+		return nil, nil, nil, err
 	}
-	if err := endpointsTLS(&nb, &sb); err != nil {
-		fmt.Fprintf(stderr, "kubevirt-ovn %s: %v\n", name, err)
-		return nil, nil, nil, 1
-	}
-	ctx, cancel = context.WithTimeout(context.Background(), *timeout)
-	g, err := readGateways(ctx, nb, sb, *instance, stderr)
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	g, err := readGateways(ctx, f.nb, f.sb, f.instance, cmd.ErrOrStderr())
 	if err != nil {
 		cancel()
-		fmt.Fprintf(stderr, "kubevirt-ovn %s: %v\n", name, err)
-		return nil, nil, nil, 1
+		return nil, nil, nil, err
 	}
-	return g, ctx, cancel, 0
+	return g, ctx, cancel, nil
+}
+
+func newStatusCmd() *cobra.Command {
+	var f gatewayFlags
+	cmd := &cobra.Command{
+		Use:     "status --nb ADDR --sb ADDR [flags]",
+		GroupID: "gateways",
+		Short:   "Print each router's gateway chassis, and where its gateway port is active now",
+		Long: `status prints, per router, its SNAT IP, its gateway chassis in order as the NB holds them
+(the primary, marked when spec.gateway pins it, then the failover candidates) and the
+chassis its gateway port is active on now (SB), marked when BFD has failed it over; then the
+routers per gateway chassis (primary / active) and the physical networks each maps. It reads
+one central NB and SB.`,
+		Example: `  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642`,
+		Args:    noArgs,
+		RunE:    runE(func(cmd *cobra.Command) error { return runStatus(cmd, &f) }),
+	}
+	var g flagGroups
+	f.add(&g)
+	g.install(cmd)
+	return cmd
+}
+
+func newRebalanceCmd() *cobra.Command {
+	var f gatewayFlags
+	cmd := &cobra.Command{
+		Use:     "rebalance --nb ADDR --sb ADDR [--dry-run] [flags]",
+		GroupID: "gateways",
+		Short:   "Move routers between gateway chassis until their primaries are even",
+		Long: `rebalance moves routers between gateway chassis until the primaries are even (the most
+and the fewest routers per chassis differ by one at most), one router per transaction,
+printing each move. Routers whose spec.gateway pins their primary are not moved. It reads
+and writes one central NB and reads its SB.`,
+		Example: `  # The moves it would make
+  kubevirt-ovn rebalance --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642 --dry-run`,
+		Args: noArgs,
+		RunE: runE(func(cmd *cobra.Command) error { return runRebalance(cmd, &f) }),
+	}
+	var g flagGroups
+	opts := f.add(&g)
+	opts.BoolVar(&f.dryRun, "dry-run", false, "print the moves and write nothing")
+	moveNudgeFlag(opts, &f.moveNudge)
+	g.install(cmd)
+	return cmd
 }
 
 // runStatus prints, per router, its gateway order as the NB holds it and
 // the chassis its gateway port is active on now (SB), then the primaries
 // per gateway chassis.
-func runStatus(args []string, stdout, stderr io.Writer) int {
-	g, _, cancel, code := openGateways("status", args, stderr, func(*flag.FlagSet) {})
-	if g == nil {
-		return code
+func runStatus(cmd *cobra.Command, f *gatewayFlags) error {
+	stdout := cmd.OutOrStdout()
+	g, _, cancel, err := f.open(cmd)
+	if err != nil {
+		return err
 	}
 	defer cancel()
 	defer g.Close()
@@ -159,45 +210,42 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "  %-20s %d / %d   maps %s\n", c.Name, primaries, active, maps)
 	}
-	return 0
+	return nil
 }
 
 // runRebalance computes the moves that even out the primaries over the
 // gateway chassis (translator.Rebalance), prints them and, without
 // --dry-run, commits them one router per transaction.
-func runRebalance(args []string, stdout, stderr io.Writer) int {
-	var dryRun, moveNudge *bool
-	g, ctx, cancel, code := openGateways("rebalance", args, stderr, func(fs *flag.FlagSet) {
-		dryRun = fs.Bool("dry-run", false, "print the moves and write nothing")
-		moveNudge = moveNudgeFlag(fs)
-	})
-	if g == nil {
-		return code
+func runRebalance(cmd *cobra.Command, f *gatewayFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	g, ctx, cancel, err := f.open(cmd)
+	if err != nil {
+		return err
 	}
 	defer cancel()
 	defer g.Close()
 	moves := translator.Rebalance(g.routers, g.chassis)
 	if len(moves) == 0 {
 		fmt.Fprintln(stdout, "balanced: no router to move")
-		return 0
+		return nil
 	}
-	if *dryRun {
+	if f.dryRun {
 		fmt.Fprintf(stdout, "dry run: %d moves, nothing is written\n", len(moves))
 	}
 	failed := 0
 	var failedRouters []string
 	for _, m := range moves {
 		fmt.Fprintf(stdout, "move %s: %s -> %s (gateway chassis now %s)\n", m.Router, m.From, m.To, strings.Join(m.Order, ", "))
-		if *dryRun {
+		if f.dryRun {
 			continue
 		}
 		if err := moveGateway(ctx, g.nb, g.instance, m); err != nil {
-			fmt.Fprintf(stderr, "kubevirt-ovn rebalance: moving %s: %v\n", m.Router, err)
+			fmt.Fprintf(stderr, "%s: moving %s: %v\n", cmd.CommandPath(), m.Router, err)
 			failed++
 			failedRouters = append(failedRouters, m.Router)
 		}
 	}
-	if !*dryRun && *moveNudge {
+	if !f.dryRun && f.moveNudge {
 		moved := map[string]string{}
 		for _, m := range moves {
 			moved[m.Router] = m.To
@@ -205,16 +253,16 @@ func runRebalance(args []string, stdout, stderr io.Writer) int {
 		for _, r := range failedRouters {
 			delete(moved, r)
 		}
-		finishMoves(ctx, g.nb, g.sb, moved, stderr)
+		syncer.FinishMoves(ctx, g.nb, g.sb, moved, func(s string) { fmt.Fprintf(stderr, "note: %s\n", s) })
 	}
 	if failed > 0 {
 		fmt.Fprintf(stderr, "%d of %d moves failed; the other routers moved\n", failed, len(moves))
-		return 1
+		return &exitError{code: exitFailure}
 	}
-	if !*dryRun {
+	if !f.dryRun {
 		fmt.Fprintf(stdout, "%d routers moved\n", len(moves))
 	}
-	return 0
+	return nil
 }
 
 // moveGateway commits one router's new gateway order: its Gateway_Chassis

@@ -86,6 +86,19 @@ type FileSource struct {
 	lastErr string
 }
 
+// EmptyInputError refuses manifests that declare no router and no network
+// while Owned units own rows in the NB: a directory that vanished, a
+// symlink not followed or a mistyped path would otherwise delete every row
+// we own (--allow-empty lets it).
+type EmptyInputError struct {
+	Paths []string
+	Owned int
+}
+
+func (e *EmptyInputError) Error() string {
+	return fmt.Sprintf("the manifests in %s declare no router and no network, but %d routers and networks own rows in the NB: refusing to delete them all without --allow-empty", strings.Join(e.Paths, ", "), e.Owned)
+}
+
 // NewFileSource reads paths once; it fails when they do not parse, are
 // being written, or read as empty while units own rows in the NB (without
 // opts.AllowEmpty).
@@ -105,7 +118,7 @@ func NewFileSource(paths []string, log logr.Logger, opts FileOptions) (*FileSour
 			return nil, err
 		}
 		if owned > 0 {
-			return nil, fmt.Errorf("the manifests in %s declare no router and no network, but %d routers and networks own rows in the NB: refusing to delete them all without --allow-empty", strings.Join(paths, ", "), owned)
+			return nil, &EmptyInputError{Paths: paths, Owned: owned}
 		}
 	}
 	f.apply(set, changes, digest)

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"net/http"
-	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -190,13 +189,11 @@ func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Handler serves /metrics, /healthz (the process runs) and /readyz (ready()
-// says the caches are synced and the NB connected).
+// says the caches are synced and the NB connected). It serves no profile:
+// Serve adds /debug/pprof/ when asked to (--enable-profiling).
 func (m *Metrics) Handler(ready func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-	// Go's profiles, for "where does the time go" on a live controller.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := ready(); err != nil {

@@ -10,10 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/chassiszone"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
@@ -27,6 +29,9 @@ type Zones struct {
 	ctrls []*Controller
 	input *translator.Input
 	mu    sync.Mutex // serializes refreshChassis
+	// claims keep each chassis in one zone; guarded by mu.
+	claims chassiszone.Claims
+	log    logr.Logger
 }
 
 // ZoneClients are one zone's name and its NB and SB clients.
@@ -38,7 +43,7 @@ type ZoneClients struct {
 // NewZones returns the controllers of zones (sorted by name) over source;
 // Run starts them. status may be nil.
 func NewZones(zones []ZoneClients, source Source, status Status, opts Options) *Zones {
-	g := &Zones{input: source.Input()}
+	g := &Zones{input: source.Input(), log: opts.Log}
 	g.input.SetInterconnect()
 	zones = slices.Clone(zones)
 	slices.SortFunc(zones, func(a, b ZoneClients) int { return strings.Compare(a.Zone, b.Zone) })
@@ -98,7 +103,10 @@ func (g *Zones) Run(ctx context.Context) error {
 }
 
 // refreshChassis reads every zone's local chassis into the input and
-// enqueues, in every zone, the units that changes.
+// enqueues, in every zone, the units that changes. A chassis two zones
+// list as local stays in the zone that had it first (by zone name when
+// both came at once); the later zone's claim is refused with an error
+// naming the chassis and both zones (see chassiszone).
 func (g *Zones) refreshChassis(ctx context.Context) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -110,6 +118,10 @@ func (g *Zones) refreshChassis(ctx context.Context) {
 			return
 		}
 		all = append(all, chassis...)
+	}
+	all, conflicts := g.claims.Resolve(all)
+	for _, cf := range conflicts {
+		g.log.Error(cf, "refusing a zone's claim on a chassis another zone holds", "chassis", cf.Chassis, "zone", cf.Refused, "holder", cf.Kept)
 	}
 	g.EnqueueUnits(g.input.SetChassis(all, true))
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/chassiszone"
 )
 
 // In a cluster whose OVN has one NB per zone (ovn-kubernetes'
@@ -116,6 +117,10 @@ type Store struct {
 	gateways map[string][]string // by router
 	onAlloc  func(translator.Unit)
 	onZones  func()
+
+	// claims keep each chassis in one zone (see Chassis).
+	claimsMu sync.Mutex
+	claims   chassiszone.Claims
 }
 
 // unitAlloc is one OVNAllocation read.
@@ -235,13 +240,23 @@ func (s *Store) forget(ua *unitAlloc) {
 	}
 }
 
-// Chassis are every zone's chassis, each marked with its zone.
+// Chassis are every zone's chassis, each marked with its zone. A chassis
+// two zones publish as local stays in the zone that had it first (by
+// OVNZone name when both came at once) and the later claim is refused
+// with an error in the log naming the chassis and both zones (see
+// chassiszone).
 func (s *Store) Chassis() []translator.Chassis {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []translator.Chassis
+	var all []translator.Chassis
 	for _, name := range slices.Sorted(maps.Keys(s.zones)) {
-		out = append(out, s.zones[name].chassis...)
+		all = append(all, s.zones[name].chassis...)
+	}
+	s.mu.RUnlock()
+	s.claimsMu.Lock()
+	out, conflicts := s.claims.Resolve(all)
+	s.claimsMu.Unlock()
+	for _, c := range conflicts {
+		s.log.Error(c, "refusing a zone's claim on a chassis another zone holds", "chassis", c.Chassis, "zone", c.Refused, "holder", c.Kept)
 	}
 	return out
 }

@@ -1,0 +1,77 @@
+package nbtest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb/serverdb"
+	"github.com/ovn-kubernetes/libovsdb/server"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
+)
+
+// ServeSB serves an OVN_Southbound (and _Server) of the pinned SB schema
+// from libovsdb's in-process server until the test ends, holding chassis
+// (each given a geneve Encap), and returns its unix socket path: for tests
+// that read chassis and bindings and need no ovn-northd (the test writes
+// what northd or ovn-controller would). Like Serve, it ignores monitor
+// conditions.
+func ServeSB(t testing.TB, chassis ...*sbmodel.Chassis) string {
+	t.Helper()
+	sbModel, err := sbmodel.FullDatabaseModel()
+	require.NoError(t, err)
+	srvModel, err := serverdb.FullDatabaseModel()
+	require.NoError(t, err)
+	log := logr.Discard()
+	db := inmemory.NewDatabase(map[string]model.ClientDBModel{"OVN_Southbound": sbModel, "_Server": srvModel}, &log)
+	sbDBModel, errs := model.NewDatabaseModel(sbmodel.Schema(), sbModel)
+	require.Empty(t, errs)
+	srvDBModel, errs := model.NewDatabaseModel(serverdb.Schema(), srvModel)
+	require.Empty(t, errs)
+	srv, err := server.NewOvsdbServer(db, &log, sbDBModel, srvDBModel)
+	require.NoError(t, err)
+	sock := filepath.Join(t.TempDir(), "sb.sock")
+	go func() { _ = srv.Serve("unix", sock) }()
+	t.Cleanup(srv.Close)
+	require.Eventually(t, srv.Ready, 5*time.Second, 10*time.Millisecond, "in-process SB did not start")
+	if len(chassis) > 0 {
+		addChassis(t, sbModel, sock, chassis)
+	}
+	return sock
+}
+
+// addChassis inserts chassis, each with an Encap of its own, into the SB
+// at sock.
+func addChassis(t testing.TB, dbModel model.ClientDBModel, sock string, chassis []*sbmodel.Chassis) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
+	require.NoError(t, err)
+	require.NoError(t, c.Connect(ctx))
+	defer c.Close()
+	var ops []ovsdb.Operation
+	for i, ch := range chassis {
+		encap := &sbmodel.Encap{UUID: fmt.Sprintf("encap%d", i), Type: "geneve", IP: fmt.Sprintf("192.0.2.%d", i+1), ChassisName: ch.Name}
+		row := *ch
+		row.Encaps = []string{encap.UUID}
+		for _, m := range []model.Model{encap, &row} {
+			op, err := c.Create(m)
+			require.NoError(t, err)
+			ops = append(ops, op...)
+		}
+	}
+	res, err := c.Transact(ctx, ops...)
+	require.NoError(t, err)
+	_, err = ovsdb.CheckOperationResults(res, ops)
+	require.NoError(t, err, "inserting the SB chassis")
+}
