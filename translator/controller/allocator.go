@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,9 +49,10 @@ type Allocator struct {
 	status Status
 	opts   Options
 	queue  workqueue.TypedRateLimitingInterface[translator.Unit]
+	// primaries say when a router's primary gateway changed.
+	primaries primaries
 
-	mu      sync.Mutex
-	primary map[string]string // last primary reported per router
+	mu sync.Mutex
 	// zoneKeys are the zones whose foreign keys the input has.
 	zoneKeys map[string]bool
 	// collisions are the zones' tunnel key collisions, by network;
@@ -70,7 +70,7 @@ func NewAllocator(source Source, store AllocationStore, status Status, opts Opti
 	return &Allocator{source: source, input: source.Input(), store: store, status: status, opts: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "allocations"}),
-		primary: map[string]string{}, zoneKeys: map[string]bool{},
+		zoneKeys:   map[string]bool{},
 		collisions: map[string][]translator.KeyMismatch{}, attached: map[string][]string{}, keysReported: map[string][]translator.KeyMismatch{}}
 }
 
@@ -242,9 +242,7 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 		if err := a.store.Apply(ctx, u, nil); err != nil {
 			return err
 		}
-		a.mu.Lock()
-		delete(a.primary, u.Name)
-		a.mu.Unlock()
+		a.primaries.forget(u.Name)
 		if u.Kind == translator.KindRouter {
 			a.forgetKeys(ctx, u.Name)
 		}
@@ -257,25 +255,8 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 	if u.Kind != translator.KindRouter || a.status == nil {
 		return err
 	}
-	st := RouterStatus{Generation: up.Generation}
-	if len(up.Errs) > 0 {
-		st.Err = errors.Join(up.Errs...)
-	} else {
-		st.Err = err
-	}
-	if rp := up.Router; rp != nil {
-		st.SNATIP = rp.SNATIP
-		if rp.Gateway != nil {
-			st.Gateway = slices.Clone(rp.Gateway.Chassis)
-		}
-	}
-	if len(st.Gateway) > 0 {
-		a.mu.Lock()
-		prev, ok := a.primary[u.Name]
-		st.GatewayChanged = ok && prev != st.Gateway[0]
-		a.primary[u.Name] = st.Gateway[0]
-		a.mu.Unlock()
-	}
+	st := statusOf(up, err)
+	a.primaries.note(u.Name, &st)
 	if rerr := a.status.Report(ctx, u.Name, st); rerr != nil {
 		return rerr
 	}

@@ -110,12 +110,12 @@ type Controller struct {
 	status  Status
 	opts    Options
 	queue   workqueue.TypedRateLimitingInterface[translator.Unit]
+	// primaries say when a router's primary gateway changed.
+	primaries primaries
 
 	mu sync.Mutex
 	// pending is the nb_cfg each router waits for hv_cfg to reach.
 	pending map[string]int
-	// gateway is the last primary gateway reported per router.
-	gateway map[string]string
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
 	// moves are gateway ports moved to a new primary whose old one is
@@ -165,7 +165,6 @@ func New(nbc, sb client.Client, source Source, status Status, opts Options) *Con
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
 		pending:  map[string]int{},
-		gateway:  map[string]string{},
 		parked:   map[string]map[string]bool{},
 		moves:    map[string]string{},
 		moveKick: make(chan struct{}, 1),
@@ -428,7 +427,8 @@ func retryOrForget(queue workqueue.TypedRateLimitingInterface[translator.Unit], 
 }
 
 // reconcile brings one unit to its desired rows and reports a router's
-// status.
+// status: plan the unit, write its rows (unless a router waits for its
+// networks' switches), then say what came of it.
 func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 	log := c.opts.Log.WithValues("kind", u.Kind, "name", u.Name)
 	if c.zone != "" {
@@ -440,65 +440,35 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 			log.Info("tunnel key moved", "note", n)
 		}
 	}
+	work := c.work(up)
 	rp := up.Router
 	if len(up.Errs) > 0 {
 		rp = nil
 	}
-	generation, inInput := up.Generation, up.InInput
-	work := c.work(up)
 	if u.Kind == translator.KindRouter {
 		if rp != nil && c.parkUntilSwitches(ctx, rp.Name, c.switchNetworks(rp, work.Rows)) {
 			log.V(2).Info("waiting for the switches of its networks")
 			c.opts.Metrics.observeParked()
 			return nil
 		}
-		if inInput && c.status != nil {
+		if up.InInput && c.status != nil {
 			if err := c.status.Prepare(ctx, u.Name); err != nil {
 				return err
 			}
 		}
 	}
-
-	if err := ctx.Err(); err != nil {
-		// Stopped while planning: write nothing.
-		return err
-	}
 	var before []string
 	if rp != nil && rp.Gateway != nil {
 		before = c.held.HeldGateways(u.Name)
 	}
-	res, err := nb.SyncWork(ctx, fenced{c.nb}, []nb.Work{work}, nb.SyncOptions{
-		Parents:   c.parents,
-		Instance:  c.opts.Instance,
-		BumpNBCfg: true,
-		OnCommit:  c.opts.Metrics.observeCommit,
-	})
+	nbCfg, unitErr, err := c.write(ctx, log, work)
 	if err != nil {
 		return err
-	}
-	var unitErr error
-	changes := 0
-	for _, r := range res.Units {
-		if r.Unit == u {
-			unitErr = r.Err
-			changes += len(r.Changes)
-		}
-	}
-	if changes > 0 {
-		log.Info("synced", "changes", changes, "nbCfg", res.NBCfg)
-	}
-	if c.zone != "" && unitErr == nil {
-		unitErr = c.bindRemotePorts(ctx, u, work.Rows)
 	}
 	if u.Kind == translator.KindNetwork {
 		c.checkKeys(u.Name)
 	} else if rp != nil {
 		c.checkKeys(c.switchNetworks(rp, work.Rows)...)
-	}
-	for _, r := range res.Units {
-		for _, n := range r.Notes {
-			log.Info("note", "note", n)
-		}
 	}
 	if u.Kind != translator.KindRouter {
 		// A VM interface with bad input leaves only its port as it is; say
@@ -513,21 +483,63 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		}
 		return unitErr
 	}
+	return c.reportRouter(ctx, up, work, before, nbCfg, unitErr)
+}
 
-	if !inInput {
-		c.forget(u.Name)
+// write commits one unit's work (and, in a zone, binds its remote ports),
+// logging its changes and notes. unitErr is the unit's failure; err a
+// failure to write at all (a stopped controller, a lost NB).
+func (c *Controller) write(ctx context.Context, log logr.Logger, work nb.Work) (nbCfg int, unitErr, err error) {
+	if err := ctx.Err(); err != nil {
+		// Stopped while planning: write nothing.
+		return 0, nil, err
+	}
+	u := work.Unit
+	res, err := nb.SyncWork(ctx, fenced{c.nb}, []nb.Work{work}, nb.SyncOptions{
+		Parents:   c.parents,
+		Instance:  c.opts.Instance,
+		BumpNBCfg: true,
+		OnCommit:  c.opts.Metrics.observeCommit,
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	changes := 0
+	for _, r := range res.Units {
+		if r.Unit == u {
+			unitErr = r.Err
+			changes += len(r.Changes)
+		}
+	}
+	if changes > 0 {
+		log.Info("synced", "changes", changes, "nbCfg", res.NBCfg)
+	}
+	if c.zone != "" && unitErr == nil {
+		unitErr = c.bindRemotePorts(ctx, u, work.Rows)
+	}
+	for _, r := range res.Units {
+		for _, n := range r.Notes {
+			log.Info("note", "note", n)
+		}
+	}
+	return res.NBCfg, unitErr, nil
+}
+
+// reportRouter says what came of a router's reconcile: its status (Ready,
+// gateway, Realized), its removal once its rows are gone, a gateway move
+// to finish. before is its gateway order in the NB before the write.
+func (c *Controller) reportRouter(ctx context.Context, up translator.UnitPlan, work nb.Work, before []string, nbCfg int, unitErr error) error {
+	name := up.Unit.Name
+	if !up.InInput {
+		c.forget(name)
 		if unitErr == nil && c.status != nil {
-			return c.status.Removed(ctx, u.Name)
+			return c.status.Removed(ctx, name)
 		}
 		return unitErr
 	}
-	st := RouterStatus{Generation: generation, Err: unitErr}
-	if rp != nil {
-		st.SNATIP = rp.SNATIP
-		if rp.Gateway != nil {
-			st.Gateway = slices.Clone(rp.Gateway.Chassis)
-			st.Active = ovn.ActiveGateway(ctx, c.sb, u.Name)
-		}
+	st := statusOf(up, unitErr)
+	if len(st.Gateway) > 0 {
+		st.Active = ovn.ActiveGateway(ctx, c.sb, name)
 	}
 	home := c.zone == "" || c.isHome(work.Rows)
 	if !home && unitErr == nil {
@@ -535,20 +547,13 @@ func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
 		return nil
 	}
 	if !c.opts.SkipMoveNudge && home && unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && ovn.IsChassis(ctx, c.sb, before[0]) {
-		c.moved(u.Name, st.Gateway[0])
+		c.moved(name, st.Gateway[0])
 	}
-	st.Realized = c.realized(ctx, u.Name, res.NBCfg, unitErr == nil)
-	c.mu.Lock()
-	if len(st.Gateway) > 0 {
-		if prev, ok := c.gateway[u.Name]; ok && prev != st.Gateway[0] {
-			st.GatewayChanged = true
-		}
-		c.gateway[u.Name] = st.Gateway[0]
-	}
-	c.mu.Unlock()
-	c.opts.Metrics.setRouterState(u.Name, st)
+	st.Realized = c.realized(ctx, name, nbCfg, unitErr == nil)
+	c.primaries.note(name, &st)
+	c.opts.Metrics.setRouterState(name, st)
 	if c.status != nil {
-		if err := c.status.Report(ctx, u.Name, st); err != nil {
+		if err := c.status.Report(ctx, name, st); err != nil {
 			return errors.Join(unitErr, fmt.Errorf("writing status: %w", err))
 		}
 	}
@@ -582,7 +587,7 @@ func (c *Controller) forget(router string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, router)
-	delete(c.gateway, router)
+	c.primaries.forget(router)
 	c.opts.Metrics.forgetRouter(router)
 }
 

@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// statusOf is the status router plan up gives, err being why the router
+// is not Ready when its input is valid (a failed transaction). The
+// controller and the allocator both report it; what only the controller
+// knows (Active, Realized) it adds.
+func statusOf(up translator.UnitPlan, err error) RouterStatus {
+	st := RouterStatus{Generation: up.Generation, Err: err}
+	if len(up.Errs) > 0 {
+		st.Err = errors.Join(up.Errs...)
+		return st
+	}
+	if rp := up.Router; rp != nil {
+		st.SNATIP = rp.SNATIP
+		if rp.Gateway != nil {
+			st.Gateway = slices.Clone(rp.Gateway.Chassis)
+		}
+	}
+	return st
+}
+
+// primaries are the primary gateways last reported per router, to say
+// when one changed (a status's GatewayChanged, worth an Event).
+type primaries struct {
+	mu sync.Mutex
+	by map[string]string
+}
+
+// note records st's primary and sets st.GatewayChanged when the router had
+// another one.
+func (p *primaries) note(router string, st *RouterStatus) {
+	if len(st.Gateway) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.by == nil {
+		p.by = map[string]string{}
+	}
+	prev, ok := p.by[router]
+	st.GatewayChanged = ok && prev != st.Gateway[0]
+	p.by[router] = st.Gateway[0]
+}
+
+// forget drops a router no longer in the input.
+func (p *primaries) forget(router string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.by, router)
+}
