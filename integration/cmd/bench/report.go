@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -86,10 +86,10 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			r.n, r.rows, secs(r.full.wall), secs(r.full.cpu), mib(r.full.maxRSS), r.fullTx, secs(r.waitSB),
 			secs(r.noop.wall), secs(r.noop.cpu), mib(r.noop.maxRSS), r.noopTx,
 			secs(r.floor), nbctl, ratio(r.full.wall, r.floor), ratio(r.nbctl, r.floor))
-		for _, k := range sortedKeys(r.nbctlSkipped) {
+		for _, k := range slices.Sorted(maps.Keys(r.nbctlSkipped)) {
 			notes = append(notes, fmt.Sprintf("N=%d: ovn-nbctl did not rebuild %d rows of %s", r.n, r.nbctlSkipped[k], k))
 		}
-		for _, k := range sortedKeys(r.errs) {
+		for _, k := range slices.Sorted(maps.Keys(r.errs)) {
 			notes = append(notes, fmt.Sprintf("N=%d: %s failed: %v", r.n, k, firstLine(r.errs[k].Error())))
 		}
 	}
@@ -174,15 +174,6 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		}
 	}
 	fmt.Fprintln(w, "```")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func firstLine(s string) string {
