@@ -179,12 +179,10 @@ type ownedRows struct {
 func (o *ownedRows) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
 
 func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
-	// The cache's table sizes: a scrape costs nothing per row.
+	// From the cache: a table with owner keys by its size, a table owned
+	// through another row by one walk (nb.CountOwned).
 	counts := nb.CountOwned(o.nb, o.instance)
-	for _, t := range nb.Registry {
-		if t.ByPort {
-			continue // no owner keys: not counted as owned rows
-		}
+	for _, t := range nb.Default.Tables() {
 		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(counts[t.Name]), t.Name)
 	}
 }
