@@ -179,11 +179,12 @@ type ownedRows struct {
 func (o *ownedRows) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
 
 func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
-	// From the cache: a table with owner keys by its size, a table owned
-	// through another row by one walk (nb.CountOwned).
+	// The cache's table sizes: a scrape costs nothing per row.
 	counts := nb.CountOwned(o.nb, o.instance)
 	for _, t := range nb.Default.Tables() {
-		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(counts[t.Name]), t.Name)
+		if n, ok := counts[t.Name]; ok {
+			ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(n), t.Name)
+		}
 	}
 }
 
