@@ -209,11 +209,12 @@ func (d *Differ) named() string {
 }
 
 // owned lists the rows of table t that unit u owns, through the client
-// indexes (owner name in external_ids, or the column naming the row of the
-// unit's it is owned through, among those it has or wants), lowest UUID
-// first.
+// indexes, lowest UUID first: by the owner name in external_ids, or, for a
+// table owned through another, by the keys of the unit's rows of that
+// table, and of the rows of it the unit wants that no other unit has (a
+// port deleted by hand: its binding is still the unit's, and the unique
+// index on the binding's port would refuse a second one).
 func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Table][]translator.Row) ([]model.Model, error) {
-	var rows []model.Model
 	if o := t.OwnedThrough; o != nil {
 		target := d.reg.byName[o.Table]
 		keys := map[string]bool{}
@@ -221,8 +222,19 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 			keys[target.Key(r)] = true
 		}
 		for _, r := range want[target] {
-			keys[target.Key(r.Model)] = true
+			k := target.Key(r.Model)
+			if keys[k] {
+				continue
+			}
+			other, err := d.rowByKey(target, k)
+			if err != nil {
+				return nil, err
+			}
+			if other == nil {
+				keys[k] = true
+			}
 		}
+		var rows []model.Model
 		for _, k := range sortedKeys(keys) {
 			found, err := d.v.byColumn(t, o.Column, k)
 			if err != nil {
@@ -230,21 +242,21 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 			}
 			rows = append(rows, found...)
 		}
-	} else {
-		probe := t.New()
-		field(probe, "external_ids").Set(reflect.ValueOf(map[string]string{translator.KeyOwner: u.Name}))
-		found, err := d.v.byProbe(t, probe)
-		if err != nil {
-			return nil, err
-		}
-		rows = found
+		slices.SortFunc(rows, func(a, b model.Model) int { return strings.Compare(uuidOf(a), uuidOf(b)) })
+		return slices.CompactFunc(rows, func(a, b model.Model) bool { return uuidOf(a) == uuidOf(b) }), nil
+	}
+	probe := t.New()
+	field(probe, "external_ids").Set(reflect.ValueOf(map[string]string{translator.KeyOwner: u.Name}))
+	rows, err := d.v.byProbe(t, probe)
+	if err != nil {
+		return nil, err
 	}
 	rows = slices.DeleteFunc(rows, func(r model.Model) bool {
-		o, ok := d.v.owner(t, r, d.instance)
+		o, ok := translator.OwnerOf(externalIDs(r), d.instance)
 		return !ok || o != u
 	})
 	slices.SortFunc(rows, func(a, b model.Model) int { return strings.Compare(uuidOf(a), uuidOf(b)) })
-	return slices.CompactFunc(rows, func(a, b model.Model) bool { return uuidOf(a) == uuidOf(b) }), nil
+	return rows, nil
 }
 
 // rowByKey is our row of table t whose key is key (the lowest UUID of

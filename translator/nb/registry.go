@@ -62,7 +62,8 @@ type Table struct {
 	// OwnedThrough is set for a table without external_ids: its rows are
 	// ours when the row they name (by key, in a string column) is, and
 	// belong to that row's owner (Static_MAC_Binding.logical_port names
-	// the router's gateway port).
+	// the router's gateway port). A unit's diff also takes those naming a
+	// row it wants that no other unit has (its port deleted by hand).
 	OwnedThrough *Reference
 	// Guard: a root whose name is no schema index. Its insert is guarded by
 	// a wait for no row of that name, so that two writers cannot both
