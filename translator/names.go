@@ -30,7 +30,9 @@ func SwitchRouterPortName(network, router string) string {
 func GatewayPortName(router string) string { return NamePrefix + "rtoe-" + router }
 
 // RouterOfGatewayPort is the router whose gateway port is named port, for
-// rows that name the port but have no external_ids (Static_MAC_Binding).
+// the SB's chassisredirect bindings (cr-<port>), which only name it. NB
+// rows are never claimed by their names: the NB registry finds a row
+// owned through a port (Static_MAC_Binding) by looking the port up.
 func RouterOfGatewayPort(port string) (string, bool) {
 	return strings.CutPrefix(port, NamePrefix+"rtoe-")
 }

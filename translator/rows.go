@@ -4,14 +4,26 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 )
 
-// Row is one desired NB row of a unit: an nbmodel row without UUID and, for
-// a row that lives in a parent's reference column (a port in its switch, a
-// NAT in its router), the name of that parent. Which table and column the
-// parent is in is the NB layer's registry's business.
+// Row is one desired NB row of a unit: an nbmodel row without UUID and the
+// rows it refers to, each named by its key (its name, for the tables that
+// have one): for a row that lives in a parent's column (a port in its
+// switch, a NAT in its router), that parent; and the rows its reference
+// columns point at (a port's DHCP options, a root row several units
+// share). Which table and column each is in, and how a key becomes a UUID,
+// is the NB layer's registry's business (translator/nb).
 type Row struct {
 	Model model.Model
-	// Parent is the parent row's name; "" for a root row.
+	// Parent is the parent row's key; "" for a root row.
 	Parent string
+	// Refs are the rows the reference columns of Model point at; a column
+	// holding a set has one Ref per row.
+	Refs []Ref `json:",omitempty"`
+}
+
+// Ref names the row a reference column of a Row points at.
+type Ref struct {
+	Column string
+	Key    string
 }
 
 // Rows are the desired rows of network np, parents first.

@@ -260,17 +260,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.startKeyChecks(ctx)
 	}
 	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc: func(table string, m model.Model) { c.onNB(table, m) },
+		AddFunc: func(table string, m model.Model) { c.onNB(table, nil, m) },
 		UpdateFunc: func(table string, old, m model.Model) {
 			// Only a change its owner would write back: not a switch's
 			// list of ports gaining a router's port (each router commit
 			// on a shared external network would otherwise reconcile
 			// that network, whose size grows with the routers).
 			if nb.ManagedChanged(table, old, m) {
-				c.onNB(table, m)
+				c.onNB(table, old, m)
 			}
 		},
-		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m) },
+		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m, nil) },
 	})
 	if c.sb != nil {
 		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
@@ -349,9 +349,15 @@ func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
 	}
 }
 
-// onNB enqueues the owner of a row of ours that changed, and the routers
-// waiting for realization when NB_Global changes.
-func (c *Controller) onNB(table string, m model.Model) {
+// onNB enqueues the units a change of a row of ours concerns (its owner,
+// and the owners of the rows its references left or reach: nb.Affected),
+// and the routers waiting for realization when NB_Global changes. old is
+// nil for an insert, cur for a deletion.
+func (c *Controller) onNB(table string, old, cur model.Model) {
+	m := cur
+	if m == nil {
+		m = old
+	}
 	if g, ok := m.(*nbmodel.NBGlobal); ok {
 		// Only the routers whose commit the chassis have now: every commit
 		// bumps nb_cfg, and reconciling every waiting router on each bump
@@ -375,16 +381,8 @@ func (c *Controller) onNB(table string, m model.Model) {
 			c.unpark(u.Name)
 		}
 	}
-	if b, ok := m.(*nbmodel.StaticMACBinding); ok {
-		if r, ok := translator.RouterOfGatewayPort(b.LogicalPort); ok {
-			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
-		}
-		return
-	}
-	if row, ok := m.(interface{ GetExternalIDs() map[string]string }); ok {
-		if u, ok := translator.OwnerOf(row.GetExternalIDs(), c.opts.Instance); ok {
-			c.Enqueue(u)
-		}
+	for _, u := range nb.Affected(c.nb, table, old, cur, c.opts.Instance) {
+		c.Enqueue(u)
 	}
 }
 

@@ -180,11 +180,10 @@ func (o *ownedRows) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
 func (o *ownedRows) Collect(ch chan<- prometheus.Metric) {
 	// The cache's table sizes: a scrape costs nothing per row.
 	counts := nb.CountOwned(o.nb, o.instance)
-	for _, t := range nb.Registry {
-		if t.ByPort {
-			continue // no owner keys: not counted as owned rows
+	for _, t := range nb.Default.Tables() {
+		if n, ok := counts[t.Name]; ok {
+			ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(n), t.Name)
 		}
-		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(counts[t.Name]), t.Name)
 	}
 }
 

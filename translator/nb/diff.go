@@ -53,23 +53,42 @@ type Desired struct {
 
 // UnitDiff is what brings one unit's rows to its desired rows: changes for
 // people and, kept abstract until a transaction is assembled, the rows to
-// insert (whose parents may be inserted by another unit of the same
-// transaction) and the references to add to or remove from existing rows.
+// insert (whose parents or referenced rows may be inserted by another unit
+// of the same transaction), the references to add to or remove from
+// existing parents, and the reference columns to set.
 type UnitDiff struct {
 	Unit    translator.Unit
 	Changes []Change
 	// Notes say what another tool added to the unit's rows (left alone),
-	// or why a desired row is not written.
+	// why a desired row is not written, or why a row stays.
 	Notes []string
 
 	inserts []*insert
 	refs    []refChange
-	ops     []ovsdb.Operation // updates and deletions of root rows
+	sets    []*refSet
+	ops     []ovsdb.Operation // updates, and deletions of root rows
+	// err fails the unit before anything is sent (Differ.Settle).
+	err error
 }
 
 // Empty says whether the diff writes nothing.
 func (u *UnitDiff) Empty() bool {
-	return len(u.inserts) == 0 && len(u.refs) == 0 && len(u.ops) == 0
+	return len(u.inserts) == 0 && len(u.refs) == 0 && len(u.sets) == 0 && len(u.ops) == 0
+}
+
+// rowKey names a row by its table and key: a parent, a referenced row, a
+// row inserted in a transaction.
+type rowKey struct {
+	table string
+	key   string
+}
+
+func (k rowKey) String() string { return k.table + " " + k.key }
+
+// refSlot is one reference column of one row.
+type refSlot struct {
+	uuid   string
+	column string
 }
 
 // insert is a row to insert under a named UUID.
@@ -84,6 +103,9 @@ type insert struct {
 	parentKey  string
 	parentUUID string
 	parentNew  *insert
+	// refs are the keys each reference column refers to, resolved when
+	// the transaction is assembled.
+	refs map[string][]string
 }
 
 // refChange adds an existing child row's UUID to, or removes it from, a
@@ -100,33 +122,85 @@ type refChange struct {
 	parentName   string
 }
 
+// refSet brings reference column column of existing row uuid of t to the
+// rows keys name: of a column holding one reference, its value; of a set,
+// ours (the references to rows of ours it holds now) out and the wanted
+// ones in, another tool's left.
+type refSet struct {
+	t      *Table
+	uuid   string
+	key    string
+	ref    Reference
+	keys   []string
+	ours   []string
+	single bool
+}
+
+// pendingRoot is a root row that others may refer to and that its owner no
+// longer wants: it goes at Settle unless a row of ours still refers to it.
+type pendingRoot struct {
+	ud  *UnitDiff
+	t   *Table
+	row model.Model
+	why string
+}
+
+// wantRef is a reference a desired row makes, for Settle.
+type wantRef struct {
+	ud   *UnitDiff
+	from string // the referring row, for messages
+	ref  Reference
+	key  string
+	// resolved: the referenced row exists in the view.
+	resolved bool
+}
+
 // Differ compares desired rows with the rows one instance owns in a
-// client's cache and produces the operations. It reads only the cache. One
-// Differ serves one sync (named UUIDs are unique across its units) or one
-// reconcile.
+// client's cache and produces the operations. It reads one view of the
+// cache, taken when it is made. One Differ serves one sync (named UUIDs are
+// unique across its units) or one reconcile.
 type Differ struct {
-	// ctx bounds the cache reads: libovsdb holds them while the NB is
-	// reconnecting, and a stopped sync must not wait for it.
 	ctx      context.Context
 	c        client.Client
+	reg      *Registry
+	v        view
 	instance string
 	seq      int
 	// parentScan maps a child row to its parent, per child table, built
 	// from a whole parent table when a row's parent is not where the plan
 	// puts it (a move, a removal).
-	parentScan map[string]map[string]string
-	// byName caches parent rows looked up by name.
-	byName map[string]model.Model
+	parentScan map[*Table]map[string]string
+	// refScan maps a referenced row to the rows referring to it, per
+	// reference column holding a set (which no index can hold).
+	refScan map[referrer]map[string][]string
+	// byKey caches our rows looked up by key.
+	byKey map[rowKey]model.Model
 	// arena holds the JSON of the values the inserts write.
 	arena arena
 	// parents, when given, says which row holds a child row.
 	parents *ParentIndex
+
+	// What the units diffed so far do, for the roots whose fate depends on
+	// every unit (Settle): the rows they delete and the reference columns
+	// they rewrite (by the unit doing it), the references their desired
+	// rows make, the roots that go unless referred to, and the keys they
+	// insert.
+	gone      map[string]*UnitDiff
+	rewritten map[refSlot]*UnitDiff
+	wanted    []wantRef
+	pending   []*pendingRoot
+	inserting map[rowKey]bool
 }
 
-// NewDiffer returns a Differ reading c's cache, for rows of instance, as
-// long as ctx lasts.
+// NewDiffer returns a Differ reading c's cache with the Default registry,
+// for rows of instance, as long as ctx lasts.
 func NewDiffer(ctx context.Context, c client.Client, instance string) *Differ {
-	return &Differ{ctx: ctx, c: c, instance: instance, byName: map[string]model.Model{}}
+	return newDiffer(ctx, c, Default, instance)
+}
+
+func newDiffer(ctx context.Context, c client.Client, reg *Registry, instance string) *Differ {
+	return &Differ{ctx: ctx, c: c, reg: reg, v: takeView(c, reg), instance: instance, byKey: map[rowKey]model.Model{},
+		gone: map[string]*UnitDiff{}, rewritten: map[refSlot]*UnitDiff{}, inserting: map[rowKey]bool{}}
 }
 
 func (d *Differ) named() string {
@@ -134,105 +208,87 @@ func (d *Differ) named() string {
 	return fmt.Sprintf("kvrow%d", d.seq)
 }
 
-// has says whether the client model holds table t.
-func (d *Differ) has(t *Table) bool {
-	_, ok := d.c.Cache().DatabaseModel().Types()[t.Name]
-	return ok
-}
-
 // owned lists the rows of table t that unit u owns, through the client
-// indexes (owner name in external_ids, or logical_port), lowest UUID first.
-func (d *Differ) owned(t *Table, u translator.Unit) ([]model.Model, error) {
-	probe := t.New()
-	switch {
-	case t.ByPort:
-		if u.Kind != translator.KindRouter {
-			return nil, nil
+// indexes, lowest UUID first: by the owner name in external_ids, or, for a
+// table owned through another, by the keys of the unit's rows of that
+// table, and of the rows of it the unit wants that no other unit has (a
+// port deleted by hand: its binding is still the unit's, and the unique
+// index on the binding's port would refuse a second one).
+func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Table][]translator.Row) ([]model.Model, error) {
+	if o := t.OwnedThrough; o != nil {
+		target := d.reg.byName[o.Table]
+		keys := map[string]bool{}
+		for _, r := range st.cur[target] {
+			keys[target.Key(r)] = true
 		}
-		field(probe, "logical_port").SetString(translator.GatewayPortName(u.Name))
-	default:
-		field(probe, "external_ids").Set(reflect.ValueOf(map[string]string{translator.KeyOwner: u.Name}))
+		for _, r := range want[target] {
+			k := target.Key(r.Model)
+			if keys[k] {
+				continue
+			}
+			other, err := d.rowByKey(target, k)
+			if err != nil {
+				return nil, err
+			}
+			if other == nil {
+				keys[k] = true
+			}
+		}
+		var rows []model.Model
+		for _, k := range sortedKeys(keys) {
+			found, err := d.v.byColumn(t, o.Column, k)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, found...)
+		}
+		slices.SortFunc(rows, func(a, b model.Model) int { return strings.Compare(uuidOf(a), uuidOf(b)) })
+		return slices.CompactFunc(rows, func(a, b model.Model) bool { return uuidOf(a) == uuidOf(b) }), nil
 	}
-	rows, err := d.lookup(t, probe)
+	probe := t.New()
+	field(probe, "external_ids").Set(reflect.ValueOf(map[string]string{translator.KeyOwner: u.Name}))
+	rows, err := d.v.byProbe(t, probe)
 	if err != nil {
 		return nil, err
 	}
 	rows = slices.DeleteFunc(rows, func(r model.Model) bool {
-		o, ok := t.owner(r, d.instance)
+		o, ok := translator.OwnerOf(externalIDs(r), d.instance)
 		return !ok || o != u
 	})
 	slices.SortFunc(rows, func(a, b model.Model) int { return strings.Compare(uuidOf(a), uuidOf(b)) })
 	return rows, nil
 }
 
-// lookup returns copies of the cached rows of table t that an index finds
-// for probe: a schema index, else a client index, whose columns probe sets.
-func (d *Differ) lookup(t *Table, probe model.Model) ([]model.Model, error) {
-	if err := d.ctx.Err(); err != nil {
-		return nil, err
-	}
-	rc := d.c.Cache().Table(t.Name)
-	if rc == nil {
-		return nil, nil
-	}
-	found, err := rc.RowsByModels([]model.Model{probe})
-	if err != nil {
-		return nil, fmt.Errorf("looking up %s rows: %w", t.Name, err)
-	}
-	out := make([]model.Model, 0, len(found))
-	for _, m := range found {
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-// rowByName is our row of table t named name (the lowest UUID of several),
-// nil when the cache has none.
-func (d *Differ) rowByName(t *Table, name string) (model.Model, error) {
-	k := t.Name + "\x00" + name
-	if m, ok := d.byName[k]; ok {
+// rowByKey is our row of table t whose key is key (the lowest UUID of
+// several), nil when the view has none.
+func (d *Differ) rowByKey(t *Table, key string) (model.Model, error) {
+	k := rowKey{t.Name, key}
+	if m, ok := d.byKey[k]; ok {
 		return m, nil
 	}
-	// An explicit condition, evaluated on the name index's candidates: a
-	// probe model would also match a row whose owner keys are missing
-	// through the first index whose key it lacks.
-	m := t.New()
-	slice := reflect.New(reflect.SliceOf(reflect.TypeOf(m)))
-	cond := model.Condition{Field: fieldPtr(m, "name"), Function: ovsdb.ConditionEqual, Value: name}
-	if err := d.c.WhereAll(m, cond).List(d.ctx, slice.Interface()); err != nil {
+	m, err := d.v.byKey(t, key, d.instance)
+	if err != nil {
 		return nil, err
 	}
-	var best model.Model
-	for i := 0; i < slice.Elem().Len(); i++ {
-		r := slice.Elem().Index(i).Interface().(model.Model)
-		if ids := externalIDs(r); ids[translator.KeyManagedBy] != d.instance || field(r, "name").String() != name {
-			continue
-		}
-		if best == nil || uuidOf(r) < uuidOf(best) {
-			best = r
-		}
-	}
-	d.byName[k] = best
-	return best, nil
+	d.byKey[k] = m
+	return m, nil
 }
 
 // scanParent finds the row of table t's parent table that references
 // child, "" if none of ours does.
 func (d *Differ) scanParent(t *Table, child string) string {
 	if d.parentScan == nil {
-		d.parentScan = map[string]map[string]string{}
+		d.parentScan = map[*Table]map[string]string{}
 	}
-	idx, ok := d.parentScan[t.Name]
+	idx, ok := d.parentScan[t]
 	if !ok {
 		idx = map[string]string{}
-		if rc := d.c.Cache().Table(t.Parent); rc != nil {
-			for uuid, p := range rc.RowsShallow() {
-				for _, ref := range refs(p, t.ParentColumn) {
-					idx[ref] = uuid
-				}
+		for uuid, p := range d.v.rows(d.reg.byName[t.Parent]) {
+			for _, ref := range refs(p, t.ParentColumn) {
+				idx[ref] = uuid
 			}
 		}
-		d.parentScan[t.Name] = idx
+		d.parentScan[t] = idx
 	}
 	return idx[child]
 }
@@ -244,44 +300,47 @@ type unitState struct {
 	kept    map[*Table]map[string]model.Model // by key
 	parent  map[string]string                 // child UUID -> parent UUID, from the unit's own rows
 	deleted map[string]bool
-	newRows map[string]*insert // table + key -> insert
+	newRows map[rowKey]*insert
 }
 
-// Unit diffs one unit: its current rows in the cache against want.
+// Unit diffs one unit: its current rows in the view against want.
 func (d *Differ) Unit(want Desired) (*UnitDiff, error) {
 	u := want.Unit
+	if err := d.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", u, err)
+	}
 	ud := &UnitDiff{Unit: u}
 	st := &unitState{
 		cur: map[*Table][]model.Model{}, kept: map[*Table]map[string]model.Model{},
-		parent: map[string]string{}, deleted: map[string]bool{}, newRows: map[string]*insert{},
+		parent: map[string]string{}, deleted: map[string]bool{}, newRows: map[rowKey]*insert{},
 	}
-	for _, t := range Registry {
-		if !d.has(t) {
+	byTable := map[*Table][]translator.Row{}
+	for _, r := range want.Rows {
+		t, err := d.reg.TableOf(r.Model)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", u, err)
+		}
+		byTable[t] = append(byTable[t], r)
+	}
+	for _, t := range d.reg.tables {
+		if !d.v.has(t) {
 			continue
 		}
-		rows, err := d.owned(t, u)
+		rows, err := d.owned(st, t, u, byTable)
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading its %s rows: %w", u, t.Name, err)
 		}
 		st.cur[t] = rows
 		for _, r := range rows {
-			for _, c := range t.children() {
+			for _, c := range d.reg.children[t] {
 				for _, ref := range refs(r, c.ParentColumn) {
 					st.parent[ref] = uuidOf(r)
 				}
 			}
 		}
 	}
-	byTable := map[*Table][]translator.Row{}
-	for _, r := range want.Rows {
-		t, err := tableOf(r.Model)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", u, err)
-		}
-		byTable[t] = append(byTable[t], r)
-	}
 
-	for _, t := range Registry {
+	for _, t := range d.reg.tables {
 		rows := byTable[t]
 		if len(want.Tables) > 0 && !slices.Contains(want.Tables, t.Name) {
 			if len(rows) > 0 {
@@ -289,7 +348,7 @@ func (d *Differ) Unit(want Desired) (*UnitDiff, error) {
 			}
 			continue
 		}
-		if !d.has(t) {
+		if !d.v.has(t) {
 			for _, r := range rows {
 				if t.Absent != nil {
 					ud.Notes = append(ud.Notes, t.Absent(r.Model))
@@ -315,10 +374,8 @@ func (d *Differ) currentParent(st *unitState, t *Table, r model.Model, wantParen
 		return uuidOf(wantParent)
 	}
 	if p := d.parents.ParentOf(uuid); p != "" {
-		if rc := d.c.Cache().Table(t.Parent); rc != nil {
-			if row := rc.Row(p); row != nil && slices.Contains(refs(row, t.ParentColumn), uuid) {
-				return p
-			}
+		if row := d.v.row(d.reg.byName[t.Parent], p); row != nil && slices.Contains(refs(row, t.ParentColumn), uuid) {
+			return p
 		}
 	}
 	return d.scanParent(t, uuid)
@@ -329,7 +386,7 @@ func (d *Differ) currentParent(st *unitState, t *Table, r model.Model, wantParen
 func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []translator.Row, keep []string) error {
 	var parentTable *Table
 	if !t.Root() {
-		parentTable = Lookup(t.Parent)
+		parentTable = d.reg.byName[t.Parent]
 	}
 	// Live rows by key: a child row whose parent goes goes with it; of two
 	// rows with one key the lowest UUID is kept, the other deleted, so that
@@ -342,6 +399,7 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 		if !t.Root() {
 			if p, ok := st.parent[uuidOf(r)]; ok && st.deleted[p] {
 				st.deleted[uuidOf(r)] = true
+				d.gone[uuidOf(r)] = ud
 				continue
 			}
 		}
@@ -362,6 +420,10 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 
 	for _, w := range want {
 		k := t.Key(w.Model)
+		refKeys, err := d.wantRefs(ud, t, k, w)
+		if err != nil {
+			return err
+		}
 		// The parent: one of this unit's rows (kept, or inserted above),
 		// or another unit's row (a network's switch) found by name.
 		var parentUUID string
@@ -370,10 +432,10 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 		if parentTable != nil {
 			if p, ok := st.kept[parentTable][w.Parent]; ok && !st.deleted[uuidOf(p)] {
 				parentUUID, parentRow = uuidOf(p), p
-			} else if p, ok := st.newRows[parentTable.Name+"\x00"+w.Parent]; ok {
+			} else if p, ok := st.newRows[rowKey{parentTable.Name, w.Parent}]; ok {
 				parentNew = p
 			} else {
-				p, err := d.rowByName(parentTable, w.Parent)
+				p, err := d.rowByKey(parentTable, w.Parent)
 				if err != nil {
 					return err
 				}
@@ -387,19 +449,30 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 		if !ok {
 			m := model.Clone(w.Model)
 			setUUID(m, d.named())
-			ins := &insert{t: t, m: m, key: k, parentKey: w.Parent, parentUUID: parentUUID, parentNew: parentNew}
+			ins := &insert{t: t, m: m, key: k, parentKey: w.Parent, parentUUID: parentUUID, parentNew: parentNew, refs: refKeys}
 			ud.inserts = append(ud.inserts, ins)
-			st.newRows[t.Name+"\x00"+k] = ins
+			st.newRows[rowKey{t.Name, k}] = ins
+			d.inserting[rowKey{t.Name, k}] = true
 			detail := ""
 			if t.Describe != nil {
 				detail = t.Describe(m)
+			}
+			for _, ref := range t.References {
+				if keys := refKeys[ref.Column]; len(keys) > 0 {
+					detail = strings.TrimSpace(detail + " " + ref.Column + "=" + d.formatKeys(ref, keys))
+				}
 			}
 			ud.Changes = append(ud.Changes, Change{Action: Create, Table: t.Name, Name: k, Detail: detail})
 			continue
 		}
 		delete(unmatched, k)
-		if err := d.update(ud, t, have, w.Model, k); err != nil {
+		desc, err := d.update(ud, t, have, w.Model, k)
+		if err != nil {
 			return err
+		}
+		desc = append(desc, d.diffRefs(ud, t, have, k, refKeys)...)
+		if len(desc) > 0 {
+			ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: k, Detail: strings.Join(desc, "; ")})
 		}
 		if parentTable == nil {
 			if t.Guard {
@@ -440,25 +513,120 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 	return nil
 }
 
+// wantRefs are desired row w's references by column, checked against the
+// registry and recorded for Settle.
+func (d *Differ) wantRefs(ud *UnitDiff, t *Table, key string, w translator.Row) (map[string][]string, error) {
+	if len(w.Refs) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, r := range w.Refs {
+		i := slices.IndexFunc(t.References, func(ref Reference) bool { return ref.Column == r.Column })
+		if i < 0 {
+			return nil, fmt.Errorf("%s %s: %s is not a reference column of %s in the registry", t.Name, key, r.Column, t.Name)
+		}
+		ref := t.References[i]
+		if r.Key == "" {
+			return nil, fmt.Errorf("%s %s: %s: a reference to %s without a key", t.Name, key, r.Column, ref.Table)
+		}
+		if slices.Contains(out[r.Column], r.Key) {
+			continue
+		}
+		out[r.Column] = append(out[r.Column], r.Key)
+		if field(t.New(), ref.Column).Kind() == reflect.Pointer && len(out[r.Column]) > 1 {
+			return nil, fmt.Errorf("%s %s: %s holds one reference, not %d (%s)", t.Name, key, r.Column, len(out[r.Column]), strings.Join(out[r.Column], ", "))
+		}
+		target := d.reg.byName[ref.Table]
+		m, err := d.rowByKey(target, r.Key)
+		if err != nil {
+			return nil, err
+		}
+		d.wanted = append(d.wanted, wantRef{ud: ud, from: t.Name + " " + key, ref: ref, key: r.Key, resolved: m != nil})
+	}
+	for col := range out {
+		slices.Sort(out[col])
+	}
+	return out, nil
+}
+
+// formatKeys renders referenced rows by key: [DHCP_Options 10.0.0.0/24].
+func (d *Differ) formatKeys(ref Reference, keys []string) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = ref.Table + " " + k
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// diffRefs compares the reference columns of row have with the keys
+// wanted. A reference to a row of ours is compared by the row it resolves
+// to; a reference to another tool's row is left, with a note, unless the
+// column holds one reference and ours must take its place.
+func (d *Differ) diffRefs(ud *UnitDiff, t *Table, have model.Model, key string, want map[string][]string) []string {
+	var desc []string
+	for _, ref := range t.References {
+		target := d.reg.byName[ref.Table]
+		single := field(have, ref.Column).Kind() == reflect.Pointer
+		var ours, foreign []string
+		var curKeys []string
+		for _, uuid := range refs(have, ref.Column) {
+			row := d.v.row(target, uuid)
+			if row != nil {
+				if _, ok := d.v.owner(target, row, d.instance); ok {
+					ours = append(ours, uuid)
+					curKeys = append(curKeys, ref.Table+" "+target.Key(row))
+					continue
+				}
+			}
+			foreign = append(foreign, uuid)
+		}
+		keys := want[ref.Column]
+		same := len(keys) == len(ours) && (!single || len(foreign) == 0 || len(keys) == 0)
+		for _, k := range keys {
+			m, _ := d.rowByKey(target, k)
+			if m == nil || !slices.Contains(ours, uuidOf(m)) {
+				same = false
+			}
+		}
+		if len(foreign) > 0 && (!single || len(keys) == 0) {
+			ud.Notes = append(ud.Notes, fmt.Sprintf("%s %s: %s holds %d reference(s) to %s rows that are not kubevirt-ovn's (%s); left as they are",
+				t.Name, key, ref.Column, len(foreign), ref.Table, strings.Join(foreign, ", ")))
+		}
+		if same {
+			continue
+		}
+		ud.sets = append(ud.sets, &refSet{t: t, uuid: uuidOf(have), key: key, ref: ref, keys: keys, ours: ours, single: single})
+		d.rewritten[refSlot{uuidOf(have), ref.Column}] = ud
+		cur := curKeys
+		if single {
+			for _, f := range foreign {
+				cur = append(cur, f+" (not kubevirt-ovn's)")
+			}
+		}
+		desc = append(desc, ref.Column+": ["+strings.Join(cur, ", ")+"] -> "+d.formatKeys(ref, keys))
+	}
+	return desc
+}
+
 // update writes the managed columns of have that differ from want, in
-// place.
-func (d *Differ) update(ud *UnitDiff, t *Table, have, want model.Model, key string) error {
-	var cols, keyCols []string
+// place, and says what changed.
+func (d *Differ) update(ud *UnitDiff, t *Table, have, want model.Model, key string) ([]string, error) {
+	var cols, partial []string
 	var desc []string
 	for _, col := range t.Columns {
 		a, b := t.managed(have, col), t.managed(want, col)
 		if equalValue(a, b) {
 			continue
 		}
-		if _, ok := t.Keys[col]; ok {
-			keyCols = append(keyCols, col)
+		if _, ok := t.PartialMaps[col]; ok {
+			partial = append(partial, col)
 		} else {
 			cols = append(cols, col)
 		}
 		desc = append(desc, col+": "+format(a)+" -> "+format(b))
 	}
-	if len(cols)+len(keyCols) == 0 {
-		return nil
+	if len(cols)+len(partial) == 0 {
+		return nil, nil
 	}
 	m := model.Clone(want)
 	setUUID(m, uuidOf(have))
@@ -469,57 +637,56 @@ func (d *Differ) update(ud *UnitDiff, t *Table, have, want model.Model, key stri
 		}
 		ops, err := d.c.Where(m).Update(m, ptrs...)
 		if err != nil {
-			return fmt.Errorf("building the update of %s %s: %w", t.Name, key, err)
+			return nil, fmt.Errorf("building the update of %s %s: %w", t.Name, key, err)
 		}
 		ud.ops = append(ud.ops, ops...)
 	}
-	for _, col := range keyCols {
+	for _, col := range partial {
 		// Our keys out, then our keys in (an insert does not replace a
 		// key's value); the others' keys stay.
 		var mutations []model.Mutation
 		if keys := field(have, col); keys.Len() > 0 {
-			mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationDelete, Value: slices.Clone(t.Keys[col])})
+			mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationDelete, Value: slices.Clone(t.PartialMaps[col])})
 		}
 		if v := t.managed(want, col); v.Len() > 0 {
 			mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationInsert, Value: v.Interface()})
 		}
 		ops, err := d.c.Where(m).Mutate(m, mutations...)
 		if err != nil {
-			return fmt.Errorf("building the update of %s %s %s: %w", t.Name, key, col, err)
+			return nil, fmt.Errorf("building the update of %s %s %s: %w", t.Name, key, col, err)
 		}
 		ud.ops = append(ud.ops, ops...)
 	}
-	ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: key, Detail: strings.Join(desc, "; ")})
-	return nil
+	return desc, nil
 }
 
 // remove deletes row r of table t: a root by a delete, a child by removing
 // it from its parent (the database collects it), nothing for a child whose
-// parent goes in this diff. why is the Change detail.
+// parent goes in this diff. A root that rows may refer to waits for Settle.
+// why is the Change detail.
 func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, why string) error {
 	uuid := uuidOf(r)
+	if t.Root() && len(d.reg.referrers[t]) > 0 {
+		d.pending = append(d.pending, &pendingRoot{ud: ud, t: t, row: r, why: why})
+		return nil
+	}
 	st.deleted[uuid] = true
+	d.gone[uuid] = ud
 	if t.Root() {
-		ops, err := d.c.Where(r).Delete()
-		if err != nil {
-			return fmt.Errorf("building the deletion of %s %s: %w", t.Name, t.Key(r), err)
-		}
-		ud.ops = append(ud.ops, ops...)
 		if why == "" {
 			why = d.childCounts(t, r)
 			if t.Guard {
 				ud.Notes = append(ud.Notes, d.deletedForeignNote(t, r)...)
 			}
 		}
-		ud.Changes = append(ud.Changes, Change{Action: Delete, Table: t.Name, Name: t.Key(r), Detail: why})
-		return nil
+		return d.deleteRoot(ud, t, r, why)
 	}
 	p := d.currentParent(st, t, r, nil)
 	switch {
 	case p != "" && st.deleted[p]:
 		return nil
 	case p != "":
-		ud.refs = append(ud.refs, refChange{parent: Lookup(t.Parent), parentUUID: p, column: t.ParentColumn, child: uuid, remove: true})
+		ud.refs = append(ud.refs, refChange{parent: d.reg.byName[t.Parent], parentUUID: p, column: t.ParentColumn, child: uuid, remove: true})
 	default:
 		// Held by no row of ours: delete it outright.
 		ops, err := d.c.Where(r).Delete()
@@ -532,10 +699,132 @@ func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, wh
 	return nil
 }
 
+func (d *Differ) deleteRoot(ud *UnitDiff, t *Table, r model.Model, why string) error {
+	ops, err := d.c.Where(r).Delete()
+	if err != nil {
+		return fmt.Errorf("building the deletion of %s %s: %w", t.Name, t.Key(r), err)
+	}
+	ud.ops = append(ud.ops, ops...)
+	ud.Changes = append(ud.Changes, Change{Action: Delete, Table: t.Name, Name: t.Key(r), Detail: why})
+	return nil
+}
+
+// Settle finishes what depends on every unit this Differ diffed:
+//
+//   - A root row that rows of ours may refer to lives while its owner wants
+//     it or a row of ours refers to it: with a strong reference deleting it
+//     would fail the owner's transaction, with a weak one the server would
+//     empty another unit's column behind its back. Its owner's diff leaves
+//     it here; it goes now unless a desired row refers to it or a row of
+//     ours that stays does (its owner's next diff deletes it once none
+//     does: a controller reconciles that owner when a reference to the row
+//     goes). Rows of other tools do not keep it: the monitor does not show
+//     them, and a weak reference of theirs is emptied by the server.
+//   - A desired reference to a key that no row of ours has and no unit
+//     diffed here inserts fails its unit, named, before anything is sent.
+func (d *Differ) Settle() error {
+	for _, w := range d.wanted {
+		if w.resolved || d.inserting[rowKey{w.ref.Table, w.key}] || w.ud.err != nil {
+			continue
+		}
+		w.ud.err = fmt.Errorf("%s: %s %s: no %s row of this kubevirt-ovn instance has key %s, and none is created with it",
+			w.ud.Unit, w.from, w.ref.Column, w.ref.Table, w.key)
+	}
+	for _, p := range d.pending {
+		holders, err := d.holders(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.ud.Unit, err)
+		}
+		key := p.t.Key(p.row)
+		if len(holders) > 0 {
+			p.ud.Notes = append(p.ud.Notes, fmt.Sprintf("%s %s is kept while rows of ours refer to it (%s); it goes once none does",
+				p.t.Name, key, strings.Join(holders, ", ")))
+			continue
+		}
+		d.gone[uuidOf(p.row)] = p.ud
+		why := p.why
+		if why == "" {
+			why = d.childCounts(p.t, p.row)
+		}
+		if err := d.deleteRoot(p.ud, p.t, p.row, why); err != nil {
+			return fmt.Errorf("%s: %w", p.ud.Unit, err)
+		}
+	}
+	d.pending = nil
+	return nil
+}
+
+// holders names the rows of ours that refer to pending root p once every
+// diff of this Differ is applied: the desired rows whose reference resolves
+// to it, and the cached rows referring to it that no diff here deletes or
+// rewrites (a unit that fails before anything is sent changes nothing).
+func (d *Differ) holders(p *pendingRoot) ([]string, error) {
+	uuid := uuidOf(p.row)
+	var out []string
+	for _, w := range d.wanted {
+		if w.ref.Table != p.t.Name || w.ud.err != nil {
+			continue
+		}
+		if m, err := d.rowByKey(p.t, w.key); err == nil && m != nil && uuidOf(m) == uuid {
+			out = append(out, fmt.Sprintf("%s of %s", w.from, w.ud.Unit))
+		}
+	}
+	for _, rf := range d.reg.referrers[p.t] {
+		rows, err := d.referring(rf, uuid)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if by := d.gone[uuidOf(r)]; by != nil && by.err == nil {
+				continue
+			}
+			if by := d.rewritten[refSlot{uuidOf(r), rf.ref.Column}]; by != nil && by.err == nil {
+				continue
+			}
+			u, ok := d.v.owner(rf.t, r, d.instance)
+			if !ok {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s %s of %s", rf.t.Name, rf.t.Key(r), u))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// referring are the cached rows whose column rf refers to row uuid: by the
+// column's client index when it holds one reference, else from one walk of
+// the table per Differ.
+func (d *Differ) referring(rf referrer, uuid string) ([]model.Model, error) {
+	if field(rf.t.New(), rf.ref.Column).Kind() == reflect.Pointer {
+		return d.v.byColumn(rf.t, rf.ref.Column, ovsdb.UUID{GoUUID: uuid})
+	}
+	if d.refScan == nil {
+		d.refScan = map[referrer]map[string][]string{}
+	}
+	idx, ok := d.refScan[rf]
+	if !ok {
+		idx = map[string][]string{}
+		for u, r := range d.v.rows(rf.t) {
+			for _, ref := range refs(r, rf.ref.Column) {
+				idx[ref] = append(idx[ref], u)
+			}
+		}
+		d.refScan[rf] = idx
+	}
+	var out []model.Model
+	for _, u := range idx[uuid] {
+		if r := d.v.row(rf.t, u); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // childCounts says what goes with a root row, e.g. "3 ports".
 func (d *Differ) childCounts(t *Table, r model.Model) string {
 	var parts []string
-	for _, c := range t.children() {
+	for _, c := range d.reg.children[t] {
 		if n := len(refs(r, c.ParentColumn)); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, c.ParentColumn))
 		}
@@ -544,19 +833,22 @@ func (d *Differ) childCounts(t *Table, r model.Model) string {
 }
 
 // foreignNotes say what another tool added to root row r: columns kubevirt-ovn
-// does not set that hold values, and rows in its reference columns that
+// does not set that hold values, and rows in its containment columns that
 // are not ours. Both are left as they are.
 func (d *Differ) foreignNotes(t *Table, r model.Model) []string {
 	var notes []string
 	managed := slices.Clone(t.Columns)
-	children := t.children()
+	children := d.reg.children[t]
 	for _, c := range children {
 		managed = append(managed, c.ParentColumn)
+	}
+	for _, ref := range t.References {
+		managed = append(managed, ref.Column)
 	}
 	v := reflect.ValueOf(r).Elem()
 	var cols []string
 	for col, i := range columnFields(v.Type()) {
-		if _, ok := t.Keys[col]; ok && t.foreignKeys(r, col) {
+		if _, ok := t.PartialMaps[col]; ok && t.foreignKeys(r, col) {
 			cols = append(cols, col)
 			continue
 		}
@@ -584,7 +876,7 @@ func (d *Differ) foreignNotes(t *Table, r model.Model) []string {
 // deletedForeignNote says that a deleted root takes rows of others with it.
 func (d *Differ) deletedForeignNote(t *Table, r model.Model) []string {
 	var notes []string
-	for _, c := range sortedTables(t.children()) {
+	for _, c := range sortedTables(d.reg.children[t]) {
 		if foreign := d.foreignRefs(c, refs(r, c.ParentColumn)); len(foreign) > 0 {
 			notes = append(notes, fmt.Sprintf("%s %s is deleted with %d %s row(s) that are not kubevirt-ovn's (%s): they are deleted with it",
 				t.Name, t.Key(r), len(foreign), c.Name, strings.Join(foreign, ", ")))
@@ -593,13 +885,15 @@ func (d *Differ) deletedForeignNote(t *Table, r model.Model) []string {
 	return notes
 }
 
-// foreignRefs are the referenced UUIDs that are not rows of ours: our
-// monitor holds every row we own, so a row it lacks is another tool's.
+// foreignRefs are the referenced UUIDs that are not rows of ours: the view
+// holds every row we own (our monitor's, or ReadOwned's), so a row it lacks
+// is another tool's. The view is one whole state of the cache: a
+// reconnection refilling the cache meanwhile does not make ours look
+// foreign.
 func (d *Differ) foreignRefs(t *Table, uuids []string) []string {
-	rc := d.c.Cache().Table(t.Name)
 	var out []string
 	for _, u := range uuids {
-		if rc == nil || !rc.HasRow(u) {
+		if !d.v.hasRow(t, u) {
 			out = append(out, u)
 		}
 	}

@@ -22,7 +22,7 @@ func Gateways(c client.Client, instance string) []translator.Assignment {
 	extPort := map[string]string{} // kv-etor-<router> port UUID -> router
 	var switches []*nbmodel.LogicalSwitch
 	localnet := map[string]string{} // localnet port UUID -> network_name
-	eachOwned(c, instance, func(_ *Table, u translator.Unit, row any) {
+	eachOwned(Default, c, instance, func(_ *Table, u translator.Unit, row any) {
 		switch r := row.(type) {
 		case *nbmodel.GatewayChassis:
 			if u.Kind == translator.KindRouter {

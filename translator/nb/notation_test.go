@@ -32,7 +32,7 @@ func TestNotationReadsBackAsWritten(t *testing.T) {
 	schema := nbmodel.Schema()
 	var a arena
 	for _, m := range rows {
-		tbl, err := tableOf(m)
+		tbl, err := Default.TableOf(m)
 		require.NoError(t, err)
 		ts := schema.Table(tbl.Name)
 		v := reflect.ValueOf(m).Elem()

@@ -31,33 +31,46 @@ func HasTable(c client.Client, table string) bool {
 }
 
 // eachOwned calls visit with every cached row of ours, table by table in
-// registry order. It reads the rows in place: visit must not keep or
-// change them.
-func eachOwned(c client.Client, instance string, visit func(t *Table, u translator.Unit, row any)) {
-	tc := c.Cache()
-	if tc == nil {
-		return
-	}
-	for _, t := range Registry {
-		rc := tc.Table(t.Name)
-		if rc == nil {
-			continue
-		}
-		for _, m := range rc.RowsShallow() {
-			if u, ok := t.owner(m, instance); ok {
+// registry order, from one view of the cache. It reads the rows in place:
+// visit must not keep or change them.
+func eachOwned(reg *Registry, c client.Client, instance string, visit func(t *Table, u translator.Unit, row any)) {
+	v := takeView(c, reg)
+	for _, t := range reg.tables {
+		owner := v.walkOwner(t, instance)
+		for _, m := range v.rows(t) {
+			if u, ok := owner(m); ok {
 				visit(t, u, m)
 			}
 		}
 	}
 }
 
+// walkOwner is the owner of a row of t for a walk over the whole table:
+// of a table owned through another, from one map of the owning rows.
+func (v view) walkOwner(t *Table, instance string) func(model.Model) (translator.Unit, bool) {
+	o := t.OwnedThrough
+	if o == nil {
+		return func(m model.Model) (translator.Unit, bool) { return translator.OwnerOf(externalIDs(m), instance) }
+	}
+	owners := v.ownerOfKey(v.reg.byName[o.Table], instance)
+	return func(m model.Model) (translator.Unit, bool) {
+		u, ok := owners[field(m, o.Column).String()]
+		return u, ok
+	}
+}
+
 // PresentUnits lists the units that own rows in c's cache.
-func PresentUnits(_ context.Context, c client.Client, instance string) ([]translator.Unit, error) {
+func PresentUnits(ctx context.Context, c client.Client, instance string) ([]translator.Unit, error) {
+	return Default.PresentUnits(ctx, c, instance)
+}
+
+// PresentUnits is the package function for registry r.
+func (r *Registry) PresentUnits(_ context.Context, c client.Client, instance string) ([]translator.Unit, error) {
 	seen := map[translator.Unit]bool{}
-	eachOwned(c, instance, func(t *Table, u translator.Unit, _ any) {
-		// A row without owner keys (a static MAC binding, ours by the port
-		// it names) makes no unit present: its router's rows do.
-		if !t.ByPort {
+	eachOwned(r, c, instance, func(t *Table, u translator.Unit, _ any) {
+		// A row owned through another row makes no unit present: that
+		// row does.
+		if t.OwnerKeys() {
 			seen[u] = true
 		}
 	})
@@ -66,30 +79,17 @@ func PresentUnits(_ context.Context, c client.Client, instance string) ([]transl
 	return units, nil
 }
 
-// CountOwned counts the rows of ours per table, from the cache's sizes:
-// the monitor holds only our rows of the tables with external_ids.
+// CountOwned counts the rows of ours per table with owner keys, from the
+// cache's sizes (the monitor holds only our rows of those tables): a count
+// costs nothing per row. A table owned through another row is left out:
+// its rows are ours only through a lookup each.
 func CountOwned(c client.Client, instance string) map[string]int {
 	out := map[string]int{}
-	tc := c.Cache()
-	if tc == nil {
-		return out
-	}
-	for _, t := range Registry {
-		rc := tc.Table(t.Name)
-		if rc == nil {
-			continue
+	v := takeView(c, Default)
+	for _, t := range Default.tables {
+		if rc := v.tables[t]; rc != nil && t.OwnerKeys() {
+			out[t.Name] = rc.Len()
 		}
-		if t.ByPort {
-			n := 0
-			for _, m := range rc.RowsShallow() {
-				if _, ok := t.owner(m, instance); ok {
-					n++
-				}
-			}
-			out[t.Name] = n
-			continue
-		}
-		out[t.Name] = rc.Len()
 	}
 	return out
 }
@@ -100,7 +100,7 @@ func CountOwned(c client.Client, instance string) map[string]int {
 func HeldClaims(_ context.Context, c client.Client, instance string) (translator.Claims, error) {
 	held := newClaims()
 	gws := gateways{}
-	eachOwned(c, instance, func(_ *Table, u translator.Unit, row any) {
+	eachOwned(Default, c, instance, func(_ *Table, u translator.Unit, row any) {
 		for _, cl := range claimsOf(u, row) {
 			cl.put(held)
 		}
@@ -260,7 +260,7 @@ func NewHeldIndex(c client.Client, instance string) *HeldIndex {
 	})
 	// Rows the cache held before the handler: an event for one of them
 	// replaces what this walk put, so the order does not matter.
-	eachOwned(c, instance, func(t *Table, _ translator.Unit, row any) {
+	eachOwned(Default, c, instance, func(t *Table, _ translator.Unit, row any) {
 		h.update(t.Name, row.(model.Model), false)
 	})
 	return h
@@ -269,7 +269,7 @@ func NewHeldIndex(c client.Client, instance string) *HeldIndex {
 func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 	t := Lookup(table)
 	if t != nil && table == nbmodel.GatewayChassisTable {
-		h.updateGateway(t, m, deleted)
+		h.updateGateway(m, deleted)
 		return
 	}
 	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable && table != nbmodel.LogicalSwitchTable) {
@@ -277,7 +277,7 @@ func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 	}
 	uuid := uuidOf(m)
 	var now []claim
-	if u, ok := t.owner(m, h.instance); ok && !deleted {
+	if u, ok := translator.OwnerOf(externalIDs(m), h.instance); ok && !deleted {
 		now = claimsOf(u, m)
 	}
 	h.mu.Lock()
@@ -297,7 +297,7 @@ func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 	}
 }
 
-func (h *HeldIndex) updateGateway(t *Table, m model.Model, deleted bool) {
+func (h *HeldIndex) updateGateway(m model.Model, deleted bool) {
 	uuid := uuidOf(m)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -305,7 +305,7 @@ func (h *HeldIndex) updateGateway(t *Table, m model.Model, deleted bool) {
 		h.gws.remove(r, uuid)
 		delete(h.gwOwner, uuid)
 	}
-	u, ok := t.owner(m, h.instance)
+	u, ok := translator.OwnerOf(externalIDs(m), h.instance)
 	if deleted || !ok || u.Kind != translator.KindRouter {
 		return
 	}

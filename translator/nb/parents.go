@@ -27,22 +27,24 @@ func NewParentIndex(c client.Client) *ParentIndex {
 		UpdateFunc: func(table string, old, m model.Model) { p.update(table, old, m) },
 		DeleteFunc: func(table string, m model.Model) { p.update(table, m, nil) },
 	})
-	for _, t := range Registry {
-		if rc := c.Cache().Table(t.Name); rc != nil && len(t.children()) > 0 {
-			for _, m := range rc.RowsShallow() {
-				p.update(t.Name, nil, m)
-			}
+	v := takeView(c, Default)
+	for _, t := range Default.tables {
+		if len(Default.children[t]) == 0 {
+			continue
+		}
+		for _, m := range v.rows(t) {
+			p.update(t.Name, nil, m)
 		}
 	}
 	return p
 }
 
 func (p *ParentIndex) update(table string, old, cur model.Model) {
-	t := Lookup(table)
+	t := Default.Lookup(table)
 	if t == nil {
 		return
 	}
-	children := t.children()
+	children := Default.children[t]
 	if len(children) == 0 {
 		return
 	}

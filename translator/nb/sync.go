@@ -43,6 +43,9 @@ type SyncOptions struct {
 	// Zone, in interconnect mode, is the zone whose NB this is: the
 	// plan's rows of that zone are written there (ZoneRows).
 	Zone string
+	// Registry is the tables diffed and written; Default when nil. The
+	// client's model and monitor must hold them (ovn.ConnectNBWith).
+	Registry *Registry
 }
 
 // UnitResult is what a sync did to one unit.
@@ -153,7 +156,7 @@ func PlanWork(plan *translator.Plan, units []translator.Unit, zone string) []Wor
 // the units are split until the refused ones are alone, so that one unit's
 // failure leaves the others synced.
 func Sync(ctx context.Context, c client.Client, plan *translator.Plan, opts SyncOptions) (*SyncResult, error) {
-	present, err := PresentUnits(ctx, c, instanceOf(opts))
+	present, err := registryOf(opts).PresentUnits(ctx, c, instanceOf(opts))
 	if err != nil {
 		return nil, fmt.Errorf("reading owned NB rows: %w", err)
 	}
@@ -175,6 +178,13 @@ func SyncUnits(ctx context.Context, c client.Client, plan *translator.Plan, unit
 	return SyncWork(ctx, c, PlanWork(plan, units, opts.Zone), opts)
 }
 
+func registryOf(opts SyncOptions) *Registry {
+	if opts.Registry == nil {
+		return Default
+	}
+	return opts.Registry
+}
+
 func instanceOf(opts SyncOptions) string {
 	if opts.Instance == "" {
 		return translator.DefaultInstance
@@ -185,7 +195,7 @@ func instanceOf(opts SyncOptions) string {
 // SyncWork diffs and commits work: networks before routers (a router's
 // ports hang from network switches); among those, syncs before removals.
 func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOptions) (*SyncResult, error) {
-	d := NewDiffer(ctx, c, instanceOf(opts))
+	d := newDiffer(ctx, c, registryOf(opts), instanceOf(opts))
 	d.parents = opts.Parents
 	res := &SyncResult{clashed: map[*UnitDiff]error{}}
 	rank := func(w *Work) int {
@@ -223,11 +233,24 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 			continue
 		}
 		index[ud] = len(results)
-		results = append(results, UnitResult{Unit: w.Unit, Changes: ud.Changes, Notes: ud.Notes})
-		if !ud.Empty() {
-			diffs = append(diffs, ud)
-		}
+		results = append(results, UnitResult{Unit: w.Unit})
+		diffs = append(diffs, ud)
 	}
+	// What depends on every unit: roots that others referred to, and
+	// references to keys nobody has.
+	if err := d.Settle(); err != nil {
+		return nil, err
+	}
+	diffs = slices.DeleteFunc(diffs, func(ud *UnitDiff) bool {
+		r := &results[index[ud]]
+		r.Notes = ud.Notes
+		if ud.err != nil {
+			r.Err = ud.err
+			return true
+		}
+		r.Changes = ud.Changes
+		return ud.Empty()
+	})
 	if !opts.DryRun {
 		failed := func(batch []*UnitDiff, err error) {
 			for _, ud := range batch {
@@ -294,6 +317,11 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, d *Differ
 	what := strings.Join(names, ", ")
 	if len(names) > 3 {
 		what = fmt.Sprintf("%s, %s and %d other units", names[0], names[1], len(names)-2)
+	}
+	if !d.v.current(c) {
+		// A reconnection refilled the cache since the diff read it: what
+		// it computed may no longer hold. Computed again from the new one.
+		return fmt.Errorf("%s: NB transaction not sent: the NB cache was refilled after a reconnection since its rows were read: %w", what, ErrNotConnected)
 	}
 	guards, batch, clashed, err := d.Guards(ctx, c, batch)
 	if err != nil {

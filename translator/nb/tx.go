@@ -48,23 +48,41 @@ func (p *parentMut) ref(col, child string, remove bool) {
 // that those rows are still exactly these instead of a wait per new root
 // (each wait is a scan of the table on the server).
 func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Operation, error) {
-	inserted := map[string]*insert{}
+	inserted := map[rowKey]*insert{}
 	for _, ud := range batch {
 		for _, ins := range ud.inserts {
-			inserted[ins.t.Name+"\x00"+ins.key] = ins
+			inserted[rowKey{ins.t.Name, ins.key}] = ins
 		}
 	}
+	// resolve is the UUID of the row of table t with key: the named UUID
+	// of the row this transaction inserts, else the UUID of our row.
+	resolve := func(t *Table, key string) (string, error) {
+		if ins := inserted[rowKey{t.Name, key}]; ins != nil {
+			return uuidOf(ins.m), nil
+		}
+		m, err := d.rowByKey(t, key)
+		if err != nil {
+			return "", err
+		}
+		if m == nil || d.gone[uuidOf(m)] != nil {
+			return "", fmt.Errorf("no %s row of this kubevirt-ovn instance has key %s, and this transaction creates none", t.Name, key)
+		}
+		return uuidOf(m), nil
+	}
 	extra := map[*insert]map[string][]string{}
-	addExtra := func(p *insert, col, child string) {
+	addExtra := func(p *insert, col string, uuids ...string) {
 		if extra[p] == nil {
 			extra[p] = map[string][]string{}
 		}
-		extra[p][col] = append(extra[p][col], child)
+		extra[p][col] = append(extra[p][col], uuids...)
 	}
-	muts := map[string]*parentMut{}
-	var order []string
+	type mutKey struct {
+		table, uuid, name string
+	}
+	muts := map[mutKey]*parentMut{}
+	var order []mutKey
 	mut := func(t *Table, uuid, name string) *parentMut {
-		k := t.Name + "\x00" + uuid + "\x00" + name
+		k := mutKey{t.Name, uuid, name}
 		p, ok := muts[k]
 		if !ok {
 			p = &parentMut{t: t, uuid: uuid, name: name, add: map[string][]string{}, remove: map[string][]string{}}
@@ -75,18 +93,27 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 	}
 	for _, ud := range batch {
 		for _, ins := range ud.inserts {
+			for _, ref := range ins.t.References {
+				for _, key := range ins.refs[ref.Column] {
+					uuid, err := resolve(d.reg.byName[ref.Table], key)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %s %s: %s: %w", ud.Unit, ins.t.Name, ins.key, ref.Column, err)
+					}
+					addExtra(ins, ref.Column, uuid)
+				}
+			}
 			if ins.parentKey == "" {
 				continue
 			}
-			pt := Lookup(ins.t.Parent)
+			pt := d.reg.byName[ins.t.Parent]
 			child := uuidOf(ins.m)
 			switch {
 			case ins.parentNew != nil:
 				addExtra(ins.parentNew, ins.t.ParentColumn, child)
 			case ins.parentUUID != "":
 				mut(pt, ins.parentUUID, "").ref(ins.t.ParentColumn, child, false)
-			case inserted[pt.Name+"\x00"+ins.parentKey] != nil:
-				addExtra(inserted[pt.Name+"\x00"+ins.parentKey], ins.t.ParentColumn, child)
+			case inserted[rowKey{pt.Name, ins.parentKey}] != nil:
+				addExtra(inserted[rowKey{pt.Name, ins.parentKey}], ins.t.ParentColumn, child)
 			default:
 				mut(pt, "", ins.parentKey).ref(ins.t.ParentColumn, child, false)
 			}
@@ -97,8 +124,8 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 				addExtra(rc.parentInsert, rc.column, rc.child)
 			case rc.parentUUID != "":
 				mut(rc.parent, rc.parentUUID, "").ref(rc.column, rc.child, rc.remove)
-			case inserted[rc.parent.Name+"\x00"+rc.parentName] != nil:
-				addExtra(inserted[rc.parent.Name+"\x00"+rc.parentName], rc.column, rc.child)
+			case inserted[rowKey{rc.parent.Name, rc.parentName}] != nil:
+				addExtra(inserted[rowKey{rc.parent.Name, rc.parentName}], rc.column, rc.child)
 			default:
 				mut(rc.parent, "", rc.parentName).ref(rc.column, rc.child, rc.remove)
 			}
@@ -111,9 +138,9 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 	}
 	ops := make([]ovsdb.Operation, 0, n)
 	// Children before parents, so that a parent's insert row names
-	// children already inserted.
-	for i := len(Registry) - 1; i >= 0; i-- {
-		t := Registry[i]
+	// children already inserted; referenced rows before the rows that
+	// refer to them.
+	for _, t := range d.reg.insertOrder {
 		for _, ud := range batch {
 			for _, ins := range ud.inserts {
 				if ins.t != t {
@@ -124,6 +151,11 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 					m = model.Clone(m)
 					for _, col := range sortedKeys(ex) {
 						f := field(m, col)
+						if f.Kind() == reflect.Pointer {
+							v := ex[col][0]
+							f.Set(reflect.ValueOf(&v))
+							continue
+						}
 						f.Set(reflect.AppendSlice(f, reflect.ValueOf(ex[col])))
 					}
 				}
@@ -149,6 +181,13 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 	}
 	for _, ud := range batch {
 		ops = append(ops, ud.ops...)
+		for _, s := range ud.sets {
+			op, err := d.setOps(s, resolve)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s %s: %s: %w", ud.Unit, s.t.Name, s.key, s.ref.Column, err)
+			}
+			ops = append(ops, op...)
+		}
 	}
 	for _, k := range order {
 		p := muts[k]
@@ -185,6 +224,39 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 	return ops, nil
 }
 
+// setOps write refSet s: an update of a column holding one reference, a
+// mutation of a set (ours out, the wanted in; another tool's stay).
+func (d *Differ) setOps(s *refSet, resolve func(*Table, string) (string, error)) ([]ovsdb.Operation, error) {
+	target := d.reg.byName[s.ref.Table]
+	uuids := make([]string, 0, len(s.keys))
+	for _, k := range s.keys {
+		u, err := resolve(target, k)
+		if err != nil {
+			return nil, err
+		}
+		uuids = append(uuids, u)
+	}
+	m := s.t.New()
+	setUUID(m, s.uuid)
+	if s.single {
+		if len(uuids) > 0 {
+			field(m, s.ref.Column).Set(reflect.ValueOf(&uuids[0]))
+		}
+		return d.c.Where(m).Update(m, fieldPtr(m, s.ref.Column))
+	}
+	var mutations []model.Mutation
+	if out := slices.DeleteFunc(slices.Clone(s.ours), func(u string) bool { return slices.Contains(uuids, u) }); len(out) > 0 {
+		mutations = append(mutations, model.Mutation{Field: fieldPtr(m, s.ref.Column), Mutator: ovsdb.MutateOperationDelete, Value: out})
+	}
+	if in := slices.DeleteFunc(slices.Clone(uuids), func(u string) bool { return slices.Contains(s.ours, u) }); len(in) > 0 {
+		mutations = append(mutations, model.Mutation{Field: fieldPtr(m, s.ref.Column), Mutator: ovsdb.MutateOperationInsert, Value: in})
+	}
+	if len(mutations) == 0 {
+		return nil, nil
+	}
+	return d.c.Where(m).Mutate(m, mutations...)
+}
+
 // ourName selects the rows named like m that carry our managed-by key.
 func (d *Differ) ourName(m model.Model) []model.Condition {
 	return []model.Condition{
@@ -210,7 +282,7 @@ func (d *Differ) nameGuard(m model.Model, until ovsdb.WaitCondition, ours bool) 
 
 // opCount estimates the operations of a unit, for batching.
 func (u *UnitDiff) opCount() int {
-	n := len(u.ops) + len(u.refs)
+	n := len(u.ops) + len(u.refs) + len(u.sets)
 	for _, ins := range u.inserts {
 		n++
 		if ins.t.Guard {
@@ -283,10 +355,8 @@ func (d *Differ) guardNames(t *Table, foreign []string, batch []*UnitDiff) []str
 	for _, n := range foreign {
 		set[n] = true
 	}
-	if rc := d.c.Cache().Table(t.Name); rc != nil {
-		for _, m := range rc.RowsShallow() {
-			set[field(m, "name").String()] = true
-		}
+	for _, m := range d.v.rows(t) {
+		set[field(m, "name").String()] = true
 	}
 	for _, ud := range batch {
 		for _, ins := range ud.inserts {
@@ -313,7 +383,7 @@ func (d *Differ) Guards(ctx context.Context, c client.Client, batch []*UnitDiff)
 	}
 	var tables []*Table
 	var ops []ovsdb.Operation
-	for _, t := range Registry {
+	for _, t := range d.reg.tables {
 		if count[t] >= bulkGuard {
 			tables = append(tables, t)
 			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t.Name, Where: []ovsdb.Condition{d.notOursCond()}, Columns: []string{"name"}})
@@ -330,13 +400,13 @@ func (d *Differ) Guards(ctx context.Context, c client.Client, batch []*UnitDiff)
 		return nil, nil, nil, fmt.Errorf("reading the names of the rows that are not ours: %w", err)
 	}
 	guards := map[string][]string{}
-	taken := map[string]bool{}
+	taken := map[rowKey]bool{}
 	for i, t := range tables {
 		names := []string{}
 		for _, r := range results[i].Rows {
 			if n, ok := r["name"].(string); ok {
 				names = append(names, n)
-				taken[t.Name+"\x00"+n] = true
+				taken[rowKey{t.Name, n}] = true
 			}
 		}
 		guards[t.Name] = names
@@ -346,7 +416,7 @@ func (d *Differ) Guards(ctx context.Context, c client.Client, batch []*UnitDiff)
 	for _, ud := range batch {
 		var clash error
 		for _, ins := range ud.inserts {
-			if ins.t.Guard && taken[ins.t.Name+"\x00"+ins.key] {
+			if ins.t.Guard && taken[rowKey{ins.t.Name, ins.key}] {
 				clash = fmt.Errorf("%s %s %s", ins.t.Name, ins.key, notOurs)
 				break
 			}

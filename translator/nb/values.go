@@ -43,6 +43,12 @@ func field(m model.Model, col string) reflect.Value {
 	return v.Field(i)
 }
 
+// hasColumn says whether model m has column col.
+func hasColumn(m model.Model, col string) bool {
+	_, ok := columnFields(reflect.TypeOf(m).Elem())[col]
+	return ok
+}
+
 // fieldPtr is a pointer to column col's field, as libovsdb's Update and
 // Mutate take them.
 func fieldPtr(m model.Model, col string) any { return field(m, col).Addr().Interface() }

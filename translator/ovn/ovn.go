@@ -116,82 +116,47 @@ func (e Endpoint) tlsConfig() (*tls.Config, error) {
 }
 
 // NBModel is the NB client model, with every table kubevirt-ovn uses, and
-// the client indexes the diff uses: rows by owner name and by managed-by
-// instance, roots by name, and static MAC bindings by port.
-func NBModel() (model.ClientDBModel, error) { return nbModel(true) }
+// the client indexes the diff uses (nb.Registry.ClientIndexes).
+func NBModel() (model.ClientDBModel, error) { return nbModel(nb.Default, nil) }
 
 // nbModel is the NB client model: the registry's tables (its optional ones
-// when optional, i.e. the server has them) and NB_Global (for hv_cfg).
-// Nothing else: libovsdb validates every table of the model against the
-// server's schema.
-func nbModel(optional bool) (model.ClientDBModel, error) {
+// only when the server's schema has them; all when schema is nil) and
+// NB_Global (for hv_cfg). Nothing else: libovsdb validates every table of
+// the model against the server's schema.
+func nbModel(reg *nb.Registry, schema *ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
 	tables := map[string]model.Model{nbmodel.NBGlobalTable: &nbmodel.NBGlobal{}}
-	for _, t := range nb.Registry {
-		if !t.Optional || optional {
-			tables[t.Name] = t.New()
+	for _, t := range reg.Tables() {
+		if schema != nil && t.Optional {
+			if _, ok := schema.Tables[t.Name]; !ok {
+				continue
+			}
 		}
+		tables[t.Name] = t.New()
 	}
 	m, err := model.NewClientDBModel(nbmodel.Schema().Name, tables)
 	if err != nil {
 		return m, err
 	}
 	idx := map[string][]model.ClientIndex{}
-	for _, t := range nb.Registry {
-		if _, ok := tables[t.Name]; !ok {
-			continue
+	for _, t := range reg.Tables() {
+		if _, ok := tables[t.Name]; ok {
+			idx[t.Name] = reg.ClientIndexes(t)
 		}
-		idx[t.Name] = clientIndexes(t)
 	}
 	m.SetIndexes(idx)
 	return m, nil
 }
 
-// clientIndexes are the indexes the diff looks a table's rows up by.
-func clientIndexes(t *nb.Table) []model.ClientIndex {
-	if t.ByPort {
-		return []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "logical_port"}}}}
-	}
-	out := []model.ClientIndex{
-		{Columns: []model.ColumnKey{{Column: "external_ids", Key: translator.KeyOwner}}},
-		{Columns: []model.ColumnKey{{Column: "external_ids", Key: translator.KeyManagedBy}}},
-	}
-	if t.Guard {
-		// Roots are parents found by name (a network's switch, from a
-		// router's port); the schema indexes no root's name.
-		out = append(out, model.ClientIndex{Columns: []model.ColumnKey{{Column: "name"}}})
-	}
-	return out
-}
-
-// modelColumns are pointers to every column field of m (all but _uuid),
-// for a monitor of explicit columns: a server newer than the models' OVN
-// 22.03 has more columns, and the ones it writes (Logical_Router_Port.status
-// on 23.09 and later) must not reach the cache — libovsdb fails a whole
-// update notification on a modified column the model lacks. The diff reads
-// every column of the model (it reports values another tool set).
-func modelColumns(m model.Model) []any {
-	v := reflect.ValueOf(m).Elem()
-	var out []any
-	for i := 0; i < v.NumField(); i++ {
-		if col := v.Type().Field(i).Tag.Get("ovsdb"); col != "" && col != "_uuid" {
-			out = append(out, v.Field(i).Addr().Interface())
-		}
-	}
-	return out
-}
-
 // monitorColumns are pointers to the fields of m (a row of t) of the
-// columns a reconcile reads: every column of a root (the diff reports
-// values another tool set in them), the compared and reference columns of
-// a child table (at thousands of routers, the other columns of their ports
-// would only cost the monitor's first reply).
-func monitorColumns(t *nb.Table, m model.Model) []any {
-	if t.Root() {
-		return modelColumns(m)
-	}
+// columns a diff reads (nb.Registry.ReadColumns), for a monitor of explicit
+// columns: a server newer than the models' OVN 22.03 has more columns, and
+// the ones it writes (Logical_Router_Port.status on 23.09 and later) must
+// not reach the cache — libovsdb fails a whole update notification on a
+// modified column the model lacks.
+func monitorColumns(reg *nb.Registry, t *nb.Table, m model.Model) []any {
 	v := reflect.ValueOf(m).Elem()
 	var out []any
-	for _, col := range readColumns(t) {
+	for _, col := range reg.ReadColumns(t) {
 		if col == "_uuid" {
 			continue
 		}
@@ -204,17 +169,33 @@ func monitorColumns(t *nb.Table, m model.Model) []any {
 	return out
 }
 
+// modelColumns are pointers to every column field of m (all but _uuid).
+func modelColumns(m model.Model) []any {
+	v := reflect.ValueOf(m).Elem()
+	var out []any
+	for i := 0; i < v.NumField(); i++ {
+		if col := v.Type().Field(i).Tag.Get("ovsdb"); col != "" && col != "_uuid" {
+			out = append(out, v.Field(i).Addr().Interface())
+		}
+	}
+	return out
+}
+
 // ConnectNB connects to the NB and starts one monitor: the rows of instance
-// in the registry's tables with external_ids (so that a large
-// ovn-kubernetes NB costs us nothing), its tables without them
-// (Static_MAC_Binding) whole when the server has them, and NB_Global; each
-// with explicit columns, those of the models.
+// in the registry's tables with owner keys (so that a large ovn-kubernetes
+// NB costs us nothing), its tables owned through another row whole when
+// the server has them, and NB_Global; each with explicit columns.
 func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
-	c, err := DialNB(ctx, ep, log)
+	return ConnectNBWith(ctx, ep, instance, nb.Default, log)
+}
+
+// ConnectNBWith is ConnectNB for the tables of reg (a test's registry).
+func ConnectNBWith(ctx context.Context, ep Endpoint, instance string, reg *nb.Registry, log logr.Logger) (client.Client, error) {
+	c, err := dialNB(ctx, ep, reg, log)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := MonitorNB(ctx, c, instance); err != nil {
+	if _, err := monitorNB(ctx, c, instance, reg); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring NB %s: %w", ep.Address, err)
 	}
@@ -223,32 +204,41 @@ func ConnectNB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 
 // DialNB connects to the NB without monitoring anything yet.
 func DialNB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
+	return dialNB(ctx, ep, nb.Default, log)
+}
+
+func dialNB(ctx context.Context, ep Endpoint, reg *nb.Registry, log logr.Logger) (client.Client, error) {
 	modelFor := func(s ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
-		_, ok := s.Tables[nbmodel.StaticMACBindingTable]
-		if !ok {
-			log.Info("the NB has no Static_MAC_Binding table (OVN before 22.12): peer router MACs are not pinned", "schemaVersion", s.Version)
+		for _, t := range reg.Tables() {
+			if _, ok := s.Tables[t.Name]; !ok && t.Optional {
+				log.Info("the NB has no "+t.Name+" table "+t.Missing, "schemaVersion", s.Version)
+			}
 		}
-		return nbModel(ok)
+		return nbModel(reg, &s)
 	}
 	return connect(ctx, "NB", nbmodel.Schema().Name, modelFor, ep, log)
 }
 
 // MonitorNB starts ConnectNB's monitor on c.
 func MonitorNB(ctx context.Context, c client.Client, instance string) (client.MonitorCookie, error) {
+	return monitorNB(ctx, c, instance, nb.Default)
+}
+
+func monitorNB(ctx context.Context, c client.Client, instance string, reg *nb.Registry) (client.MonitorCookie, error) {
 	mine := map[string]string{translator.KeyManagedBy: instance}
 	var tables []client.MonitorOption
-	for _, t := range nb.Registry {
+	for _, t := range reg.Tables() {
 		if !nb.HasTable(c, t.Name) {
 			continue
 		}
 		m := t.New()
-		if t.ByPort {
-			tables = append(tables, client.WithTable(m, monitorColumns(t, m)...))
+		if !t.OwnerKeys() {
+			tables = append(tables, client.WithTable(m, monitorColumns(reg, t, m)...))
 			continue
 		}
 		ids := reflect.ValueOf(m).Elem().FieldByName("ExternalIDs").Addr().Interface()
 		cond := model.Condition{Field: ids, Function: ovsdb.ConditionIncludes, Value: mine}
-		tables = append(tables, client.WithConditionalTable(m, []model.Condition{cond}, monitorColumns(t, m)...))
+		tables = append(tables, client.WithConditionalTable(m, []model.Condition{cond}, monitorColumns(reg, t, m)...))
 	}
 	g := &nbmodel.NBGlobal{}
 	tables = append(tables, client.WithTable(g, modelColumns(g)...))

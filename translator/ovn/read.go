@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -20,17 +21,39 @@ import (
 )
 
 // ReadOwned fills c's cache, emptied first, with the rows instance owns in
-// the registry's tables (all rows of a table without external_ids), read
-// as one transaction of selects: one consistent snapshot, as a monitor's
-// first reply is, but without a monitor. It is a one-shot sync's read: a
-// monitor would also send back every row the sync writes, and libovsdb
-// decodes OVSDB's JSON notation through generic maps, which at thousands
-// of routers costs more than the sync itself; the rows are read here with
-// a decoder that knows the models' column types.
+// the registry's tables (all rows of a table owned through another row),
+// read as one transaction of selects: one consistent snapshot, as a
+// monitor's first reply is, but without a monitor. It is a one-shot sync's
+// read: a monitor would also send back every row the sync writes, and
+// libovsdb decodes OVSDB's JSON notation through generic maps, which at
+// thousands of routers costs more than the sync itself; the rows are read
+// here with a decoder that knows the models' column types.
 //
 // The read uses a connection of its own to the endpoint c is connected
-// to (the leader of a cluster), with c's TLS settings.
+// to (the leader of a cluster), with c's TLS settings. A reconnection of
+// c empties its cache (libovsdb purges the cache of a client without
+// monitors): when one does while the rows are being put in, they are read
+// again, so that the cache never holds a part of them.
 func ReadOwned(ctx context.Context, c client.Client, instance string) error {
+	return readOwned(ctx, c, instance, nb.Default)
+}
+
+func readOwned(ctx context.Context, c client.Client, instance string, reg *nb.Registry) error {
+	for attempt := 1; ; attempt++ {
+		err := readOwnedOnce(ctx, c, instance, reg)
+		if !errors.Is(err, errRefilled) {
+			return err
+		}
+		if attempt == 5 {
+			return fmt.Errorf("reading our rows: %w", nb.ErrNotConnected)
+		}
+	}
+}
+
+// errRefilled says that a reconnection replaced the cache being filled.
+var errRefilled = errors.New("the cache was replaced while it was being filled")
+
+func readOwnedOnce(ctx context.Context, c client.Client, instance string, reg *nb.Registry) error {
 	cc, ok := c.(*conn)
 	if !ok {
 		return fmt.Errorf("ReadOwned needs a client of package ovn, not %T", c)
@@ -42,7 +65,7 @@ func ReadOwned(ctx context.Context, c client.Client, instance string) error {
 	var tables []*nb.Table
 	var ops []ovsdb.Operation
 	mine := []any{"includes", "external_ids", []any{"map", [][2]string{{translator.KeyManagedBy, instance}}}}
-	for _, t := range nb.Registry {
+	for _, t := range reg.Tables() {
 		if !nb.HasTable(c, t.Name) {
 			continue
 		}
@@ -51,11 +74,11 @@ func ReadOwned(ctx context.Context, c client.Client, instance string) error {
 		ops = append(ops, op)
 	}
 	req, err := selectRequest(ops, func(i int) []any {
-		if tables[i].ByPort {
+		if !tables[i].OwnerKeys() {
 			return nil
 		}
 		return []any{[]any{mine[1], mine[0], mine[2]}}
-	}, func(i int) []string { return readColumns(tables[i]) })
+	}, func(i int) []string { return reg.ReadColumns(tables[i]) })
 	if err != nil {
 		return err
 	}
@@ -68,12 +91,14 @@ func ReadOwned(ctx context.Context, c client.Client, instance string) error {
 	}
 	tc := c.Cache()
 	tc.Purge(tc.DatabaseModel())
+	filled := map[string]*cache.RowCache{}
 	for i, t := range tables {
 		r := results[i]
 		if r.Error != "" {
 			return fmt.Errorf("reading %s from NB %s: %s: %s", t.Name, addr, r.Error, r.Details)
 		}
 		rc := tc.Table(t.Name)
+		filled[t.Name] = rc
 		for _, raw := range r.Rows {
 			m, uuid, err := decodeRow(t, raw)
 			if err != nil {
@@ -82,6 +107,14 @@ func ReadOwned(ctx context.Context, c client.Client, instance string) error {
 			if err := rc.Create(uuid, m, false); err != nil {
 				return fmt.Errorf("reading %s row %s from NB %s: %w", t.Name, uuid, addr, err)
 			}
+		}
+	}
+	// Purge replaces every row cache: the ones filled above are still the
+	// cache's unless a reconnection purged it meanwhile.
+	now := c.Cache()
+	for name, rc := range filled {
+		if now != tc || now.Table(name) != rc {
+			return errRefilled
 		}
 	}
 	return nil
@@ -99,34 +132,6 @@ func selectRequest(ops []ovsdb.Operation, where func(int) []any, columns func(in
 		params = append(params, map[string]any{"op": op.Op, "table": op.Table, "where": w, "columns": columns(i)})
 	}
 	return json.Marshal(map[string]any{"id": "read", "method": "transact", "params": params})
-}
-
-// readColumns are the columns read of table t: those the diff compares and
-// the references to children; every column of a root, whose other columns
-// the diff reports when another tool set them.
-func readColumns(t *nb.Table) []string {
-	if t.Root() {
-		return modelColumnNames(t.New())
-	}
-	cols := append([]string{"_uuid"}, t.Columns...)
-	for _, c := range nb.Registry {
-		if c.Parent == t.Name {
-			cols = append(cols, c.ParentColumn)
-		}
-	}
-	return cols
-}
-
-// modelColumnNames are the columns of model m, _uuid first.
-func modelColumnNames(m model.Model) []string {
-	v := reflect.ValueOf(m).Elem()
-	out := []string{"_uuid"}
-	for i := 0; i < v.NumField(); i++ {
-		if col := v.Type().Field(i).Tag.Get("ovsdb"); col != "" && col != "_uuid" {
-			out = append(out, col)
-		}
-	}
-	return out
 }
 
 // selectResult is one select's result, its rows left as raw JSON.

@@ -70,7 +70,7 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 	defer read.Close()
 	require.NoError(t, ReadOwned(ctx, read, "test"))
 	assert.Len(t, read.Cache().Table(nbmodel.LogicalRouterTable).RowsShallow(), 1, "the other instance's router is not read")
-	for _, tbl := range nb.Registry {
+	for _, tbl := range nb.Default.Tables() {
 		want := rowsOf(t, mon, tbl.Name)
 		got := rowsOf(t, read, tbl.Name)
 		require.NotEmpty(t, want, tbl.Name)
@@ -99,7 +99,7 @@ func rowsByName(t *testing.T, c client.Client) map[string]string {
 // columns a one-shot read leaves out of a child table are left out.
 func rowsOf(t *testing.T, c client.Client, table string) map[string]map[string]any {
 	t.Helper()
-	cols := readColumns(nb.Lookup(table))
+	cols := nb.Default.ReadColumns(nb.Lookup(table))
 	out := map[string]map[string]any{}
 	for uuid, m := range c.Cache().Table(table).RowsShallow() {
 		if ids, ok := m.(interface{ GetExternalIDs() map[string]string }); ok && ids.GetExternalIDs()[translator.KeyManagedBy] != "test" {

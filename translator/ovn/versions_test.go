@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
 // The client models validate against the NB and SB schema of every
@@ -27,13 +28,15 @@ func TestVersionsModelsValidateOnEverySchema(t *testing.T) {
 		return s
 	}
 	for _, v := range []string{"22.03", "22.12", "23.03", "23.09", "24.03", "24.09", "25.03", "25.09", "26.03"} {
-		nb := load("ovn-nb-" + v + ".ovsschema")
-		_, pins := nb.Tables[nbmodel.StaticMACBindingTable]
+		nbs := load("ovn-nb-" + v + ".ovsschema")
+		_, pins := nbs.Tables[nbmodel.StaticMACBindingTable]
 		assert.Equal(t, v != "22.03", pins, "OVN %s: Static_MAC_Binding", v)
-		m, err := nbModel(pins)
+		m, err := nbModel(nb.Default, &nbs)
 		require.NoError(t, err)
-		_, errs := model.NewDatabaseModel(nb, m)
+		dbm, errs := model.NewDatabaseModel(nbs, m)
 		assert.Empty(t, errs, "OVN %s NB", v)
+		_, inModel := dbm.Types()[nbmodel.StaticMACBindingTable]
+		assert.Equal(t, pins, inModel, "OVN %s: Static_MAC_Binding in the client model", v)
 
 		sb := load("ovn-sb-" + v + ".ovsschema")
 		sm, err := model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{sbmodel.ChassisTable: &sbmodel.Chassis{}})

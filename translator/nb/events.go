@@ -1,0 +1,85 @@
+package nb
+
+import (
+	"slices"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// Affected are the units that an NB cache event of a row of table concerns
+// (old is nil for an insert, cur for a deletion), by the Default registry:
+// the row's owner, from its external_ids or, for a table owned through
+// another row, that row's (looked up by key in c's cache); and, of each
+// reference column whose value changed, the owners of the rows it referred
+// to and refers to now (a root row that no row of ours refers to any more
+// goes with its owner's next diff).
+func Affected(c client.Client, table string, old, cur model.Model, instance string) []translator.Unit {
+	return Default.Affected(c, table, old, cur, instance)
+}
+
+// Affected is the package function for registry r.
+func (r *Registry) Affected(c client.Client, table string, old, cur model.Model, instance string) []translator.Unit {
+	t := r.Lookup(table)
+	if t == nil {
+		return nil
+	}
+	var out []translator.Unit
+	add := func(u translator.Unit, ok bool) {
+		if ok && !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	var v *view
+	lazy := func() view {
+		if v == nil {
+			taken := takeView(c, r)
+			v = &taken
+		}
+		return *v
+	}
+	for _, m := range []model.Model{cur, old} {
+		if m == nil {
+			continue
+		}
+		if t.OwnerKeys() {
+			add(translator.OwnerOf(externalIDs(m), instance))
+		} else {
+			add(lazy().owner(t, m, instance))
+		}
+	}
+	for _, ref := range t.References {
+		var before, after []string
+		if old != nil {
+			before = refs(old, ref.Column)
+		}
+		if cur != nil {
+			after = refs(cur, ref.Column)
+		}
+		target := r.byName[ref.Table]
+		for _, uuid := range symmetricDifference(before, after) {
+			if row := lazy().row(target, uuid); row != nil {
+				add(lazy().owner(target, row, instance))
+			}
+		}
+	}
+	return out
+}
+
+// symmetricDifference are the elements of a or b that are not in both.
+func symmetricDifference(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,4 @@
+package nb
+
+// WithDHCP is withDHCP for the package's external tests.
+var WithDHCP = withDHCP
