@@ -12,7 +12,9 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
 
-// Objects are the input objects of one source: a file, a Kubernetes object.
+// Objects are the declarations of one source (a manifest file, a Kubernetes
+// object), what Input.Set replaces; a Snapshot holds the same four fields
+// for every source at once (Snapshot.Objects).
 type Objects struct {
 	Routers  []Router
 	Networks []Network
@@ -22,11 +24,18 @@ type Objects struct {
 	Invalid map[Unit]error
 }
 
-// Input is the translator's input indexed for planning one unit at a time:
-// Plan of one unit reads that unit's objects and the indexes of the claims
-// it competes for, never the whole input. The cross-router rules (one
-// router per SNAT IP and per internal network, an external network is
-// nobody's internal one, a name declared once) are maintained indexes.
+// Objects are the declarations of s, as one source's.
+func (s *Snapshot) Objects() Objects {
+	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+}
+
+// Input is the indexed form of the Objects of every source (Set) and the SB
+// chassis (SetChassis), what Plan reads one unit at a time; NewInputFrom
+// builds one from a Snapshot, which Build plans whole. Plan of one unit
+// reads that unit's objects and the indexes of the claims it competes for,
+// never the whole input. The cross-router rules (one router per SNAT IP
+// and per internal network, an external network is nobody's internal one,
+// a name declared once) are maintained indexes.
 //
 // Input is safe for concurrent use: a source calls Set and SetChassis while
 // workers call Plan. Plan decides a unit's allocations through two
@@ -167,7 +176,7 @@ func NewInputFrom(s *Snapshot) *Input {
 	for _, source := range slices.Sorted(maps.Keys(s.ForeignKeys)) {
 		in.SetForeignKeys(source, s.ForeignKeys[source])
 	}
-	in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid})
+	in.Set("snapshot", s.Objects())
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in
 }
