@@ -12,7 +12,9 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
 
-// Objects are the input objects of one source: a file, a Kubernetes object.
+// Objects are the declarations of one source (a manifest file, a Kubernetes
+// object), what Input.Set replaces; a Snapshot holds the same four fields
+// for every source at once (Snapshot.Objects).
 type Objects struct {
 	Routers  []Router
 	Networks []Network
@@ -22,11 +24,18 @@ type Objects struct {
 	Invalid map[Unit]error
 }
 
-// Input is the translator's input indexed for planning one unit at a time:
-// Plan of one unit reads that unit's objects and the indexes of the claims
-// it competes for, never the whole input. The cross-router rules (one
-// router per SNAT IP and per internal network, an external network is
-// nobody's internal one, a name declared once) are maintained indexes.
+// Objects are the declarations of s, as one source's.
+func (s *Snapshot) Objects() Objects {
+	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+}
+
+// Input is the indexed form of the Objects of every source (Set) and the SB
+// chassis (SetChassis), what Plan reads one unit at a time; NewInputFrom
+// builds one from a Snapshot, which Build plans whole. Plan of one unit
+// reads that unit's objects and the indexes of the claims it competes for,
+// never the whole input. The cross-router rules (one router per SNAT IP
+// and per internal network, an external network is nobody's internal one,
+// a name declared once) are maintained indexes.
 //
 // Input is safe for concurrent use: a source calls Set and SetChassis while
 // workers call Plan. Plan decides a unit's allocations through two
@@ -167,7 +176,7 @@ func NewInputFrom(s *Snapshot) *Input {
 	for _, source := range slices.Sorted(maps.Keys(s.ForeignKeys)) {
 		in.SetForeignKeys(source, s.ForeignKeys[source])
 	}
-	in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid})
+	in.Set("snapshot", s.Objects())
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in
 }
@@ -185,121 +194,160 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 	if old == nil {
 		old = &source{}
 	}
-	nw := &source{
+	nw := newSource(name, objs)
+	c := &setChange{affected: set[Unit]{}, routers: set[string]{}, networks: set[string]{}}
+	in.replaceRouters(old, nw, c)
+	in.replaceNetworks(old, nw, c)
+	in.replaceVMs(old, nw, c)
+	in.replaceInvalid(name, old, nw, c)
+	if nw.empty() {
+		delete(in.sources, name)
+	} else {
+		in.sources[name] = nw
+	}
+
+	in.affectedByNetworks(c)
+	in.affectedByRouters(old, c)
+	in.zoneAffected(c.affected)
+	return sortedUnits(c.affected)
+}
+
+// setChange is what one Set changed, as its steps find it.
+type setChange struct {
+	// affected are the units whose plan may change.
+	affected set[Unit]
+	// routers are the router names whose declarations, or whose
+	// eligibility for claims, changed.
+	routers set[string]
+	// networks are the network names whose declarations changed.
+	networks set[string]
+}
+
+// newSource is objs as source name's declarations: copies (the caller may
+// reuse objs), grouped by the key a change is compared by.
+func newSource(name string, objs Objects) *source {
+	s := &source{
 		routers:  map[string][]*routerDecl{},
 		networks: map[string][]*networkDecl{},
 		vms:      map[string][]*vmDecl{},
 		invalid:  map[Unit]error{},
 	}
 	for i, r := range objs.Routers {
-		d := &routerDecl{Router: r, pos: pos{name, i}}
-		d.Internal = slices.Clone(r.Internal)
-		if r.External != nil {
-			ext := *r.External
-			d.External = &ext
-			if ext.IP != "" {
-				d.snat = normalizeIP(ext.IP)
-			}
-		}
-		if r.PeerRouter != nil {
-			pr := *r.PeerRouter
-			d.PeerRouter = &pr
-		}
-		nw.routers[r.Name] = append(nw.routers[r.Name], d)
+		s.routers[r.Name] = append(s.routers[r.Name], newRouterDecl(r, pos{name, i}))
 	}
 	for i, n := range objs.Networks {
-		d := &networkDecl{Network: cloneNetwork(n), pos: pos{name, i}}
-		nw.networks[n.Name] = append(nw.networks[n.Name], d)
+		s.networks[n.Name] = append(s.networks[n.Name], &networkDecl{Network: cloneNetwork(n), pos: pos{name, i}})
 	}
 	for i, v := range objs.VMs {
-		nw.vms[v.Network] = append(nw.vms[v.Network], &vmDecl{VMInterface: v, pos: pos{name, i}})
+		s.vms[v.Network] = append(s.vms[v.Network], &vmDecl{VMInterface: v, pos: pos{name, i}})
 	}
 	for u, err := range objs.Invalid {
 		if err != nil {
-			nw.invalid[u] = err
+			s.invalid[u] = err
 		}
 	}
+	return s
+}
 
-	affected := set[Unit]{}
-	touched := set[string]{}  // router names whose declarations or eligibility changed
-	var removed []*routerDecl // declarations gone, for the claims they made
-	for key, olds := range old.routers {
-		news, ok := nw.routers[key]
-		if ok && slices.EqualFunc(olds, news, func(a, b *routerDecl) bool { return sameRouter(&a.Router, &b.Router) }) {
-			nw.routers[key] = olds
+// empty reports whether the source declares nothing, not even an
+// undecodable object.
+func (s *source) empty() bool {
+	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.invalid) == 0
+}
+
+// newRouterDecl is a copy of r at p with the SNAT IP it claims.
+func newRouterDecl(r Router, p pos) *routerDecl {
+	d := &routerDecl{Router: r, pos: p}
+	d.Internal = slices.Clone(r.Internal)
+	if r.External != nil {
+		ext := *r.External
+		d.External = &ext
+		if ext.IP != "" {
+			d.snat = normalizeIP(ext.IP)
+		}
+	}
+	if r.PeerRouter != nil {
+		pr := *r.PeerRouter
+		d.PeerRouter = &pr
+	}
+	return d
+}
+
+// replaceChanged calls replace with the old and the new declarations of
+// every key whose declarations differ between old and nw (same compares
+// two). A key whose declarations are the same keeps the old ones in nw: the
+// indexes hold those.
+func replaceChanged[D any](old, nw map[string][]D, same func(a, b D) bool, replace func(key string, olds, news []D)) {
+	for key, olds := range old {
+		news, ok := nw[key]
+		if ok && slices.EqualFunc(olds, news, same) {
+			nw[key] = olds
 			continue
 		}
+		replace(key, olds, news)
+	}
+	for key, news := range nw {
+		if _, ok := old[key]; !ok {
+			replace(key, nil, news)
+		}
+	}
+}
+
+// replaceRouters moves the router declarations that changed from old to nw
+// in the router and claim indexes.
+func (in *Input) replaceRouters(old, nw *source, c *setChange) {
+	same := func(a, b *routerDecl) bool { return sameRouter(&a.Router, &b.Router) }
+	replaceChanged(old.routers, nw.routers, same, func(key string, olds, news []*routerDecl) {
 		for _, d := range olds {
 			in.removeRouter(d)
-			removed = append(removed, d)
 		}
 		for _, d := range news {
 			in.addRouter(d)
 		}
-		touched.add(key)
-	}
-	for key, news := range nw.routers {
-		if _, ok := old.routers[key]; ok {
-			continue
-		}
-		for _, d := range news {
-			in.addRouter(d)
-		}
-		touched.add(key)
-	}
+		c.routers.add(key)
+	})
+}
 
-	changedNets := set[string]{}
-	for key, olds := range old.networks {
-		news, ok := nw.networks[key]
-		if ok && slices.EqualFunc(olds, news, func(a, b *networkDecl) bool { return reflect.DeepEqual(a.Network, b.Network) }) {
-			nw.networks[key] = olds
-			continue
-		}
+// replaceNetworks moves the network declarations that changed from old to
+// nw in the network index, validating the new ones.
+func (in *Input) replaceNetworks(old, nw *source, c *setChange) {
+	same := func(a, b *networkDecl) bool { return reflect.DeepEqual(a.Network, b.Network) }
+	replaceChanged(old.networks, nw.networks, same, func(key string, olds, news []*networkDecl) {
 		for _, d := range olds {
 			removeFrom(in.networks, key, d)
 		}
 		for _, d := range news {
 			in.addNetwork(d)
 		}
-		changedNets.add(key)
-	}
-	for key, news := range nw.networks {
-		if _, ok := old.networks[key]; !ok {
-			for _, d := range news {
-				in.addNetwork(d)
-			}
-			changedNets.add(key)
-		}
-	}
+		c.networks.add(key)
+	})
+}
 
-	for key, olds := range old.vms {
-		news, ok := nw.vms[key]
-		if ok && slices.EqualFunc(olds, news, func(a, b *vmDecl) bool { return a.VMInterface == b.VMInterface }) {
-			nw.vms[key] = olds
-			continue
-		}
+// replaceVMs moves the VM interfaces that changed from old to nw in the VM
+// index; their network's unit is affected.
+func (in *Input) replaceVMs(old, nw *source, c *setChange) {
+	same := func(a, b *vmDecl) bool { return a.VMInterface == b.VMInterface }
+	replaceChanged(old.vms, nw.vms, same, func(key string, olds, news []*vmDecl) {
 		for _, d := range olds {
 			removeFrom(in.vms, key, d)
 		}
 		for _, d := range news {
 			addTo(in.vms, key, d)
 		}
-		affected.add(Unit{Kind: KindNetwork, Name: key})
-	}
-	for key, news := range nw.vms {
-		if _, ok := old.vms[key]; !ok {
-			for _, d := range news {
-				addTo(in.vms, key, d)
-			}
-			affected.add(Unit{Kind: KindNetwork, Name: key})
-		}
-	}
+		c.affected.add(Unit{Kind: KindNetwork, Name: key})
+	})
+}
 
+// replaceInvalid replaces source name's undecodable objects, old's by nw's,
+// in the index of invalid units; a unit whose error came, went or changed
+// is affected.
+func (in *Input) replaceInvalid(name string, old, nw *source, c *setChange) {
 	for u, err := range old.invalid {
-		if e, ok := nw.invalid[u]; !ok || e.Error() != err.Error() {
-			in.invalidChanged(u, touched, affected)
+		e, ok := nw.invalid[u]
+		if !ok || e.Error() != err.Error() {
+			c.invalidChanged(u)
 		}
-		if _, ok := nw.invalid[u]; !ok {
+		if !ok {
 			delete(in.invalid[u], name)
 			if len(in.invalid[u]) == 0 {
 				delete(in.invalid, u)
@@ -308,71 +356,75 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 	}
 	for u, err := range nw.invalid {
 		if _, ok := old.invalid[u]; !ok {
-			in.invalidChanged(u, touched, affected)
+			c.invalidChanged(u)
 		}
 		if in.invalid[u] == nil {
 			in.invalid[u] = map[string]error{}
 		}
 		in.invalid[u][name] = err
 	}
-
-	if len(objs.Routers)+len(objs.Networks)+len(objs.VMs)+len(nw.invalid) == 0 {
-		delete(in.sources, name)
-	} else {
-		in.sources[name] = nw
-	}
-
-	// A network's routers validate against it.
-	for n := range changedNets {
-		affected.add(Unit{Kind: KindNetwork, Name: n})
-		in.addRouterNames(affected, in.internalClaims[n])
-		in.addRouterNames(affected, in.externalDecls[n])
-	}
-	// A router that changed, or whose eligibility for claims did, affects
-	// the routers competing for any claim one of its declarations makes or
-	// made, and the routers whose internal network is its external one
-	// (their error names the first router with that external network).
-	byName := map[string][]*routerDecl{}
-	for _, d := range removed {
-		byName[d.Name] = append(byName[d.Name], d)
-	}
-	for r := range touched {
-		affected.add(Unit{Kind: KindRouter, Name: r})
-		decls := byName[r]
-		for d := range in.routers[r] {
-			decls = append(decls, d)
-		}
-		for _, d := range decls {
-			if d.snat != "" {
-				in.addRouterNames(affected, in.snatClaims[d.snat])
-			}
-			for _, n := range d.Internal {
-				in.addRouterNames(affected, in.internalClaims[n])
-			}
-			if d.External != nil && d.External.Network != "" {
-				in.addRouterNames(affected, in.internalClaims[d.External.Network])
-			}
-			if in.zoned {
-				// The networks it was on lose it from its home zone.
-				for _, n := range d.Internal {
-					affected.add(Unit{Kind: KindNetwork, Name: n})
-				}
-				if d.External != nil {
-					affected.add(Unit{Kind: KindNetwork, Name: d.External.Network})
-				}
-			}
-		}
-	}
-	in.zoneAffected(affected)
-	return sortedUnits(affected)
 }
 
 // invalidChanged records that the undecodable object of unit u changed.
-func (in *Input) invalidChanged(u Unit, touched set[string], affected set[Unit]) {
-	affected.add(u)
+func (c *setChange) invalidChanged(u Unit) {
+	c.affected.add(u)
 	if u.Kind == KindRouter {
 		// An undecodable router takes part in no claim.
-		touched.add(u.Name)
+		c.routers.add(u.Name)
+	}
+}
+
+// affectedByNetworks adds the networks that changed and the routers on
+// them: a network's routers validate against it.
+func (in *Input) affectedByNetworks(c *setChange) {
+	for n := range c.networks {
+		c.affected.add(Unit{Kind: KindNetwork, Name: n})
+		in.addRouterNames(c.affected, in.internalClaims[n])
+		in.addRouterNames(c.affected, in.externalDecls[n])
+	}
+}
+
+// affectedByRouters adds the routers that changed, or whose eligibility for
+// claims did, and with each the routers competing for any claim one of its
+// declarations makes or made, and the routers whose internal network is
+// its external one (their error names the first router with that external
+// network). In interconnect mode it adds the networks it is or was on:
+// they gain or lose it in its home zone. old is the source before the Set:
+// its declarations of a changed router are gone from the indexes, yet the
+// routers they competed with are affected.
+func (in *Input) affectedByRouters(old *source, c *setChange) {
+	for r := range c.routers {
+		c.affected.add(Unit{Kind: KindRouter, Name: r})
+		// A declaration that stayed (an undecodable twin changed) is also
+		// in in.routers: adding its rivals twice adds nothing.
+		for _, d := range old.routers[r] {
+			in.affectedByClaims(d, c.affected)
+		}
+		for d := range in.routers[r] {
+			in.affectedByClaims(d, c.affected)
+		}
+	}
+}
+
+// affectedByClaims adds the routers competing with declaration d for a
+// claim, and in interconnect mode the networks d is on.
+func (in *Input) affectedByClaims(d *routerDecl, affected set[Unit]) {
+	if d.snat != "" {
+		in.addRouterNames(affected, in.snatClaims[d.snat])
+	}
+	for _, n := range d.Internal {
+		in.addRouterNames(affected, in.internalClaims[n])
+	}
+	if d.External != nil && d.External.Network != "" {
+		in.addRouterNames(affected, in.internalClaims[d.External.Network])
+	}
+	if in.zoned {
+		for _, n := range d.Internal {
+			affected.add(Unit{Kind: KindNetwork, Name: n})
+		}
+		if d.External != nil {
+			affected.add(Unit{Kind: KindNetwork, Name: d.External.Network})
+		}
 	}
 }
 

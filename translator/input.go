@@ -11,8 +11,10 @@ package translator
 
 import "time"
 
-// Snapshot is everything one reconcile reads: the user's declarations and,
-// when the Southbound is known, the gateway candidates.
+// Snapshot is everything a one-shot plan (Build) reads: the declarations of
+// every source in the four fields of Objects (Snapshot.Objects), the SB
+// chassis and what the NB holds; NewInputFrom indexes it as an Input, and
+// manifest.Set fills its declarations from manifests.
 type Snapshot struct {
 	Routers  []Router
 	Networks []Network
