@@ -128,8 +128,6 @@ func barrier(t *testing.T, clients ...client.Client) {
 	}
 }
 
-func ptrEq(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
 // dhcp is the NB's DHCP_Options rows by CIDR (the lowest UUID of several).
 func dhcp(t *testing.T, raw client.Client) map[string]*nbmodel.DHCPOptions {
 	out := map[string]*nbmodel.DHCPOptions{}
