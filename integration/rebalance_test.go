@@ -22,7 +22,7 @@ func primariesOf(t *testing.T, d nbCtler) map[string]string {
 	fields := strings.Fields(out)
 	for i := 0; i+2 < len(fields); i += 3 {
 		chassis, p := fields[i+1], fields[i+2]
-		router := strings.TrimSuffix(strings.TrimPrefix(fields[i], "kv-rtoe-"), "-"+chassis)
+		router := strings.TrimSuffix(strings.TrimPrefix(fields[i], "kv-rtoe-"), "_"+chassis)
 		if len(p) > len(prio[router]) || (len(p) == len(prio[router]) && p > prio[router]) {
 			best[router], prio[router] = chassis, p
 		}

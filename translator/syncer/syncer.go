@@ -114,15 +114,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(opts.Targets) == 0 {
 		return nil, errors.New("no NB to sync")
 	}
-	type loaded struct {
-		set *manifest.Set
-		err error
-	}
-	loading := make(chan loaded, 1)
-	go func() {
-		set, err := manifest.LoadPaths(opts.Paths)
-		loading <- loaded{set, err}
-	}()
 	targets := make([]*target, len(opts.Targets))
 	for i, t := range opts.Targets {
 		targets[i] = &target{Target: t}
@@ -131,6 +122,39 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		for _, t := range targets {
 			t.close()
 		}
+	}()
+	set, err := loadWhileConnecting(ctx, targets, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range set.Notes {
+		opts.note("%s", n)
+	}
+	held, err := readDatabases(ctx, set, targets, opts)
+	if err != nil {
+		return nil, err
+	}
+	plan := translator.Build(&set.Snapshot, opts.Instance)
+	set = nil // the decoded manifests are not needed any more: let the GC have them
+	for _, n := range plan.Notes {
+		opts.note("%s", n)
+	}
+	return write(ctx, targets, plan, held, opts)
+}
+
+// loadWhileConnecting reads the manifests of opts.Paths while the targets
+// connect, one after the other. An input that cannot be read is its error
+// at once (nothing written), the connecting given up; else the first
+// target that could not connect fails it.
+func loadWhileConnecting(ctx context.Context, targets []*target, opts Options) (*manifest.Set, error) {
+	type loaded struct {
+		set *manifest.Set
+		err error
+	}
+	loading := make(chan loaded, 1)
+	go func() {
+		set, err := manifest.LoadPaths(opts.Paths)
+		loading <- loaded{set, err}
 	}()
 	connectCtx, stopConnecting := context.WithCancel(ctx)
 	defer stopConnecting()
@@ -153,34 +177,23 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := <-connected; err != nil {
 		return nil, err
 	}
-	set := l.set
-	for _, n := range set.Notes {
-		opts.note("%s", n)
-	}
+	return l.set, nil
+}
+
+// readDatabases completes set's snapshot with what the targets hold: the
+// chassis of their SBs, each zone's foreign tunnel keys, the claims of
+// their NBs (also returned, one per target). A chassis of two zones, a
+// zone under VXLAN or an empty input that would delete our rows
+// (RefuseEmpty) fails it before anything is written.
+func readDatabases(ctx context.Context, set *manifest.Set, targets []*target, opts Options) (translator.ZonesHeld, error) {
+	snap := &set.Snapshot
+	snap.Interconnect = len(targets) > 1 || targets[0].Zone != ""
 	var err error
-	set.Snapshot.Interconnect = len(targets) > 1 || targets[0].Zone != ""
-	if set.Snapshot.Chassis, set.Snapshot.ChassisKnown, err = chassisOf(ctx, targets); err != nil {
+	if snap.Chassis, snap.ChassisKnown, err = chassisOf(ctx, targets); err != nil {
 		return nil, nothingWritten(err)
 	}
-	// Interconnect: a zone under VXLAN is refused before anything is
-	// written, and the keys other tools' rows request are not ours to take.
-	for _, t := range targets {
-		if t.Zone == "" {
-			continue
-		}
-		zk, err := ovn.ReadZoneKeys(ctx, t.nbc, opts.Instance)
-		if err == nil {
-			err = zk.CheckGeneve(t.Zone)
-		} else {
-			err = fmt.Errorf("%s%w", t.Label(), err)
-		}
-		if err != nil {
-			return nil, nothingWritten(err)
-		}
-		if set.Snapshot.ForeignKeys == nil {
-			set.Snapshot.ForeignKeys = map[string][]translator.ForeignKey{}
-		}
-		set.Snapshot.ForeignKeys[ovn.ZoneKeysSource(t.Zone)] = zk.Foreign
+	if err := readZoneKeys(ctx, snap, targets, opts.Instance); err != nil {
+		return nil, err
 	}
 	var held translator.ZonesHeld
 	for _, t := range targets {
@@ -193,17 +206,42 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		held = append(held, claims)
 	}
-	set.Snapshot.Held = held
+	snap.Held = held
 	if len(held) == 1 {
-		set.Snapshot.Held = held[0]
+		snap.Held = held[0]
 	}
-	plan := translator.Build(&set.Snapshot, opts.Instance)
-	set = nil // the decoded manifests are not needed any more: let the GC have them
-	l = loaded{}
-	for _, n := range plan.Notes {
-		opts.note("%s", n)
-	}
+	return held, nil
+}
 
+// readZoneKeys refuses, before anything is written, a zone under VXLAN,
+// and records in snap the tunnel keys other tools' rows request in each
+// zone: they are not ours to take.
+func readZoneKeys(ctx context.Context, snap *translator.Snapshot, targets []*target, instance string) error {
+	for _, t := range targets {
+		if t.Zone == "" {
+			continue
+		}
+		zk, err := ovn.ReadZoneKeys(ctx, t.nbc, instance)
+		if err == nil {
+			err = zk.CheckGeneve(t.Zone)
+		} else {
+			err = fmt.Errorf("%s%w", t.Label(), err)
+		}
+		if err != nil {
+			return nothingWritten(err)
+		}
+		if snap.ForeignKeys == nil {
+			snap.ForeignKeys = map[string][]translator.ForeignKey{}
+		}
+		snap.ForeignKeys[ovn.ZoneKeysSource(t.Zone)] = zk.Foreign
+	}
+	return nil
+}
+
+// write commits plan into every target in turn, surviving lost NB
+// connections, and then checks it there (settle); its Report lists the
+// input errors and then every unit whose transaction failed.
+func write(ctx context.Context, targets []*target, plan *translator.Plan, held translator.ZonesHeld, opts Options) (*Report, error) {
 	report := &Report{}
 	for _, t := range targets {
 		res, err := SurvivingReconnects(ctx, t.nbc, t.read, plan, kvnb.SyncOptions{Instance: opts.Instance, DryRun: opts.DryRun, BatchOps: opts.BatchOps, Zone: t.Zone}, opts.Note)
@@ -211,26 +249,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("%s%w", t.Label(), err)
 		}
 		report.Results = append(report.Results, Result{Target: t.Target, SyncResult: res})
-		if opts.DryRun || t.sbc == nil {
-			continue
-		}
-		if t.Zone != "" {
-			// OVN before 23.09: the SB binding of a remote port is ours to
-			// set (a newer ovn-northd has set it: nothing to do).
-			if err := ovn.WaitRemotePorts(ctx, t.sbc, translator.RemotePorts(plan, t.Zone)); err != nil {
-				return nil, fmt.Errorf("%s%w", t.Label(), err)
-			}
-			ms, err := checkZoneKeys(ctx, t, plan, res, opts.Instance, opts.NorthdWait)
-			if err != nil {
-				report.Warnings = append(report.Warnings, fmt.Errorf("%stunnel keys not checked: %w", t.Label(), err))
-			}
-			report.Mismatches = append(report.Mismatches, ms...)
-		} else if opts.MoveNudge {
-			FinishMoves(ctx, t.nbc, t.sbc, GatewayMoves(ctx, t.sbc, plan, res, held[0].(translator.Claims).Gateways), opts.Note)
+		if err := report.settle(ctx, t, plan, res, held, opts); err != nil {
+			return nil, err
 		}
 	}
-	failed := map[translator.Unit]bool{}
 	report.Failures = plan.Errors
+	failed := map[translator.Unit]bool{}
 	for _, r := range report.Results {
 		for _, u := range r.Units {
 			// Every unit whose transaction failed, after every input error.
@@ -241,6 +265,34 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	return report, nil
+}
+
+// settle follows t's commit res when it wrote and t has an SB: in a zone,
+// it binds the remote ports and compares the tunnel keys ovn-northd gave
+// with plan's (a mismatch or a check that could not be made goes into
+// r); centrally, with opts.MoveNudge, it finishes the gateway moves from
+// the orders held before the sync.
+func (r *Report) settle(ctx context.Context, t *target, plan *translator.Plan, res *kvnb.SyncResult, held translator.ZonesHeld, opts Options) error {
+	if opts.DryRun || t.sbc == nil {
+		return nil
+	}
+	if t.Zone == "" {
+		if opts.MoveNudge {
+			FinishMoves(ctx, t.nbc, t.sbc, GatewayMoves(ctx, t.sbc, plan, res, held[0].(translator.Claims).Gateways), opts.Note)
+		}
+		return nil
+	}
+	// OVN before 23.09: the SB binding of a remote port is ours to set (a
+	// newer ovn-northd has set it: nothing to do).
+	if err := ovn.WaitRemotePorts(ctx, t.sbc, translator.RemotePorts(plan, t.Zone)); err != nil {
+		return fmt.Errorf("%s%w", t.Label(), err)
+	}
+	ms, err := checkZoneKeys(ctx, t, plan, res, opts.Instance, opts.NorthdWait)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Errorf("%stunnel keys not checked: %w", t.Label(), err))
+	}
+	r.Mismatches = append(r.Mismatches, ms...)
+	return nil
 }
 
 // RefuseEmpty fails when the manifests declare nothing while units own

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nbtest"
+)
+
+// routersOnGW1 writes to dir the manifests of routers ra..rd, each with
+// SNAT on physnet1, ra pinned to gw1 and the others pinned too when pinned.
+func routersOnGW1(t *testing.T, dir string, pinned bool) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: public, namespace: default, annotations: {network-config: '{"type": "FLAT", "physicalNetworkName": "physnet1", "cidr": "172.16.0.0/24", "gatewayIp": "172.16.0.1"}'}}
+`)
+	for i, r := range []string{"ra", "rb", "rc", "rd"} {
+		gateway := ""
+		if pinned || r == "ra" {
+			gateway = "\n  gateway: gw1"
+		}
+		fmt.Fprintf(&b, `---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: net-%[1]s, namespace: default, annotations: {network-config: '{"type": "GENEVE", "cidr": "10.%[2]d.0.0/24", "gatewayIp": "10.%[2]d.0.1"}'}}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: %[1]s}
+spec:
+  enableSnat: true
+  internal: [net-%[1]s]
+  external: {ip: 172.16.0.%[3]d, network: public}
+  peerRouter: {ip: 172.16.0.1, mac: "00:00:00:00:ee:01"}%[4]s
+`, r, 10+i, 10+i, gateway)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "routers.yaml"), []byte(b.String()), 0o644))
+}
+
+// said is what a command said on stderr without the OVSDB client's log
+// lines (libovsdb's in-process server turns on their every level).
+func said(stderr string) string {
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		if !strings.Contains(line, `"level"=`) {
+			out.WriteString(line)
+		}
+	}
+	return out.String()
+}
+
+// status prints each router's order, SNAT IP and where its port is bound,
+// and the routers per gateway chassis; rebalance prints its moves, writes
+// nothing with --dry-run, and evens the primaries out without.
+func TestStatusAndRebalance(t *testing.T) {
+	gw := func(name string) *sbmodel.Chassis {
+		return &sbmodel.Chassis{Name: name, Hostname: name, OtherConfig: map[string]string{"ovn-cms-options": "enable-chassis-as-gw", "ovn-bridge-mappings": "physnet1:br-ex"}}
+	}
+	nbSock, sbSock := nbtest.Serve(t), nbtest.ServeSB(t, gw("gw1"), gw("gw2"), &sbmodel.Chassis{Name: "hv1", Hostname: "hv1"})
+	nb, sb := "unix:"+nbSock, "unix:"+sbSock
+	dir := t.TempDir()
+	sync := func() {
+		t.Helper()
+		r := cliBounded(t, "sync", "--nb", nb, "--sb", sb, "--from-file", dir)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	routersOnGW1(t, dir, true)
+	sync()
+	routersOnGW1(t, dir, false)
+	sync() // sticky: every primary stays on gw1
+	cr := func(r string) string { return "cr-" + translator.GatewayPortName(r) }
+	nbtest.BindPorts(t, sbSock, "chassisredirect", map[string]string{cr("ra"): "gw1", cr("rb"): "gw2", cr("rc"): "gw2"})
+
+	st := cliBounded(t, "status", "--nb", nb, "--sb", sb)
+	require.Equal(t, 0, st.code, st.stderr)
+	assert.Equal(t, `ROUTER  SNAT IP      PRIMARY             FAILOVER  ACTIVE             
+ra      172.16.0.10  gw1 (spec.gateway)  gw2       gw1                
+rb      172.16.0.11  gw1                 gw2       gw2 (failed over)  
+rc      172.16.0.12  gw1                 gw2       gw2 (failed over)  
+rd      172.16.0.13  gw1                 gw2       - (not bound)      
+
+routers per gateway chassis (primary / active):
+  gw1                  4 / 1   maps physnet1
+  gw2                  0 / 2   maps physnet1
+`, st.stdout)
+
+	dry := cliBounded(t, "rebalance", "--nb", nb, "--sb", sb, "--dry-run")
+	require.Equal(t, 0, dry.code, dry.stderr)
+	moves := "move rb: gw1 -> gw2 (gateway chassis now gw2, gw1)\nmove rc: gw1 -> gw2 (gateway chassis now gw2, gw1)\n"
+	assert.Equal(t, "dry run: 2 moves, nothing is written\n"+moves, dry.stdout)
+	assert.Empty(t, said(dry.stderr))
+
+	r := cliBounded(t, "rebalance", "--nb", nb, "--sb", sb)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, moves+"2 routers moved\n", r.stdout)
+	assert.Equal(t, "note: nudging the chassis after 2 gateway moves: reading NB_Global options: 0 rows; an old gateway may keep answering for a moved port until its ovn-controller recomputes\n", said(r.stderr))
+
+	st = cliBounded(t, "status", "--nb", nb, "--sb", sb)
+	assert.Contains(t, st.stdout, "  gw1                  2 / 1   maps physnet1\n  gw2                  2 / 2   maps physnet1\n")
+	again := cliBounded(t, "rebalance", "--nb", nb, "--sb", sb)
+	assert.Equal(t, 0, again.code)
+	assert.Equal(t, "balanced: no router to move\n", again.stdout)
+	assert.Empty(t, said(again.stderr))
+}

@@ -1,0 +1,154 @@
+// Package gatewaystate reads where a central NB places our routers'
+// gateway ports, and changes it: State holds each router's gateway order
+// (its Gateway_Chassis rows), the SB's chassis and where each gateway port
+// is bound now (`kubevirt-ovn status`); Rebalance and Move even out the
+// primaries, one router per transaction (`kubevirt-ovn rebalance`). The
+// CLI parses the flags and prints.
+package gatewaystate
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/syncer"
+)
+
+// State is the gateway placement of one instance's routers, read from a
+// central NB and its SB, with both clients open (Close them).
+type State struct {
+	// Routers are the gateway orders our routers' rows hold, sorted by
+	// router (kvnb.Gateways).
+	Routers []translator.Assignment
+	// SNATIP maps a router to the SNAT IP of its gateway port.
+	SNATIP map[string]string
+	// Chassis are the SB's chassis, sorted by name.
+	Chassis []translator.Chassis
+	// Active maps a router to the chassis its gateway port is bound to
+	// now, which BFD may have moved away from its primary; a port bound
+	// nowhere is not listed.
+	Active map[string]string
+
+	instance string
+	nb, sb   client.Client
+}
+
+// Read connects to the NB and the SB and reads the gateway state of
+// instance's routers; log hears of the connections.
+func Read(ctx context.Context, nb, sb ovn.Endpoint, instance string, log logr.Logger) (*State, error) {
+	nbc, err := ovn.DialNB(ctx, nb, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{instance: instance, nb: nbc}
+	if err := ovn.ReadOwned(ctx, nbc, instance); err != nil {
+		nbc.Close()
+		return nil, err
+	}
+	sbc, err := ovn.ConnectSB(ctx, sb, log)
+	if err != nil {
+		nbc.Close()
+		return nil, err
+	}
+	s.sb = sbc
+	if s.Chassis, err = ovn.GatewayChassis(ctx, sbc); err == nil {
+		s.Active, err = ovn.ActiveGateways(ctx, sbc)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Routers = kvnb.Gateways(nbc, instance)
+	held, err := kvnb.HeldClaims(ctx, nbc, instance)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.SNATIP = map[string]string{}
+	for ip, r := range held.SNATIPs {
+		s.SNATIP[r] = ip
+	}
+	return s, nil
+}
+
+// Close closes the clients of the NB and the SB.
+func (s *State) Close() {
+	s.nb.Close()
+	s.sb.Close()
+}
+
+// Load is a gateway chassis and the routers it serves.
+type Load struct {
+	translator.Chassis
+	// Primaries are the routers whose order puts the chassis first,
+	// Active those whose gateway port is bound to it now.
+	Primaries, Active int
+}
+
+// Loads are the gateway chassis of the SB, by name, with their loads.
+func (s *State) Loads() []Load {
+	var out []Load
+	for _, c := range s.Chassis {
+		if !c.Gateway {
+			continue
+		}
+		l := Load{Chassis: c}
+		for _, a := range s.Routers {
+			if a.Order[0] == c.Name {
+				l.Primaries++
+			}
+			if s.Active[a.Router] == c.Name {
+				l.Active++
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Rebalance returns the moves that even out the routers' primaries over
+// the gateway chassis (translator.Rebalance); it writes nothing.
+func (s *State) Rebalance() []translator.Move {
+	return translator.Rebalance(s.Routers, s.Chassis)
+}
+
+// Move commits one router's new gateway order: its Gateway_Chassis rows
+// only, in one transaction.
+func (s *State) Move(ctx context.Context, m translator.Move) error {
+	u := translator.Unit{Kind: translator.KindRouter, Name: m.Router}
+	var rows []translator.Row
+	for _, gc := range translator.GatewayChassisRows(m.Router, m.Order, s.instance) {
+		rows = append(rows, translator.Row{Model: gc, Parent: translator.GatewayPortName(m.Router)})
+	}
+	w := kvnb.Work{Desired: kvnb.Desired{Unit: u, Rows: rows, Tables: []string{nbmodel.GatewayChassisTable}}}
+	res, err := kvnb.SyncWork(ctx, s.nb, []kvnb.Work{w}, kvnb.SyncOptions{Instance: s.instance})
+	if err != nil {
+		return err
+	}
+	for _, r := range res.Units {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// FinishMoves finishes the moves committed, those of moves but for the
+// routers of failed: it waits for their gateway ports to be bound on
+// their new primaries and nudges the chassis (syncer.FinishMoves), saying
+// what it did to note (may be nil).
+func (s *State) FinishMoves(ctx context.Context, moves []translator.Move, failed []string, note func(string)) {
+	moved := map[string]string{}
+	for _, m := range moves {
+		moved[m.Router] = m.To
+	}
+	for _, r := range failed {
+		delete(moved, r)
+	}
+	syncer.FinishMoves(ctx, s.nb, s.sb, moved, note)
+}
