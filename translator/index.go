@@ -12,9 +12,11 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
 
-// Objects are the declarations of one source (a manifest file, a Kubernetes
-// object), what Input.Set replaces; a Snapshot holds the same four fields
-// for every source at once (Snapshot.Objects).
+// Objects are declarations: of one source (a manifest file, a Kubernetes
+// object), what Input.Set replaces, or of many merged (manifest.Set, what
+// a set of manifests declares). A Snapshot holds the same four fields for
+// every source at once, with the chassis and what the NB holds
+// (Snapshot.Objects, Objects.Snapshot convert).
 type Objects struct {
 	Routers  []Router
 	Networks []Network
@@ -27,6 +29,11 @@ type Objects struct {
 // Objects are the declarations of s, as one source's.
 func (s *Snapshot) Objects() Objects {
 	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+}
+
+// Snapshot is a Snapshot of o alone: no chassis, nothing held.
+func (o Objects) Snapshot() *Snapshot {
+	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, Invalid: o.Invalid}
 }
 
 // Input is the indexed form of the Objects of every source (Set) and the SB

@@ -346,10 +346,10 @@ func (f *FileSource) wouldEmpty(changes []manifest.FileChange) bool {
 	n := routers + networks
 	for _, ch := range changes {
 		if ch.Old != nil {
-			n -= len(ch.Old.Snapshot.Routers) + len(ch.Old.Snapshot.Networks)
+			n -= len(ch.Old.Objects.Routers) + len(ch.Old.Objects.Networks)
 		}
 		if ch.New != nil {
-			n += len(ch.New.Snapshot.Routers) + len(ch.New.Snapshot.Networks)
+			n += len(ch.New.Objects.Routers) + len(ch.New.Objects.Networks)
 		}
 	}
 	return n <= 0
@@ -442,7 +442,7 @@ func (f *FileSource) apply(set *manifest.Set, changes []manifest.FileChange, dig
 		}
 	}
 	f.mu.Lock()
-	f.snap = &set.Snapshot
+	f.snap = set.Objects.Snapshot()
 	f.mu.Unlock()
 	f.empty, f.digest = set.Empty(), digest
 }
@@ -451,8 +451,7 @@ func (f *FileSource) apply(set *manifest.Set, changes []manifest.FileChange, dig
 func (f *FileSource) applyChange(ch manifest.FileChange) {
 	var objs translator.Objects
 	if ch.New != nil {
-		s := &ch.New.Snapshot
-		objs = translator.Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+		objs = ch.New.Objects
 		f.applied[ch.Path] = true
 	} else {
 		delete(f.applied, ch.Path)

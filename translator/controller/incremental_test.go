@@ -109,7 +109,7 @@ func TestOneEditReconcilesOnlyItsUnits(t *testing.T) {
 	// reconcile of each unit writes nothing, so no monitor echo follows.
 	set, err := manifest.LoadPaths([]string{dir})
 	require.NoError(t, err)
-	res, err := nb.Sync(ctx, nbc, tr.Build(&set.Snapshot, instance), nb.SyncOptions{Instance: instance})
+	res, err := nb.Sync(ctx, nbc, tr.Build(set.Objects.Snapshot(), instance), nb.SyncOptions{Instance: instance})
 	require.NoError(t, err)
 	require.Empty(t, res.Failed())
 

@@ -98,8 +98,8 @@ func BenchmarkLoad(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(s.Snapshot.Routers) != 1000 || len(s.Snapshot.VMs) != 10000 {
-			b.Fatalf("read %d routers, %d VM ports", len(s.Snapshot.Routers), len(s.Snapshot.VMs))
+		if len(s.Objects.Routers) != 1000 || len(s.Objects.VMs) != 10000 {
+			b.Fatalf("read %d routers, %d VM ports", len(s.Objects.Routers), len(s.Objects.VMs))
 		}
 	}
 }

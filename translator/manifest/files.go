@@ -197,7 +197,7 @@ func readOnce(path string) (data []byte, changed bool, err error) {
 // Empty is true when the set declares no router and no network: applied, it
 // would delete every row kubevirt-ovn owns.
 func (s *Set) Empty() bool {
-	return len(s.Snapshot.Routers) == 0 && len(s.Snapshot.Networks) == 0 && len(s.Snapshot.Invalid) == 0
+	return len(s.Objects.Routers) == 0 && len(s.Objects.Networks) == 0 && len(s.Objects.Invalid) == 0
 }
 
 // readAll reads r to its end into a buffer sized for a file of size bytes

@@ -72,7 +72,7 @@ func TestFiles_ConfigMapVolume(t *testing.T) {
 	s, err := LoadPaths([]string{dir})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"router1"}, routerNames(s))
-	require.Len(t, s.Snapshot.Networks, 2, "each network once")
+	require.Len(t, s.Objects.Networks, 2, "each network once")
 
 	// An update the kubelet way, adding a key and removing one, seen at
 	// every step: the old content until ..data is swapped, the new after.
@@ -81,13 +81,13 @@ func TestFiles_ConfigMapVolume(t *testing.T) {
 		s, err := LoadPaths([]string{dir})
 		require.NoError(t, err, "a new key's link dangles until ..data is swapped")
 		assert.Equal(t, []string{"router1"}, routerNames(s))
-		assert.Len(t, s.Snapshot.Networks, 2)
+		assert.Len(t, s.Objects.Networks, 2)
 	})
 	s, err = LoadPaths([]string{dir})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"router2"}, routerNames(s))
-	assert.Empty(t, s.Snapshot.Networks)
-	assert.Len(t, s.Snapshot.VMs, 1)
+	assert.Empty(t, s.Objects.Networks)
+	assert.Len(t, s.Objects.VMs, 1)
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
@@ -116,8 +116,8 @@ func TestLoadPaths_FileBeingWritten(t *testing.T) {
 	require.NoError(t, w.Close())
 	s, err := LoadPaths([]string{dir})
 	require.NoError(t, err)
-	require.Len(t, s.Snapshot.Routers, 1)
-	assert.NotNil(t, s.Snapshot.Routers[0].External, "the whole file")
+	require.Len(t, s.Objects.Routers, 1)
+	assert.NotNil(t, s.Objects.Routers[0].External, "the whole file")
 }
 
 // A file that changed while it was read is read again; one that keeps

@@ -32,7 +32,7 @@ func FuzzDecodeAndPlan(f *testing.F) {
 		if err := s.Add("fuzz.yaml", data); err != nil {
 			return
 		}
-		snap := s.Snapshot
+		snap := *s.Objects.Snapshot()
 		snap.ChassisKnown = len(snap.Routers)%2 == 0
 		snap.Chassis = []translator.Chassis{{Name: "gw1", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}}, {Name: "hv1", Hostname: "hv1"}}
 		p := translator.Build(&snap, "fuzz")

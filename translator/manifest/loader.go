@@ -12,9 +12,9 @@ import (
 // compare with the next Load, and the Sets it returns share their contents:
 // read them, do not change them.
 type FileObjects struct {
-	Path     string
-	Snapshot translator.Snapshot // only Routers, Networks, VMs, Invalid filled
-	Notes    []string
+	Path    string
+	Objects translator.Objects
+	Notes   []string
 }
 
 // FileChange is how one file's objects changed between two successful
@@ -123,7 +123,7 @@ func loadFile(path string) (*FileObjects, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FileObjects{Path: path, Snapshot: s.Snapshot, Notes: s.Notes}, nil
+	return &FileObjects{Path: path, Objects: s.Objects, Notes: s.Notes}, nil
 }
 
 // decodeFile decodes one file's manifests into a new set.
@@ -143,26 +143,26 @@ func (s *Set) mergeAll(files []string, loaded map[string]loadedFile) {
 	var routers, networks, vms, notes int
 	for _, path := range files {
 		o := loaded[path].objects
-		routers += len(o.Snapshot.Routers)
-		networks += len(o.Snapshot.Networks)
-		vms += len(o.Snapshot.VMs)
+		routers += len(o.Objects.Routers)
+		networks += len(o.Objects.Networks)
+		vms += len(o.Objects.VMs)
 		notes += len(o.Notes)
 	}
 	if routers > 0 {
-		s.Snapshot.Routers = make([]translator.Router, 0, routers)
+		s.Objects.Routers = make([]translator.Router, 0, routers)
 	}
 	if networks > 0 {
-		s.Snapshot.Networks = make([]translator.Network, 0, networks)
+		s.Objects.Networks = make([]translator.Network, 0, networks)
 	}
 	if vms > 0 {
-		s.Snapshot.VMs = make([]translator.VMInterface, 0, vms)
+		s.Objects.VMs = make([]translator.VMInterface, 0, vms)
 	}
 	if notes > 0 {
 		s.Notes = make([]string, 0, notes)
 	}
 	for _, path := range files {
 		o := loaded[path].objects
-		s.merge(&o.Snapshot, o.Notes)
+		s.merge(&o.Objects, o.Notes)
 	}
 }
 

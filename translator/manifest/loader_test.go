@@ -26,7 +26,7 @@ func requireSameAsLoadPaths(t *testing.T, paths []string, got *Set) {
 	t.Helper()
 	want, err := LoadPaths(paths)
 	require.NoError(t, err)
-	require.Equal(t, want.Snapshot, got.Snapshot)
+	require.Equal(t, want.Objects, got.Objects)
 	require.Equal(t, want.Notes, got.Notes)
 }
 
@@ -56,16 +56,16 @@ func TestLoader_ReDecodesOnlyChangedFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a.yaml", "b.yaml", "c.json"}, *decoded)
 	assert.Equal(t, []change{{"a.yaml", false, true}, {"b.yaml", false, true}, {"c.json", false, true}}, changesOf(cs))
-	assert.Equal(t, wantFullSnapshot(), s.Snapshot)
+	assert.Equal(t, wantFullObjects(), s.Objects)
 	requireSameAsLoadPaths(t, paths, s)
 	first := map[string]*FileObjects{}
 	for _, c := range cs {
 		first[filepath.Base(c.Path)] = c.New
 	}
-	require.Len(t, first["a.yaml"].Snapshot.Routers, 1)
-	assert.Empty(t, first["a.yaml"].Snapshot.Networks)
-	assert.Len(t, first["b.yaml"].Snapshot.Networks, 2)
-	assert.Len(t, first["c.json"].Snapshot.VMs, 1)
+	require.Len(t, first["a.yaml"].Objects.Routers, 1)
+	assert.Empty(t, first["a.yaml"].Objects.Networks)
+	assert.Len(t, first["b.yaml"].Objects.Networks, 2)
+	assert.Len(t, first["c.json"].Objects.VMs, 1)
 
 	// Nothing changed: nothing read, nothing reported.
 	*decoded = nil
@@ -73,7 +73,7 @@ func TestLoader_ReDecodesOnlyChangedFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, *decoded)
 	assert.Empty(t, cs)
-	assert.Equal(t, wantFullSnapshot(), s.Snapshot)
+	assert.Equal(t, wantFullObjects(), s.Objects)
 
 	// One file changed: it alone is decoded; the change carries the
 	// objects before and after.
@@ -84,7 +84,7 @@ func TestLoader_ReDecodesOnlyChangedFiles(t *testing.T) {
 	assert.Equal(t, []string{"b.yaml"}, *decoded)
 	require.Equal(t, []change{{"b.yaml", true, true}}, changesOf(cs))
 	assert.Same(t, first["b.yaml"], cs[0].Old)
-	assert.Len(t, cs[0].New.Snapshot.Networks, 1)
+	assert.Len(t, cs[0].New.Objects.Networks, 1)
 	assert.Same(t, first["a.yaml"], l.files[filepath.Join(dir, "a.yaml")].objects, "unchanged files keep their objects")
 	assert.Same(t, first["c.json"], l.files[filepath.Join(dir, "c.json")].objects)
 	requireSameAsLoadPaths(t, paths, s)
@@ -154,7 +154,7 @@ func TestLoader_FailedLoadChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []change{{"b.yaml", true, true}}, changesOf(cs))
 	assert.Same(t, oldB, cs[0].Old, "compared with the last successful Load")
-	assert.Equal(t, "public", cs[0].New.Snapshot.Networks[0].Name)
+	assert.Equal(t, "public", cs[0].New.Objects.Networks[0].Name)
 	requireSameAsLoadPaths(t, paths, s)
 
 	// A file that vanished fails the listing, as it does LoadPaths'.
@@ -206,8 +206,8 @@ func TestLoader_AggregateEqualsLoadPaths(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, cs, 6)
 	requireSameAsLoadPaths(t, paths, s)
-	require.Len(t, s.Snapshot.Invalid, 1)
-	for _, err := range s.Snapshot.Invalid {
+	require.Len(t, s.Objects.Invalid, 1)
+	for _, err := range s.Objects.Invalid {
 		assert.Contains(t, err.Error(), "spec.name two")
 	}
 	assert.Len(t, s.Notes, 1)
@@ -218,7 +218,7 @@ func TestLoader_AggregateEqualsLoadPaths(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, cs, 2)
 	requireSameAsLoadPaths(t, paths, s)
-	for _, err := range s.Snapshot.Invalid {
+	for _, err := range s.Objects.Invalid {
 		assert.Contains(t, err.Error(), "spec.name one")
 	}
 }
@@ -238,6 +238,6 @@ func TestLoader_Pipe(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{strings.Repeat("r", i+1)}, routerNames(s))
 		require.NotEmpty(t, cs)
-		assert.Equal(t, s.Snapshot.Routers, cs[0].New.Snapshot.Routers, "read again")
+		assert.Equal(t, s.Objects.Routers, cs[0].New.Objects.Routers, "read again")
 	}
 }

@@ -1,7 +1,7 @@
 // Package manifest reads the manifests ONOS kubevirt-networking users already
 // have (VirtualRouter, NetworkAttachmentDefinition with a network-config
 // annotation, VirtualMachineInstance) from YAML or JSON into a
-// translator.Snapshot.
+// translator.Objects.
 package manifest
 
 import (
@@ -162,7 +162,7 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 
 // Set is what a set of manifests declares.
 type Set struct {
-	Snapshot translator.Snapshot
+	Objects translator.Objects
 	// Notes are objects that were read but ignored, with the reason.
 	Notes []string
 }
@@ -193,7 +193,7 @@ func LoadPaths(paths []string) (*Set, error) {
 // source and adds its objects to the set.
 func (s *Set) Add(source string, data []byte) error {
 	if f, err := decodeFast(source, data); err == nil {
-		s.merge(&f.Snapshot, f.Notes)
+		s.merge(&f.Objects, f.Notes)
 		return nil
 	}
 	return s.addGeneral(source, data)
@@ -201,11 +201,11 @@ func (s *Set) Add(source string, data []byte) error {
 
 // merge adds the objects and notes of one file to s, in order; an invalid
 // unit named again replaces the earlier entry, as a second Add would.
-func (s *Set) merge(snap *translator.Snapshot, notes []string) {
-	s.Snapshot.Routers = append(s.Snapshot.Routers, snap.Routers...)
-	s.Snapshot.Networks = append(s.Snapshot.Networks, snap.Networks...)
-	s.Snapshot.VMs = append(s.Snapshot.VMs, snap.VMs...)
-	for u, err := range snap.Invalid {
+func (s *Set) merge(objs *translator.Objects, notes []string) {
+	s.Objects.Routers = append(s.Objects.Routers, objs.Routers...)
+	s.Objects.Networks = append(s.Objects.Networks, objs.Networks...)
+	s.Objects.VMs = append(s.Objects.VMs, objs.VMs...)
+	for u, err := range objs.Invalid {
 		s.invalid(u, err)
 	}
 	s.Notes = append(s.Notes, notes...)
@@ -292,7 +292,7 @@ func (s *Set) applyRouter(where string, vr *VirtualRouter) error {
 	r, err := RouterFrom(vr)
 	switch {
 	case err == nil:
-		s.Snapshot.Routers = append(s.Snapshot.Routers, r)
+		s.Objects.Routers = append(s.Objects.Routers, r)
 	case vr.Name != "":
 		// A router that decodes but whose spec contradicts its name is one
 		// object's bad input: it fails and keeps its rows, the others sync.
@@ -308,10 +308,10 @@ func (s *Set) applyRouter(where string, vr *VirtualRouter) error {
 // invalid records an object that is identified but does not convert: its
 // unit fails and keeps its rows.
 func (s *Set) invalid(u translator.Unit, err error) {
-	if s.Snapshot.Invalid == nil {
-		s.Snapshot.Invalid = map[translator.Unit]error{}
+	if s.Objects.Invalid == nil {
+		s.Objects.Invalid = map[translator.Unit]error{}
 	}
-	s.Snapshot.Invalid[u] = err
+	s.Objects.Invalid[u] = err
 }
 
 // RouterFrom converts a VirtualRouter object to the translator's input.
@@ -363,7 +363,7 @@ func (s *Set) applyNAD(where string, nad *NetworkAttachmentDefinition) error {
 		s.Notes = append(s.Notes, fmt.Sprintf("%s: ignored %s %s/%s: no %s annotation", where, KindNAD, nad.Namespace, nad.Name, NetworkConfigAnnotation))
 		return nil
 	}
-	s.Snapshot.Networks = append(s.Snapshot.Networks, n)
+	s.Objects.Networks = append(s.Objects.Networks, n)
 	return nil
 }
 
@@ -423,7 +423,7 @@ func (s *Set) applyVMI(where string, vmi *VirtualMachineInstance) {
 	for _, n := range notes {
 		s.Notes = append(s.Notes, where+": "+n)
 	}
-	s.Snapshot.VMs = append(s.Snapshot.VMs, ifaces...)
+	s.Objects.VMs = append(s.Objects.VMs, ifaces...)
 }
 
 // VMInterfacesFrom returns the multus interfaces of a VMI that have a MAC and

@@ -157,8 +157,8 @@ func yamlListItem(doc string) string {
 	return "  - " + strings.TrimPrefix(ind, "    ")
 }
 
-func wantFullSnapshot() translator.Snapshot {
-	return translator.Snapshot{
+func wantFullObjects() translator.Objects {
+	return translator.Objects{
 		Routers: []translator.Router{{
 			Name:        "router1",
 			MAC:         "fa:16:3e:00:00:01",
@@ -250,7 +250,7 @@ func TestAdd_Formats(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustAdd(t, tc.source, tc.data)
-			assert.Equal(t, wantFullSnapshot(), s.Snapshot)
+			assert.Equal(t, wantFullObjects(), s.Objects)
 			assert.Empty(t, s.Notes)
 		})
 	}
@@ -261,7 +261,7 @@ func TestAdd_AccumulatesAcrossCalls(t *testing.T) {
 	require.NoError(t, s.Add("router.yaml", []byte(routerYAML)))
 	require.NoError(t, s.Add("nets.yaml", []byte(nadAYAML+"---\n"+nadPublicYAML)))
 	require.NoError(t, s.Add("vmi.json", []byte(vmiJSON)))
-	assert.Equal(t, wantFullSnapshot(), s.Snapshot)
+	assert.Equal(t, wantFullObjects(), s.Objects)
 	assert.Empty(t, s.Notes)
 }
 
@@ -351,18 +351,18 @@ func TestAdd_NetworkConfig(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustAdd(t, "nad.json", nadDoc(t, "tenant", "net", tc.cfg))
-			require.Len(t, s.Snapshot.Networks, 1)
-			assert.Equal(t, tc.want, s.Snapshot.Networks[0])
+			require.Len(t, s.Objects.Networks, 1)
+			assert.Equal(t, tc.want, s.Objects.Networks[0])
 			assert.Empty(t, s.Notes)
-			assert.Empty(t, s.Snapshot.Routers)
-			assert.Empty(t, s.Snapshot.VMs)
+			assert.Empty(t, s.Objects.Routers)
+			assert.Empty(t, s.Objects.VMs)
 		})
 	}
 
 	t.Run("namespace defaults to default", func(t *testing.T) {
 		s := mustAdd(t, "nad.json", nadDoc(t, "", "net", `{"type": "FLAT"}`))
-		require.Len(t, s.Snapshot.Networks, 1)
-		assert.Equal(t, "default", s.Snapshot.Networks[0].Namespace)
+		require.Len(t, s.Objects.Networks, 1)
+		assert.Equal(t, "default", s.Objects.Networks[0].Namespace)
 	})
 }
 
@@ -415,10 +415,10 @@ items:
 	s := mustAdd(t, "mixed.yaml", data)
 
 	// The router is still read.
-	require.Len(t, s.Snapshot.Routers, 1)
-	assert.Equal(t, "router1", s.Snapshot.Routers[0].Name)
-	assert.Empty(t, s.Snapshot.Networks)
-	assert.Empty(t, s.Snapshot.VMs)
+	require.Len(t, s.Objects.Routers, 1)
+	assert.Equal(t, "router1", s.Objects.Routers[0].Name)
+	assert.Empty(t, s.Objects.Networks)
+	assert.Empty(t, s.Objects.VMs)
 
 	require.Len(t, s.Notes, 4)
 	wantParts := [][]string{
@@ -437,7 +437,7 @@ items:
 func TestAdd_IgnoresWrongAPIVersion(t *testing.T) {
 	// A VirtualRouter under another group is not ours.
 	s := mustAdd(t, "r.yaml", strings.Replace(routerYAML, "kubevirt.io/v1", "example.com/v1", 1))
-	assert.Empty(t, s.Snapshot.Routers)
+	assert.Empty(t, s.Objects.Routers)
 	require.Len(t, s.Notes, 1)
 	assert.Contains(t, s.Notes[0], "example.com/v1 VirtualRouter router1")
 }
@@ -647,7 +647,7 @@ status:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustAdd(t, "vmi.yaml", tc.doc)
-			assert.Equal(t, tc.want, s.Snapshot.VMs)
+			assert.Equal(t, tc.want, s.Objects.VMs)
 			require.Len(t, s.Notes, len(tc.notes), "notes: %q", s.Notes)
 			for i, parts := range tc.notes {
 				for _, p := range parts {
@@ -734,8 +734,8 @@ spec:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustAdd(t, "router.yaml", tc.doc)
-			require.Len(t, s.Snapshot.Routers, 1)
-			got := s.Snapshot.Routers[0]
+			require.Len(t, s.Objects.Routers, 1)
+			got := s.Objects.Routers[0]
 			// metav1.Time decodes into the local zone: compare the instant.
 			assert.True(t, tc.want.Created.Equal(got.Created), "Created %v, want %v", got.Created, tc.want.Created)
 			got.Created = tc.want.Created
@@ -756,10 +756,10 @@ spec: {name: router-spec}
 ---
 `+routerYAML)
 	require.NoError(t, err)
-	require.Len(t, s.Snapshot.Routers, 1, "the other router is read")
+	require.Len(t, s.Objects.Routers, 1, "the other router is read")
 	u := translator.Unit{Kind: translator.KindRouter, Name: "router-meta"}
-	require.Contains(t, s.Snapshot.Invalid, u)
-	assert.Equal(t, "VirtualRouter router-meta: spec.name router-spec differs from metadata.name router-meta (router.yaml: document 1)", s.Snapshot.Invalid[u].Error())
+	require.Contains(t, s.Objects.Invalid, u)
+	assert.Equal(t, "VirtualRouter router-meta: spec.name router-spec differs from metadata.name router-meta (router.yaml: document 1)", s.Objects.Invalid[u].Error())
 }
 
 func TestAdd_RouterNameErrors(t *testing.T) {
@@ -785,7 +785,7 @@ spec: {mac: "fa:16:3e:00:00:02"}
 			for _, p := range tc.parts {
 				assert.Contains(t, err.Error(), p)
 			}
-			assert.Empty(t, s.Snapshot.Routers)
+			assert.Empty(t, s.Objects.Routers)
 		})
 	}
 }
@@ -915,8 +915,8 @@ status:
 			for _, p := range tc.parts {
 				assert.Contains(t, err.Error(), p)
 			}
-			assert.Empty(t, s.Snapshot.Routers)
-			assert.Empty(t, s.Snapshot.VMs)
+			assert.Empty(t, s.Objects.Routers)
+			assert.Empty(t, s.Objects.VMs)
 		})
 	}
 }
@@ -935,7 +935,7 @@ func namedRouter(name string) string {
 
 func routerNames(s *Set) []string {
 	var names []string
-	for _, r := range s.Snapshot.Routers {
+	for _, r := range s.Objects.Routers {
 		names = append(names, r.Name)
 	}
 	return names
@@ -957,10 +957,10 @@ func TestLoadPaths_Directory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"first", "second", "third", "fourth"}, routerNames(s))
 
-	want := wantFullSnapshot()
-	require.Len(t, s.Snapshot.Networks, 2)
-	assert.Equal(t, want.Networks, s.Snapshot.Networks)
-	assert.Equal(t, want.VMs, s.Snapshot.VMs)
+	want := wantFullObjects()
+	require.Len(t, s.Objects.Networks, 2)
+	assert.Equal(t, want.Networks, s.Objects.Networks)
+	assert.Equal(t, want.VMs, s.Objects.VMs)
 	assert.Empty(t, s.Notes)
 }
 
@@ -1025,11 +1025,11 @@ func TestLoadPaths_DeployExamples(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, s.Notes)
 
-	require.Len(t, s.Snapshot.Routers, 1)
-	require.Len(t, s.Snapshot.Networks, 3)
-	require.Len(t, s.Snapshot.VMs, 2)
+	require.Len(t, s.Objects.Routers, 1)
+	require.Len(t, s.Objects.Networks, 3)
+	require.Len(t, s.Objects.VMs, 2)
 
-	r := s.Snapshot.Routers[0]
+	r := s.Objects.Routers[0]
 	assert.Equal(t, "router1", r.Name)
 	assert.True(t, r.EnableSNAT)
 	assert.Equal(t, []string{"net-a", "net-b"}, r.Internal)
@@ -1037,7 +1037,7 @@ func TestLoadPaths_DeployExamples(t *testing.T) {
 	assert.Equal(t, "gw1", r.Gateway)
 
 	byName := map[string]translator.Network{}
-	for _, n := range s.Snapshot.Networks {
+	for _, n := range s.Objects.Networks {
 		byName[n.Name] = n
 	}
 	require.Contains(t, byName, "public")
@@ -1051,5 +1051,5 @@ func TestLoadPaths_DeployExamples(t *testing.T) {
 	assert.Equal(t, []translator.VMInterface{
 		{Namespace: "default", VMI: "vm-a", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "hv1"},
 		{Namespace: "default", VMI: "vm-b", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6", Node: "hv2"},
-	}, s.Snapshot.VMs)
+	}, s.Objects.VMs)
 }

@@ -23,8 +23,9 @@ func examplePlan(t *testing.T) *translator.Plan {
 	t.Helper()
 	set, err := manifest.LoadPaths([]string{examples})
 	require.NoError(t, err)
-	set.Snapshot.Held = translator.Claims{}
-	return translator.Build(&set.Snapshot, instance)
+	snap := set.Objects.Snapshot()
+	snap.Held = translator.Claims{}
+	return translator.Build(snap, instance)
 }
 
 // dial connects to nb through a proxy that can cut the connection, and

@@ -130,11 +130,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for _, n := range set.Notes {
 		opts.note("%s", n)
 	}
-	held, err := readDatabases(ctx, set, targets, opts)
+	snap := set.Objects.Snapshot()
+	held, err := readDatabases(ctx, set, snap, targets, opts)
 	if err != nil {
 		return nil, err
 	}
-	plan := translator.Build(&set.Snapshot, opts.Instance)
+	plan := translator.Build(snap, opts.Instance)
 	set = nil // the decoded manifests are not needed any more: let the GC have them
 	for _, n := range plan.Notes {
 		opts.note("%s", n)
@@ -180,13 +181,12 @@ func loadWhileConnecting(ctx context.Context, targets []*target, opts Options) (
 	return l.set, nil
 }
 
-// readDatabases completes set's snapshot with what the targets hold: the
+// readDatabases completes snap, the snapshot of set, with what the targets hold: the
 // chassis of their SBs, each zone's foreign tunnel keys, the claims of
 // their NBs (also returned, one per target). A chassis of two zones, a
 // zone under VXLAN or an empty input that would delete our rows
 // (RefuseEmpty) fails it before anything is written.
-func readDatabases(ctx context.Context, set *manifest.Set, targets []*target, opts Options) (translator.ZonesHeld, error) {
-	snap := &set.Snapshot
+func readDatabases(ctx context.Context, set *manifest.Set, snap *translator.Snapshot, targets []*target, opts Options) (translator.ZonesHeld, error) {
 	snap.Interconnect = len(targets) > 1 || targets[0].Zone != ""
 	var err error
 	if snap.Chassis, snap.ChassisKnown, err = chassisOf(ctx, targets); err != nil {
