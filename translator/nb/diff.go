@@ -3,6 +3,7 @@ package nb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -235,7 +236,7 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 			}
 		}
 		var rows []model.Model
-		for _, k := range sortedKeys(keys) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			found, err := d.v.byColumn(t, o.Column, k)
 			if err != nil {
 				return nil, err
@@ -502,7 +503,7 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 		ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: k, Detail: "moved to " + w.Parent})
 	}
 
-	for _, k := range sortedKeys(unmatched) {
+	for _, k := range slices.Sorted(maps.Keys(unmatched)) {
 		if slices.Contains(keep, k) {
 			continue
 		}
@@ -904,13 +905,4 @@ func sortedTables(ts []*Table) []*Table {
 	out := slices.Clone(ts)
 	slices.SortFunc(out, func(a, b *Table) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package nb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -149,7 +150,7 @@ func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Ope
 				m := ins.m
 				if ex := extra[ins]; ex != nil {
 					m = model.Clone(m)
-					for _, col := range sortedKeys(ex) {
+					for _, col := range slices.Sorted(maps.Keys(ex)) {
 						f := field(m, col)
 						if f.Kind() == reflect.Pointer {
 							v := ex[col][0]
@@ -365,7 +366,7 @@ func (d *Differ) guardNames(t *Table, foreign []string, batch []*UnitDiff) []str
 			}
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Guards reads, for each guarded table in which batch inserts many roots,
