@@ -153,24 +153,7 @@ func (g *Zones) refreshForeignKeys(ctx context.Context, strict bool) error {
 
 // work is what unit plan up asks of this controller's NB.
 func (c *Controller) work(up translator.UnitPlan) nb.Work {
-	work := nb.Work{Desired: nb.Desired{Unit: up.Unit}}
-	var zr *translator.ZoneRows
-	switch {
-	case len(up.Errs) > 0:
-		work.Err = errors.Join(up.Errs...)
-	case c.zone != "" && up.Network != nil:
-		zr = up.Network.Zones[c.zone]
-	case c.zone != "" && up.Router != nil:
-		zr = up.Router.Zones[c.zone]
-	case up.Network != nil:
-		work.Rows, work.Keep = up.Network.Rows(), up.Network.KeepPorts
-	case up.Router != nil:
-		work.Rows = up.Router.Rows()
-	}
-	if zr != nil {
-		work.Rows, work.Keep = zr.Rows, zr.Keep
-	}
-	return work
+	return nb.WorkOf(up, c.zone)
 }
 
 // switchNetworks are the networks whose switches router rp's rows hang

@@ -3,6 +3,7 @@ package nb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -235,7 +236,7 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 			}
 		}
 		var rows []model.Model
-		for _, k := range sortedKeys(keys) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			found, err := d.v.byColumn(t, o.Column, k)
 			if err != nil {
 				return nil, err
@@ -381,25 +382,60 @@ func (d *Differ) currentParent(st *unitState, t *Table, r model.Model, wantParen
 	return d.scanParent(t, uuid)
 }
 
+// tableDiff is one table of one unit's diff. The unit's state and the rows
+// not claimed yet are passed along, not held: what td holds leaks to the
+// heap with the rows it records, and they stay on the stack.
+type tableDiff struct {
+	d  *Differ
+	ud *UnitDiff
+	t  *Table
+	// parent is t's parent table, nil for a root table.
+	parent *Table
+}
+
+// wantedParent is the row a desired child row hangs from: one of the
+// unit's rows, kept (uuid and row) or inserted by this diff (ins), or
+// another unit's row found by key (uuid and row); none when no row of
+// ours has the key.
+type wantedParent struct {
+	uuid string
+	row  model.Model
+	ins  *insert
+}
+
 // diffTable diffs one table of a unit: the unit's current rows against
 // want, in the plan's order; then the current rows nobody wants go.
 func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []translator.Row, keep []string) error {
-	var parentTable *Table
+	td := tableDiff{d: d, ud: ud, t: t}
 	if !t.Root() {
-		parentTable = d.reg.byName[t.Parent]
+		td.parent = d.reg.byName[t.Parent]
 	}
-	// Live rows by key: a child row whose parent goes goes with it; of two
-	// rows with one key the lowest UUID is kept, the other deleted, so that
-	// every writer keeps the same one.
-	kept := map[string]model.Model{}
-	var dups []model.Model
 	// unmatched are the kept rows no desired row has claimed yet.
 	unmatched := map[string]model.Model{}
+	if err := td.keepOnePerKey(st, unmatched); err != nil {
+		return err
+	}
+	for _, w := range want {
+		if err := td.diffRow(st, w, unmatched); err != nil {
+			return err
+		}
+	}
+	return td.removeUnwanted(st, unmatched, keep)
+}
+
+// keepOnePerKey indexes the unit's live rows of the table by key, in
+// st.kept and unmatched: a child row whose parent goes goes with it; of two
+// rows with one key the lowest UUID is kept, the other deleted, so that
+// every writer keeps the same one.
+func (td *tableDiff) keepOnePerKey(st *unitState, unmatched map[string]model.Model) error {
+	t := td.t
+	kept := map[string]model.Model{}
+	var dups []model.Model
 	for _, r := range st.cur[t] {
 		if !t.Root() {
 			if p, ok := st.parent[uuidOf(r)]; ok && st.deleted[p] {
 				st.deleted[uuidOf(r)] = true
-				d.gone[uuidOf(r)] = ud
+				td.d.gone[uuidOf(r)] = td.ud
 				continue
 			}
 		}
@@ -413,100 +449,138 @@ func (d *Differ) diffTable(ud *UnitDiff, st *unitState, t *Table, want []transla
 	}
 	st.kept[t] = kept
 	for _, r := range dups {
-		if err := d.remove(ud, st, t, r, "duplicate "+uuidOf(r)); err != nil {
+		if err := td.d.remove(td.ud, st, t, r, "duplicate "+uuidOf(r)); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	for _, w := range want {
-		k := t.Key(w.Model)
-		refKeys, err := d.wantRefs(ud, t, k, w)
-		if err != nil {
-			return err
-		}
-		// The parent: one of this unit's rows (kept, or inserted above),
-		// or another unit's row (a network's switch) found by name.
-		var parentUUID string
-		var parentNew *insert
-		var parentRow model.Model
-		if parentTable != nil {
-			if p, ok := st.kept[parentTable][w.Parent]; ok && !st.deleted[uuidOf(p)] {
-				parentUUID, parentRow = uuidOf(p), p
-			} else if p, ok := st.newRows[rowKey{parentTable.Name, w.Parent}]; ok {
-				parentNew = p
-			} else {
-				p, err := d.rowByKey(parentTable, w.Parent)
-				if err != nil {
-					return err
-				}
-				if p != nil {
-					parentUUID, parentRow = uuidOf(p), p
-				}
-			}
-		}
-
-		have, ok := unmatched[k]
-		if !ok {
-			m := model.Clone(w.Model)
-			setUUID(m, d.named())
-			ins := &insert{t: t, m: m, key: k, parentKey: w.Parent, parentUUID: parentUUID, parentNew: parentNew, refs: refKeys}
-			ud.inserts = append(ud.inserts, ins)
-			st.newRows[rowKey{t.Name, k}] = ins
-			d.inserting[rowKey{t.Name, k}] = true
-			detail := ""
-			if t.Describe != nil {
-				detail = t.Describe(m)
-			}
-			for _, ref := range t.References {
-				if keys := refKeys[ref.Column]; len(keys) > 0 {
-					detail = strings.TrimSpace(detail + " " + ref.Column + "=" + d.formatKeys(ref, keys))
-				}
-			}
-			ud.Changes = append(ud.Changes, Change{Action: Create, Table: t.Name, Name: k, Detail: detail})
-			continue
-		}
-		delete(unmatched, k)
-		desc, err := d.update(ud, t, have, w.Model, k)
-		if err != nil {
-			return err
-		}
-		desc = append(desc, d.diffRefs(ud, t, have, k, refKeys)...)
-		if len(desc) > 0 {
-			ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: k, Detail: strings.Join(desc, "; ")})
-		}
-		if parentTable == nil {
-			if t.Guard {
-				ud.Notes = append(ud.Notes, d.foreignNotes(t, have)...)
-			}
-			continue
-		}
-		cur := d.currentParent(st, t, have, parentRow)
-		if cur != "" && cur == parentUUID {
-			continue
-		}
-		// Not where the plan puts it (a router's external network changed):
-		// move it, keeping the row.
-		if cur != "" && !st.deleted[cur] {
-			ud.refs = append(ud.refs, refChange{parent: parentTable, parentUUID: cur, column: t.ParentColumn, child: uuidOf(have), remove: true})
-		}
-		rc := refChange{parent: parentTable, column: t.ParentColumn, child: uuidOf(have)}
-		switch {
-		case parentNew != nil:
-			rc.parentInsert = parentNew
-		case parentUUID == "":
-			rc.parentName = w.Parent
-		default:
-			rc.parentUUID = parentUUID
-		}
-		ud.refs = append(ud.refs, rc)
-		ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: k, Detail: "moved to " + w.Parent})
+// diffRow brings the unit's row with desired row w's key to w: an insert
+// when there is none, else an update in place and, for a child row held
+// elsewhere, a move to the parent the plan puts it under.
+func (td *tableDiff) diffRow(st *unitState, w translator.Row, unmatched map[string]model.Model) error {
+	k := td.t.Key(w.Model)
+	refKeys, err := td.d.wantRefs(td.ud, td.t, k, w)
+	if err != nil {
+		return err
 	}
+	parent, err := td.findParent(st, w.Parent)
+	if err != nil {
+		return err
+	}
+	have, ok := unmatched[k]
+	if !ok {
+		td.insertRow(st, w, k, parent, refKeys)
+		return nil
+	}
+	delete(unmatched, k)
+	if err := td.updateRow(have, w.Model, k, refKeys); err != nil {
+		return err
+	}
+	if td.parent == nil {
+		if td.t.Guard {
+			td.ud.Notes = append(td.ud.Notes, td.d.foreignNotes(td.t, have)...)
+		}
+		return nil
+	}
+	td.moveToParent(st, have, w.Parent, k, parent)
+	return nil
+}
 
-	for _, k := range sortedKeys(unmatched) {
+// findParent finds the parent row of key key (see wantedParent); none
+// for a root table.
+func (td *tableDiff) findParent(st *unitState, key string) (wantedParent, error) {
+	if td.parent == nil {
+		return wantedParent{}, nil
+	}
+	if p, ok := st.kept[td.parent][key]; ok && !st.deleted[uuidOf(p)] {
+		return wantedParent{uuid: uuidOf(p), row: p}, nil
+	}
+	if p, ok := st.newRows[rowKey{td.parent.Name, key}]; ok {
+		return wantedParent{ins: p}, nil
+	}
+	p, err := td.d.rowByKey(td.parent, key)
+	if err != nil || p == nil {
+		return wantedParent{}, err
+	}
+	return wantedParent{uuid: uuidOf(p), row: p}, nil
+}
+
+// insertRow inserts desired row w, of key key, under a named UUID.
+func (td *tableDiff) insertRow(st *unitState, w translator.Row, key string, parent wantedParent, refKeys map[string][]string) {
+	t, ud := td.t, td.ud
+	m := model.Clone(w.Model)
+	setUUID(m, td.d.named())
+	ins := &insert{t: t, m: m, key: key, parentKey: w.Parent, parentUUID: parent.uuid, parentNew: parent.ins, refs: refKeys}
+	ud.inserts = append(ud.inserts, ins)
+	st.newRows[rowKey{t.Name, key}] = ins
+	td.d.inserting[rowKey{t.Name, key}] = true
+	ud.Changes = append(ud.Changes, Change{Action: Create, Table: t.Name, Name: key, Detail: td.d.createDetail(t, m, refKeys)})
+}
+
+// createDetail says what a new row of t holds: its description and the
+// rows it refers to.
+func (d *Differ) createDetail(t *Table, m model.Model, refKeys map[string][]string) string {
+	detail := ""
+	if t.Describe != nil {
+		detail = t.Describe(m)
+	}
+	for _, ref := range t.References {
+		if keys := refKeys[ref.Column]; len(keys) > 0 {
+			detail = strings.TrimSpace(detail + " " + ref.Column + "=" + d.formatKeys(ref, keys))
+		}
+	}
+	return detail
+}
+
+// updateRow brings existing row have's managed columns and references to
+// desired row want's, in place.
+func (td *tableDiff) updateRow(have, want model.Model, key string, refKeys map[string][]string) error {
+	desc, err := td.d.update(td.ud, td.t, have, want, key)
+	if err != nil {
+		return err
+	}
+	desc = append(desc, td.d.diffRefs(td.ud, td.t, have, key, refKeys)...)
+	if len(desc) > 0 {
+		td.ud.Changes = append(td.ud.Changes, Change{Action: Update, Table: td.t.Name, Name: key, Detail: strings.Join(desc, "; ")})
+	}
+	return nil
+}
+
+// moveToParent moves existing child row have, of key key, to the parent
+// of key parentKey when another row holds it (a router's external network
+// changed), keeping the row.
+func (td *tableDiff) moveToParent(st *unitState, have model.Model, parentKey, key string, parent wantedParent) {
+	t, ud := td.t, td.ud
+	cur := td.d.currentParent(st, t, have, parent.row)
+	if cur != "" && cur == parent.uuid {
+		return
+	}
+	if cur != "" && !st.deleted[cur] {
+		ud.refs = append(ud.refs, refChange{parent: td.parent, parentUUID: cur, column: t.ParentColumn, child: uuidOf(have), remove: true})
+	}
+	rc := refChange{parent: td.parent, column: t.ParentColumn, child: uuidOf(have)}
+	switch {
+	case parent.ins != nil:
+		rc.parentInsert = parent.ins
+	case parent.uuid == "":
+		rc.parentName = parentKey
+	default:
+		rc.parentUUID = parent.uuid
+	}
+	ud.refs = append(ud.refs, rc)
+	ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: key, Detail: "moved to " + parentKey})
+}
+
+// removeUnwanted removes the unit's rows no desired row claimed
+// (unmatched), but for the switch ports to keep.
+func (td *tableDiff) removeUnwanted(st *unitState, unmatched map[string]model.Model, keep []string) error {
+	for _, k := range slices.Sorted(maps.Keys(unmatched)) {
 		if slices.Contains(keep, k) {
 			continue
 		}
-		if err := d.remove(ud, st, t, unmatched[k], ""); err != nil {
+		if err := td.d.remove(td.ud, st, td.t, unmatched[k], ""); err != nil {
 			return err
 		}
 	}
@@ -904,13 +978,4 @@ func sortedTables(ts []*Table) []*Table {
 	out := slices.Clone(ts)
 	slices.SortFunc(out, func(a, b *Table) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

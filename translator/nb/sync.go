@@ -110,10 +110,34 @@ type Work struct {
 	Err error
 }
 
-// PlanWork is the work of units in plan: each is synced to plan, or has its
-// rows removed when plan has no such unit, or is left as it is when plan
-// says its input is invalid. zone, in interconnect mode, is the NB's zone:
-// its rows are the plan's rows of that zone.
+// WorkOf is what unit plan up asks of an NB: its rows, or the removal of
+// its rows when the input has no such unit, or nothing when its input is
+// invalid (the rows are left as they are). zone, in interconnect mode, is
+// the NB's zone: its rows are the unit's rows of that zone, none when the
+// unit has no rows there.
+func WorkOf(up translator.UnitPlan, zone string) Work {
+	w := Work{Desired: Desired{Unit: up.Unit}}
+	var zr *translator.ZoneRows
+	switch {
+	case len(up.Errs) > 0:
+		w.Err = errors.Join(up.Errs...)
+	case zone != "" && up.Network != nil:
+		zr = up.Network.Zones[zone]
+	case zone != "" && up.Router != nil:
+		zr = up.Router.Zones[zone]
+	case up.Network != nil:
+		w.Rows, w.Keep = up.Network.Rows(), up.Network.KeepPorts
+	case up.Router != nil:
+		w.Rows = up.Router.Rows()
+	}
+	if zr != nil {
+		w.Rows, w.Keep = zr.Rows, zr.Keep
+	}
+	return w
+}
+
+// PlanWork is the work of units in plan (see WorkOf): each unit's plan is
+// read from plan, which has no plan for a unit not in the input.
 func PlanWork(plan *translator.Plan, units []translator.Unit, zone string) []Work {
 	networks := map[string]*translator.NetworkPlan{}
 	for i := range plan.Networks {
@@ -125,27 +149,14 @@ func PlanWork(plan *translator.Plan, units []translator.Unit, zone string) []Wor
 	}
 	out := make([]Work, 0, len(units))
 	for _, u := range units {
-		w := Work{Desired: Desired{Unit: u}}
-		switch {
-		case plan.Failed[u] != nil:
-			w.Err = errors.Join(plan.Failed[u]...)
-		case zone != "":
-			var zr *translator.ZoneRows
-			if np := networks[u.Name]; u.Kind == translator.KindNetwork && np != nil {
-				zr = np.Zones[zone]
-			} else if rp := routers[u.Name]; u.Kind == translator.KindRouter && rp != nil {
-				zr = rp.Zones[zone]
-			}
-			if zr != nil {
-				w.Rows, w.Keep = zr.Rows, zr.Keep
-			}
-		case u.Kind == translator.KindNetwork && networks[u.Name] != nil:
-			np := networks[u.Name]
-			w.Rows, w.Keep = np.Rows(), np.KeepPorts
-		case u.Kind == translator.KindRouter && routers[u.Name] != nil:
-			w.Rows = routers[u.Name].Rows()
+		up := translator.UnitPlan{Unit: u, Errs: plan.Failed[u]}
+		switch u.Kind {
+		case translator.KindNetwork:
+			up.Network = networks[u.Name]
+		case translator.KindRouter:
+			up.Router = routers[u.Name]
 		}
-		out = append(out, w)
+		out = append(out, WorkOf(up, zone))
 	}
 	return out
 }

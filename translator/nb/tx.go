@@ -3,6 +3,7 @@ package nb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -35,6 +36,28 @@ func (p *parentMut) ref(col, child string, remove bool) {
 	}
 }
 
+// parentMutKey names a parent row that a transaction mutates: by UUID, or
+// by name.
+type parentMutKey struct {
+	table, uuid, name string
+}
+
+// txAssembly is one transaction as Ops assembles it.
+type txAssembly struct {
+	d      *Differ
+	batch  []*UnitDiff
+	guards map[string][]string
+	// inserted are the rows the transaction inserts, by table and key.
+	inserted map[rowKey]*insert
+	// extra are the references each new row holds besides its desired
+	// columns, by column: its children and the rows it refers to.
+	extra map[*insert]map[string][]string
+	// muts are the existing parents the transaction mutates, in order.
+	muts  map[parentMutKey]*parentMut
+	order []parentMutKey
+	ops   []ovsdb.Operation
+}
+
 // Ops assembles the operations of units committed in one transaction,
 // shaped like the floor: every new row is one insert; a child of a new
 // parent is in the parent's insert row; the references added to or removed
@@ -48,180 +71,257 @@ func (p *parentMut) ref(col, child string, remove bool) {
 // that those rows are still exactly these instead of a wait per new root
 // (each wait is a scan of the table on the server).
 func (d *Differ) Ops(batch []*UnitDiff, guards map[string][]string) ([]ovsdb.Operation, error) {
-	inserted := map[rowKey]*insert{}
+	tx := d.newTxAssembly(batch, guards)
+	if err := tx.placeReferences(); err != nil {
+		return nil, err
+	}
+	tx.ops = make([]ovsdb.Operation, 0, tx.opCount())
+	if err := tx.addInserts(); err != nil {
+		return nil, err
+	}
+	if err := tx.addUnitOps(); err != nil {
+		return nil, err
+	}
+	if err := tx.addParentMutations(); err != nil {
+		return nil, err
+	}
+	return tx.ops, nil
+}
+
+func (d *Differ) newTxAssembly(batch []*UnitDiff, guards map[string][]string) *txAssembly {
+	tx := &txAssembly{d: d, batch: batch, guards: guards, inserted: map[rowKey]*insert{},
+		extra: map[*insert]map[string][]string{}, muts: map[parentMutKey]*parentMut{}}
 	for _, ud := range batch {
 		for _, ins := range ud.inserts {
-			inserted[rowKey{ins.t.Name, ins.key}] = ins
+			tx.inserted[rowKey{ins.t.Name, ins.key}] = ins
 		}
 	}
-	// resolve is the UUID of the row of table t with key: the named UUID
-	// of the row this transaction inserts, else the UUID of our row.
-	resolve := func(t *Table, key string) (string, error) {
-		if ins := inserted[rowKey{t.Name, key}]; ins != nil {
-			return uuidOf(ins.m), nil
-		}
-		m, err := d.rowByKey(t, key)
-		if err != nil {
-			return "", err
-		}
-		if m == nil || d.gone[uuidOf(m)] != nil {
-			return "", fmt.Errorf("no %s row of this kubevirt-ovn instance has key %s, and this transaction creates none", t.Name, key)
-		}
-		return uuidOf(m), nil
+	return tx
+}
+
+// resolve is the UUID of the row of table t with key: the named UUID of
+// the row this transaction inserts, else the UUID of our row.
+func (tx *txAssembly) resolve(t *Table, key string) (string, error) {
+	if ins := tx.inserted[rowKey{t.Name, key}]; ins != nil {
+		return uuidOf(ins.m), nil
 	}
-	extra := map[*insert]map[string][]string{}
-	addExtra := func(p *insert, col string, uuids ...string) {
-		if extra[p] == nil {
-			extra[p] = map[string][]string{}
-		}
-		extra[p][col] = append(extra[p][col], uuids...)
+	m, err := tx.d.rowByKey(t, key)
+	if err != nil {
+		return "", err
 	}
-	type mutKey struct {
-		table, uuid, name string
+	if m == nil || tx.d.gone[uuidOf(m)] != nil {
+		return "", fmt.Errorf("no %s row of this kubevirt-ovn instance has key %s, and this transaction creates none", t.Name, key)
 	}
-	muts := map[mutKey]*parentMut{}
-	var order []mutKey
-	mut := func(t *Table, uuid, name string) *parentMut {
-		k := mutKey{t.Name, uuid, name}
-		p, ok := muts[k]
-		if !ok {
-			p = &parentMut{t: t, uuid: uuid, name: name, add: map[string][]string{}, remove: map[string][]string{}}
-			muts[k] = p
-			order = append(order, k)
-		}
-		return p
-	}
-	for _, ud := range batch {
+	return uuidOf(m), nil
+}
+
+// placeReferences puts every reference the batch adds or removes where it
+// is written: in a new row's insert (its references, a new parent's
+// children) or in the mutate of an existing parent.
+func (tx *txAssembly) placeReferences() error {
+	for _, ud := range tx.batch {
 		for _, ins := range ud.inserts {
-			for _, ref := range ins.t.References {
-				for _, key := range ins.refs[ref.Column] {
-					uuid, err := resolve(d.reg.byName[ref.Table], key)
-					if err != nil {
-						return nil, fmt.Errorf("%s: %s %s: %s: %w", ud.Unit, ins.t.Name, ins.key, ref.Column, err)
-					}
-					addExtra(ins, ref.Column, uuid)
-				}
+			if err := tx.resolveReferences(ud, ins); err != nil {
+				return err
 			}
 			if ins.parentKey == "" {
 				continue
 			}
-			pt := d.reg.byName[ins.t.Parent]
-			child := uuidOf(ins.m)
-			switch {
-			case ins.parentNew != nil:
-				addExtra(ins.parentNew, ins.t.ParentColumn, child)
-			case ins.parentUUID != "":
-				mut(pt, ins.parentUUID, "").ref(ins.t.ParentColumn, child, false)
-			case inserted[rowKey{pt.Name, ins.parentKey}] != nil:
-				addExtra(inserted[rowKey{pt.Name, ins.parentKey}], ins.t.ParentColumn, child)
-			default:
-				mut(pt, "", ins.parentKey).ref(ins.t.ParentColumn, child, false)
-			}
+			tx.place(refChange{parent: tx.d.reg.byName[ins.t.Parent], column: ins.t.ParentColumn, child: uuidOf(ins.m),
+				parentInsert: ins.parentNew, parentUUID: ins.parentUUID, parentName: ins.parentKey})
 		}
 		for _, rc := range ud.refs {
-			switch {
-			case rc.parentInsert != nil:
-				addExtra(rc.parentInsert, rc.column, rc.child)
-			case rc.parentUUID != "":
-				mut(rc.parent, rc.parentUUID, "").ref(rc.column, rc.child, rc.remove)
-			case inserted[rowKey{rc.parent.Name, rc.parentName}] != nil:
-				addExtra(inserted[rowKey{rc.parent.Name, rc.parentName}], rc.column, rc.child)
-			default:
-				mut(rc.parent, "", rc.parentName).ref(rc.column, rc.child, rc.remove)
-			}
+			tx.place(rc)
 		}
 	}
+	return nil
+}
 
-	n := len(order) + 2*len(guards)
-	for _, ud := range batch {
+// resolveReferences adds to new row ins the UUIDs of the rows its
+// reference columns name by key.
+func (tx *txAssembly) resolveReferences(ud *UnitDiff, ins *insert) error {
+	for _, ref := range ins.t.References {
+		for _, key := range ins.refs[ref.Column] {
+			uuid, err := tx.resolve(tx.d.reg.byName[ref.Table], key)
+			if err != nil {
+				return fmt.Errorf("%s: %s %s: %s: %w", ud.Unit, ins.t.Name, ins.key, ref.Column, err)
+			}
+			tx.addExtra(ins, ref.Column, uuid)
+		}
+	}
+	return nil
+}
+
+// place writes reference change rc in its parent's insert when the
+// transaction inserts the parent, else in the mutate of the parent: by
+// UUID, or by name.
+func (tx *txAssembly) place(rc refChange) {
+	switch {
+	case rc.parentInsert != nil:
+		tx.addExtra(rc.parentInsert, rc.column, rc.child)
+	case rc.parentUUID != "":
+		tx.mut(rc.parent, rc.parentUUID, "").ref(rc.column, rc.child, rc.remove)
+	case tx.inserted[rowKey{rc.parent.Name, rc.parentName}] != nil:
+		tx.addExtra(tx.inserted[rowKey{rc.parent.Name, rc.parentName}], rc.column, rc.child)
+	default:
+		tx.mut(rc.parent, "", rc.parentName).ref(rc.column, rc.child, rc.remove)
+	}
+}
+
+func (tx *txAssembly) addExtra(p *insert, col string, uuids ...string) {
+	if tx.extra[p] == nil {
+		tx.extra[p] = map[string][]string{}
+	}
+	tx.extra[p][col] = append(tx.extra[p][col], uuids...)
+}
+
+// mut is the mutate of existing parent row uuid (or, without it, the row
+// of ours named name) of table t.
+func (tx *txAssembly) mut(t *Table, uuid, name string) *parentMut {
+	k := parentMutKey{t.Name, uuid, name}
+	p, ok := tx.muts[k]
+	if !ok {
+		p = &parentMut{t: t, uuid: uuid, name: name, add: map[string][]string{}, remove: map[string][]string{}}
+		tx.muts[k] = p
+		tx.order = append(tx.order, k)
+	}
+	return p
+}
+
+// opCount is the transaction's operations at most, for its capacity.
+func (tx *txAssembly) opCount() int {
+	n := len(tx.order) + 2*len(tx.guards)
+	for _, ud := range tx.batch {
 		n += ud.opCount()
 	}
-	ops := make([]ovsdb.Operation, 0, n)
-	// Children before parents, so that a parent's insert row names
-	// children already inserted; referenced rows before the rows that
-	// refer to them.
-	for _, t := range d.reg.insertOrder {
-		for _, ud := range batch {
+	return n
+}
+
+// addInserts adds the inserts, children before parents so that a parent's
+// insert row names children already inserted, and referenced rows before
+// the rows that refer to them; each guarded table's wait follows its new
+// rows.
+func (tx *txAssembly) addInserts() error {
+	for _, t := range tx.d.reg.insertOrder {
+		for _, ud := range tx.batch {
 			for _, ins := range ud.inserts {
 				if ins.t != t {
 					continue
 				}
-				m := ins.m
-				if ex := extra[ins]; ex != nil {
-					m = model.Clone(m)
-					for _, col := range sortedKeys(ex) {
-						f := field(m, col)
-						if f.Kind() == reflect.Pointer {
-							v := ex[col][0]
-							f.Set(reflect.ValueOf(&v))
-							continue
-						}
-						f.Set(reflect.AppendSlice(f, reflect.ValueOf(ex[col])))
-					}
+				if err := tx.addInsert(ud, ins); err != nil {
+					return err
 				}
-				if _, bulk := guards[t.Name]; t.Guard && !bulk {
-					guard, err := d.nameGuard(m, ovsdb.WaitConditionNotEqual, false)
-					if err != nil {
-						return nil, err
-					}
-					ops = append(ops, guard...)
-				}
-				op, err := d.insertOp(t, m)
-				if err != nil {
-					return nil, fmt.Errorf("%s: building the insert of %s %s: %w", ud.Unit, t.Name, ins.key, err)
-				}
-				ops = append(ops, op)
 			}
 		}
-		if foreign, ok := guards[t.Name]; ok {
+		if foreign, ok := tx.guards[t.Name]; ok {
 			// After the table's new rows, so that the rows it expects are
 			// never none, which a wait operation cannot say.
-			ops = append(ops, d.tableGuard(t, d.guardNames(t, foreign, batch)))
+			tx.ops = append(tx.ops, tx.d.tableGuard(t, tx.d.guardNames(t, foreign, tx.batch)))
 		}
 	}
-	for _, ud := range batch {
-		ops = append(ops, ud.ops...)
-		for _, s := range ud.sets {
-			op, err := d.setOps(s, resolve)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s %s: %s: %w", ud.Unit, s.t.Name, s.key, s.ref.Column, err)
-			}
-			ops = append(ops, op...)
-		}
-	}
-	for _, k := range order {
-		p := muts[k]
-		var ms []model.Model
-		m := p.t.New()
-		var mutations []model.Mutation
-		for _, col := range p.columns {
-			if add := p.add[col]; len(add) > 0 {
-				mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationInsert, Value: add})
-			}
-			if rm := p.remove[col]; len(rm) > 0 {
-				mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationDelete, Value: rm})
-			}
-		}
-		var op []ovsdb.Operation
-		var err error
-		if p.uuid != "" {
-			setUUID(m, p.uuid)
-			ms = append(ms, m)
-			op, err = d.c.Where(ms...).Mutate(m, mutations...)
-		} else {
-			field(m, "name").SetString(p.name)
-			var guard []ovsdb.Operation
-			if guard, err = d.nameGuard(m, ovsdb.WaitConditionEqual, true); err == nil {
-				ops = append(ops, guard...)
-				op, err = d.c.WhereAll(m, d.ourName(m)...).Mutate(m, mutations...)
-			}
-		}
+	return nil
+}
+
+// addInsert adds the insert of new row ins with its extra references,
+// after a wait that no row has its name when it is a name-keyed root whose
+// table has no table-wide wait.
+func (tx *txAssembly) addInsert(ud *UnitDiff, ins *insert) error {
+	t := ins.t
+	m := tx.withExtra(ins)
+	if _, bulk := tx.guards[t.Name]; t.Guard && !bulk {
+		guard, err := tx.d.nameGuard(m, ovsdb.WaitConditionNotEqual, false)
 		if err != nil {
-			return nil, fmt.Errorf("building the references of %s %s%s: %w", p.t.Name, p.uuid, p.name, err)
+			return err
 		}
-		ops = append(ops, op...)
+		tx.ops = append(tx.ops, guard...)
 	}
-	return ops, nil
+	op, err := tx.d.insertOp(t, m)
+	if err != nil {
+		return fmt.Errorf("%s: building the insert of %s %s: %w", ud.Unit, t.Name, ins.key, err)
+	}
+	tx.ops = append(tx.ops, op)
+	return nil
+}
+
+// withExtra is new row ins's model holding its extra references: a copy
+// when there are any.
+func (tx *txAssembly) withExtra(ins *insert) model.Model {
+	ex := tx.extra[ins]
+	if ex == nil {
+		return ins.m
+	}
+	m := model.Clone(ins.m)
+	for _, col := range slices.Sorted(maps.Keys(ex)) {
+		f := field(m, col)
+		if f.Kind() == reflect.Pointer {
+			v := ex[col][0]
+			f.Set(reflect.ValueOf(&v))
+			continue
+		}
+		f.Set(reflect.AppendSlice(f, reflect.ValueOf(ex[col])))
+	}
+	return m
+}
+
+// addUnitOps adds each unit's updates and deletions and the reference
+// columns it sets.
+func (tx *txAssembly) addUnitOps() error {
+	for _, ud := range tx.batch {
+		tx.ops = append(tx.ops, ud.ops...)
+		for _, s := range ud.sets {
+			op, err := tx.d.setOps(s, tx.resolve)
+			if err != nil {
+				return fmt.Errorf("%s: %s %s: %s: %w", ud.Unit, s.t.Name, s.key, s.ref.Column, err)
+			}
+			tx.ops = append(tx.ops, op...)
+		}
+	}
+	return nil
+}
+
+// addParentMutations adds one mutate per existing parent, in the order
+// the parents were first met.
+func (tx *txAssembly) addParentMutations() error {
+	for _, k := range tx.order {
+		if err := tx.addParentMutation(tx.muts[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addParentMutation adds the mutate of parent p: of the row by UUID, or of
+// the row of ours by name after a wait that exactly one has that name.
+func (tx *txAssembly) addParentMutation(p *parentMut) error {
+	d := tx.d
+	m := p.t.New()
+	var mutations []model.Mutation
+	for _, col := range p.columns {
+		if add := p.add[col]; len(add) > 0 {
+			mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationInsert, Value: add})
+		}
+		if rm := p.remove[col]; len(rm) > 0 {
+			mutations = append(mutations, model.Mutation{Field: fieldPtr(m, col), Mutator: ovsdb.MutateOperationDelete, Value: rm})
+		}
+	}
+	var op []ovsdb.Operation
+	var err error
+	if p.uuid != "" {
+		setUUID(m, p.uuid)
+		op, err = d.c.Where(m).Mutate(m, mutations...)
+	} else {
+		field(m, "name").SetString(p.name)
+		var guard []ovsdb.Operation
+		if guard, err = d.nameGuard(m, ovsdb.WaitConditionEqual, true); err == nil {
+			tx.ops = append(tx.ops, guard...)
+			op, err = d.c.WhereAll(m, d.ourName(m)...).Mutate(m, mutations...)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("building the references of %s %s%s: %w", p.t.Name, p.uuid, p.name, err)
+	}
+	tx.ops = append(tx.ops, op...)
+	return nil
 }
 
 // setOps write refSet s: an update of a column holding one reference, a
@@ -365,7 +465,7 @@ func (d *Differ) guardNames(t *Table, foreign []string, batch []*UnitDiff) []str
 			}
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Guards reads, for each guarded table in which batch inserts many roots,
