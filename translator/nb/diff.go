@@ -753,7 +753,7 @@ func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, wh
 				ud.Notes = append(ud.Notes, d.deletedForeignNote(t, r)...)
 			}
 		}
-		return d.deleteRoot(ud, t, r, why)
+		return d.deleteRow(ud, t, r, why)
 	}
 	p := d.currentParent(st, t, r, nil)
 	switch {
@@ -763,17 +763,15 @@ func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, wh
 		ud.refs = append(ud.refs, refChange{parent: d.reg.byName[t.Parent], parentUUID: p, column: t.ParentColumn, child: uuid, remove: true})
 	default:
 		// Held by no row of ours: delete it outright.
-		ops, err := d.c.Where(r).Delete()
-		if err != nil {
-			return fmt.Errorf("building the deletion of %s %s: %w", t.Name, t.Key(r), err)
-		}
-		ud.ops = append(ud.ops, ops...)
+		return d.deleteRow(ud, t, r, why)
 	}
 	ud.Changes = append(ud.Changes, Change{Action: Delete, Table: t.Name, Name: t.Key(r), Detail: why})
 	return nil
 }
 
-func (d *Differ) deleteRoot(ud *UnitDiff, t *Table, r model.Model, why string) error {
+// deleteRow deletes row r of table t outright: a root, or a child no row
+// of ours holds.
+func (d *Differ) deleteRow(ud *UnitDiff, t *Table, r model.Model, why string) error {
 	ops, err := d.c.Where(r).Delete()
 	if err != nil {
 		return fmt.Errorf("building the deletion of %s %s: %w", t.Name, t.Key(r), err)
@@ -820,7 +818,7 @@ func (d *Differ) Settle() error {
 		if why == "" {
 			why = d.childCounts(p.t, p.row)
 		}
-		if err := d.deleteRoot(p.ud, p.t, p.row, why); err != nil {
+		if err := d.deleteRow(p.ud, p.t, p.row, why); err != nil {
 			return fmt.Errorf("%s: %w", p.ud.Unit, err)
 		}
 	}

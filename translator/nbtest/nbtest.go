@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb/serverdb"
 	"github.com/ovn-kubernetes/libovsdb/server"
 	"github.com/stretchr/testify/require"
@@ -28,20 +29,28 @@ func Serve(t testing.TB) string {
 	t.Helper()
 	nbModel, err := nbmodel.FullDatabaseModel()
 	require.NoError(t, err)
+	return serveInProcess(t, "nb", nbModel, nbmodel.Schema())
+}
+
+// serveInProcess serves the database of clientModel and schema (and
+// _Server) from libovsdb's in-process server until the test ends, at the
+// unix socket it returns, named after what.
+func serveInProcess(t testing.TB, what string, clientModel model.ClientDBModel, schema ovsdb.DatabaseSchema) string {
+	t.Helper()
 	srvModel, err := serverdb.FullDatabaseModel()
 	require.NoError(t, err)
 	log := logr.Discard()
-	db := inmemory.NewDatabase(map[string]model.ClientDBModel{"OVN_Northbound": nbModel, "_Server": srvModel}, &log)
-	nbDBModel, errs := model.NewDatabaseModel(nbmodel.Schema(), nbModel)
+	db := inmemory.NewDatabase(map[string]model.ClientDBModel{clientModel.Name(): clientModel, "_Server": srvModel}, &log)
+	dbModel, errs := model.NewDatabaseModel(schema, clientModel)
 	require.Empty(t, errs)
 	srvDBModel, errs := model.NewDatabaseModel(serverdb.Schema(), srvModel)
 	require.Empty(t, errs)
-	srv, err := server.NewOvsdbServer(db, &log, nbDBModel, srvDBModel)
+	srv, err := server.NewOvsdbServer(db, &log, dbModel, srvDBModel)
 	require.NoError(t, err)
-	sock := filepath.Join(t.TempDir(), "nb.sock")
+	sock := filepath.Join(t.TempDir(), what+".sock")
 	go func() { _ = srv.Serve("unix", sock) }()
 	t.Cleanup(srv.Close)
-	require.Eventually(t, srv.Ready, 5*time.Second, 10*time.Millisecond, "in-process NB did not start")
+	require.Eventually(t, srv.Ready, 5*time.Second, 10*time.Millisecond, "in-process %s did not start", what)
 	return sock
 }
 

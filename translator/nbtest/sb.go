@@ -3,17 +3,12 @@ package nbtest
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
-	"github.com/ovn-kubernetes/libovsdb/database/inmemory"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
-	"github.com/ovn-kubernetes/libovsdb/ovsdb/serverdb"
-	"github.com/ovn-kubernetes/libovsdb/server"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
@@ -29,20 +24,7 @@ func ServeSB(t testing.TB, chassis ...*sbmodel.Chassis) string {
 	t.Helper()
 	sbModel, err := sbmodel.FullDatabaseModel()
 	require.NoError(t, err)
-	srvModel, err := serverdb.FullDatabaseModel()
-	require.NoError(t, err)
-	log := logr.Discard()
-	db := inmemory.NewDatabase(map[string]model.ClientDBModel{"OVN_Southbound": sbModel, "_Server": srvModel}, &log)
-	sbDBModel, errs := model.NewDatabaseModel(sbmodel.Schema(), sbModel)
-	require.Empty(t, errs)
-	srvDBModel, errs := model.NewDatabaseModel(serverdb.Schema(), srvModel)
-	require.Empty(t, errs)
-	srv, err := server.NewOvsdbServer(db, &log, sbDBModel, srvDBModel)
-	require.NoError(t, err)
-	sock := filepath.Join(t.TempDir(), "sb.sock")
-	go func() { _ = srv.Serve("unix", sock) }()
-	t.Cleanup(srv.Close)
-	require.Eventually(t, srv.Ready, 5*time.Second, 10*time.Millisecond, "in-process SB did not start")
+	sock := serveInProcess(t, "sb", sbModel, sbmodel.Schema())
 	if len(chassis) > 0 {
 		addChassis(t, sbModel, sock, chassis)
 	}
