@@ -184,6 +184,11 @@ func probeEndpoint(ctx context.Context, db, dbName string, ep Endpoint) error {
 // connectOnce is one round of connect.
 func (c *conn) connectOnce(ctx context.Context, modelFor func(ovsdb.DatabaseSchema) (model.ClientDBModel, error)) error {
 	answered, failed := c.probeAll(ctx)
+	if err := ctx.Err(); err != nil {
+		// Given up (an input error stopped the sync): the endpoints did
+		// not fail, they were not waited for.
+		return err
+	}
 	c.report(failed)
 	if len(answered) == 0 {
 		return c.joinFailures(failed)

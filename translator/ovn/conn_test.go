@@ -11,6 +11,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/stretchr/testify/assert"
@@ -184,4 +185,29 @@ func TestConnSilentServerDetectedAndLeft(t *testing.T) {
 	t.Logf("silent server left after %s (endpoint timeout 300ms)", time.Since(start).Round(time.Millisecond))
 	p.Up()
 	require.Eventually(t, nb.Connected, 15*time.Second, 10*time.Millisecond, "reconnected")
+}
+
+// A connect given up by its caller (a sync whose input failed to read)
+// says nothing of the endpoints: they were not waited for, so "did not
+// answer" would blame the NB for the caller's error.
+func TestConnGivenUpReportsNoEndpoint(t *testing.T) {
+	// An endpoint that accepts and never answers; the caller gives up
+	// once the probe is connected to it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+		cancel()
+	}()
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	_, err = ConnectNB(ctx, Endpoint{Address: "tcp:" + l.Addr().String(), Timeout: time.Minute}, "test", log)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, logged)
 }
