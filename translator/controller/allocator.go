@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ovn-kubernetes/libovsdb/client"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
@@ -264,23 +263,6 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 		return kerr
 	}
 	return st.Err
-}
-
-// NewZoneAgent returns the controller of one zone in a cluster whose OVN
-// has one NB per zone: it writes zone's NB (nbc) and binds remote ports in
-// its SB (sbc), following the allocator's decisions in store (gateway
-// orders, tunnel keys) and taking every zone's chassis from it. It reports
-// no status: the allocator does.
-func NewZoneAgent(nbc, sbc client.Client, zone string, source Source, store interface {
-	translator.Held
-	Chassis() []translator.Chassis
-}, opts Options) *Controller {
-	source.Input().SetFollower(true)
-	c := New(nbc, sbc, source, nil, opts)
-	c.zone = zone
-	c.planHeld = translator.ZonesHeld{store, c.held}
-	c.chassisFrom = store.Chassis
-	return c
 }
 
 // ChassisChanged reads the chassis again (from where the controller takes

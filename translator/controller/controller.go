@@ -123,7 +123,8 @@ type Controller struct {
 	moves    map[string]string
 	moveKick chan struct{}
 
-	// Interconnect mode (zones.go): the zone whose NB this controller
+	// Interconnect mode (zones.go; set once by the constructor, zoneRole):
+	// the zone whose NB this controller
 	// writes, the zones it runs beside, what planning reads as held (every
 	// zone's NB), and which unit each remote port of this zone belongs to.
 	zone     string
@@ -155,12 +156,39 @@ func (opts Options) withDefaults() Options {
 	return opts
 }
 
-// New returns a controller; Run starts it.
+// New returns a controller of one NB, the central one; Run starts it.
 func New(nbc, sb client.Client, source Source, status Status, opts Options) *Controller {
+	return newController(nbc, sb, source, status, opts, zoneRole{})
+}
+
+// zoneRole is what makes a controller one zone's in interconnect mode:
+// set once, by the constructor of that role (NewZones, NewZoneAgent).
+type zoneRole struct {
+	// zone is the zone whose NB the controller writes; group the
+	// controllers of the other zones beside it (NewZones).
+	zone  string
+	group *Zones
+	// held is the controller's NB's claims, planHeld what planning reads
+	// as held (every zone's NB, or the allocator's store and this NB);
+	// nil: a new index of this NB, read alone.
+	held     *nb.HeldIndex
+	planHeld translator.Held
+	// chassisFrom, for a zone agent, gives every zone's chassis.
+	chassisFrom func() []translator.Chassis
+}
+
+func newController(nbc, sb client.Client, source Source, status Status, opts Options, role zoneRole) *Controller {
 	opts = opts.withDefaults()
+	if role.held == nil {
+		role.held = nb.NewHeldIndex(nbc, opts.Instance)
+	}
+	if role.planHeld == nil {
+		role.planHeld = role.held
+	}
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
-		input: source.Input(), held: nb.NewHeldIndex(nbc, opts.Instance), parents: nb.NewParentIndex(nbc),
+		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc),
+		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
@@ -170,7 +198,6 @@ func New(nbc, sb client.Client, source Source, status Status, opts Options) *Con
 		moveKick: make(chan struct{}, 1),
 		remote:   map[string]translator.Unit{},
 	}
-	c.planHeld = c.held
 	if opts.Metrics != nil {
 		opts.Metrics.watchQueue(c.queue)
 	}

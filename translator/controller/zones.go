@@ -47,19 +47,35 @@ func NewZones(zones []ZoneClients, source Source, status Status, opts Options) *
 	g.input.SetInterconnect()
 	zones = slices.Clone(zones)
 	slices.SortFunc(zones, func(a, b ZoneClients) int { return strings.Compare(a.Zone, b.Zone) })
-	var held translator.ZonesHeld
-	for _, z := range zones {
+	// Planning reads every zone's NB as held.
+	held := make(translator.ZonesHeld, len(zones))
+	indexes := make([]*nb.HeldIndex, len(zones))
+	for i, z := range zones {
+		indexes[i] = nb.NewHeldIndex(z.NB, opts.Instance)
+		held[i] = indexes[i]
+	}
+	for i, z := range zones {
 		o := opts
 		o.Log = opts.Log.WithValues("zone", z.Zone)
-		c := New(z.NB, z.SB, source, status, o)
-		c.zone, c.group = z.Zone, g
-		g.ctrls = append(g.ctrls, c)
-		held = append(held, c.held)
-	}
-	for _, c := range g.ctrls {
-		c.planHeld = held
+		g.ctrls = append(g.ctrls, newController(z.NB, z.SB, source, status, o,
+			zoneRole{zone: z.Zone, group: g, held: indexes[i], planHeld: held}))
 	}
 	return g
+}
+
+// NewZoneAgent returns the controller of one zone in a cluster whose OVN
+// has one NB per zone: it writes zone's NB (nbc) and binds remote ports in
+// its SB (sbc), following the allocator's decisions in store (gateway
+// orders, tunnel keys) and taking every zone's chassis from it. It reports
+// no status: the allocator does.
+func NewZoneAgent(nbc, sbc client.Client, zone string, source Source, store interface {
+	translator.Held
+	Chassis() []translator.Chassis
+}, opts Options) *Controller {
+	source.Input().SetFollower(true)
+	held := nb.NewHeldIndex(nbc, opts.withDefaults().Instance)
+	return newController(nbc, sbc, source, nil, opts, zoneRole{
+		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis})
 }
 
 // EnqueueUnits schedules units in every zone.
