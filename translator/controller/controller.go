@@ -124,9 +124,9 @@ type Controller struct {
 	moveKick chan struct{}
 
 	// Interconnect mode (zones.go; set once by the constructor, zoneRole):
-	// the zone whose NB this controller
-	// writes, the zones it runs beside, what planning reads as held (every
-	// zone's NB), and which unit each remote port of this zone belongs to.
+	// the zone whose NB this controller writes, the zones it runs beside,
+	// what planning reads as held (every zone's NB), and which unit each
+	// remote port of this zone belongs to.
 	zone     string
 	group    *Zones
 	planHeld translator.Held
