@@ -208,7 +208,9 @@ func TestZoneVMOnUnknownNodeFailsAlone(t *testing.T) {
 	assert.Equal(t, []string{vm9}, up.Network.Zones["hv1"].Keep)
 }
 
-func TestZoneRouterMovesWithItsPrimary(t *testing.T) {
+// zonedRouterOnNetA is an interconnect input: router r2 with SNAT on
+// net-a, a VM of net-a on hv1, and zoneChassis.
+func zonedRouterOnNetA() *Input {
 	in := NewInput()
 	in.Set("nets", Objects{Networks: []Network{publicNet(), netA()}})
 	in.Set("r2", Objects{Routers: []Router{{Name: "r2", EnableSNAT: true, Internal: []string{"net-a"},
@@ -216,6 +218,11 @@ func TestZoneRouterMovesWithItsPrimary(t *testing.T) {
 	in.Set("vms", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a",
 		NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "hv1"}}})
 	in.SetChassis(zoneChassis(), true)
+	return in
+}
+
+func TestZoneRouterMovesWithItsPrimary(t *testing.T) {
+	in := zonedRouterOnNetA()
 	up := in.Plan(Unit{KindRouter, "r2"}, testInstance, nil)
 	require.NotNil(t, up.Router)
 	home := up.Router.Gateway.Chassis[0]
@@ -335,13 +342,7 @@ func TestZoneNoChassisKnownLeavesRows(t *testing.T) {
 // writer's move in the NB (kubevirt-ovn rebalance) is the router's own
 // plan's.
 func TestZoneNetworkPlanLeavesRoutersGateways(t *testing.T) {
-	in := NewInput()
-	in.Set("nets", Objects{Networks: []Network{publicNet(), netA()}})
-	in.Set("r2", Objects{Routers: []Router{{Name: "r2", EnableSNAT: true, Internal: []string{"net-a"},
-		External: &External{Network: "public", IP: "172.16.0.20"}}}})
-	in.Set("vms", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a",
-		NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "hv1"}}})
-	in.SetChassis(zoneChassis(), true)
+	in := zonedRouterOnNetA()
 	up := in.Plan(Unit{KindRouter, "r2"}, testInstance, nil)
 	require.Empty(t, up.Errs)
 	order := up.Router.Gateway.Chassis
