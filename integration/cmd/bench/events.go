@@ -21,6 +21,7 @@ import (
 type eventResult struct {
 	startup    time.Duration // start until idle on an already-right NB
 	startupCPU time.Duration
+	startupHWM int64 // peak RSS when idle after the start
 	// startupTimeout is set when run was not idle within it.
 	startupTimeout time.Duration
 	lat            []time.Duration // per event: from the file write, or the deletion the NB announced, to the NB end state
@@ -259,6 +260,7 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 		return res, fmt.Errorf("run start: %w (log %s)", err, res.log)
 	}
 	res.startup = idle.Sub(start)
+	res.startupHWM = procHWM(p.cmd.Process.Pid)
 
 	budgetEnd := time.Now().Add(cfg.eventsBudget)
 	budgetNote := fmt.Sprintf("the -events-budget of %s", cfg.eventsBudget)

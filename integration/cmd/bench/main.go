@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 type config struct {
 	bin          string
 	ns, eventsNs []int
+	startNs      []int
 	events       int
 	nbctlMax     int
 	nbctlBatch   int
@@ -45,10 +47,11 @@ type config struct {
 
 func main() {
 	var cfg config
-	var ns, eventsNs string
+	var ns, eventsNs, startNs string
 	flag.StringVar(&cfg.bin, "bin", "bin/kubevirt-ovn", "the kubevirt-ovn binary to measure")
 	flag.StringVar(&ns, "n", "10,100,1000,3000", "router counts, comma-separated")
 	flag.StringVar(&eventsNs, "events-n", "10,1000", "router counts (among -n) at which `run` events are measured")
+	flag.StringVar(&startNs, "start-n", "1000,3000", "router counts (among -n) at which `run`'s start is measured: cold (an empty NB) and warm (the synced NB)")
 	flag.IntVar(&cfg.events, "events", 60, "events per -events-n size (cycling VM added, SNAT IP changed, router removed, owned row deleted by hand, router re-added)")
 	flag.IntVar(&cfg.nbctlMax, "nbctl-max", 1000, "build the topology with ovn-nbctl only up to this N")
 	flag.IntVar(&cfg.nbctlBatch, "nbctl-batch", 500, "ovn-nbctl commands per invocation")
@@ -65,6 +68,9 @@ func main() {
 	}
 	if cfg.eventsNs, err = parseInts(eventsNs); err != nil {
 		fatal(fmt.Errorf("-events-n %q: %w", eventsNs, err))
+	}
+	if cfg.startNs, err = parseInts(startNs); err != nil {
+		fatal(fmt.Errorf("-start-n %q: %w", startNs, err))
 	}
 	if _, err := os.Stat(cfg.bin); err != nil {
 		fatal(fmt.Errorf("the binary to measure: %w (run 'make build')", err))
@@ -153,6 +159,7 @@ type result struct {
 	nbctlCalls       int
 	nbctlSkipped     map[string]int
 	ev               *eventResult
+	cold             *startResult
 	errs             map[string]error
 	nbctlNotMeasured string
 	skipped          string // why this N was not measured at all
@@ -305,17 +312,31 @@ func measure(cfg *config, dir string, n int) *result {
 		r.nbctlNotMeasured = fmt.Sprintf("N > -nbctl-max %d", cfg.nbctlMax)
 	}
 
-	for _, en := range cfg.eventsNs {
-		if en == n && n < 2 {
-			r.fail("run events", fmt.Errorf("events need at least 2 routers (one is removed while another's row is deleted)"))
-		} else if en == n && cfg.events > 0 && time.Now().After(cfg.deadline) {
-			r.eventsSkipped = fmt.Sprintf("`run` events not measured: the -budget of %s ran out", cfg.budget)
-		} else if en == n && cfg.events > 0 {
-			cfg.progress("N=%d: run and %d events", n, cfg.events)
-			r.ev, err = runEvents(cfg, dir, c.NB, in, cfg.events)
-			if stopHere("run events", err) {
+	events := slices.Contains(cfg.eventsNs, n) && cfg.events > 0
+	starts := slices.Contains(cfg.startNs, n)
+	switch {
+	case !events && !starts:
+	case events && n < 2:
+		r.fail("run events", fmt.Errorf("events need at least 2 routers (one is removed while another's row is deleted)"))
+	case time.Now().After(cfg.deadline):
+		r.eventsSkipped = fmt.Sprintf("`run` not measured: the -budget of %s ran out", cfg.budget)
+	default:
+		if starts {
+			cfg.progress("N=%d: run on an empty NB (cold start)", n)
+			cold, err := coldStart(cfg, dir, in, r.rows)
+			r.cold = &cold
+			if stopHere("run cold start", err) {
 				return r
 			}
+		}
+		count := 0
+		if events {
+			count = cfg.events
+		}
+		cfg.progress("N=%d: run on the synced NB and %d events", n, count)
+		r.ev, err = runEvents(cfg, dir, c.NB, in, count)
+		if stopHere("run events", err) {
+			return r
 		}
 	}
 	return r

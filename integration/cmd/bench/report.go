@@ -29,6 +29,14 @@ func mib(b int64) string {
 	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
 }
 
+// ratio2 is a/b with two decimals, for the ratios held against limits.
+func ratio2(a, b time.Duration) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", a.Seconds()/b.Seconds())
+}
+
 func ratio(a, b time.Duration) string {
 	if a == 0 || b == 0 {
 		return "-"
@@ -94,6 +102,40 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		}
 	}
 	fmt.Fprintln(w)
+
+	var starts []*result
+	for _, r := range results {
+		if r.cold != nil {
+			starts = append(starts, r)
+		}
+	}
+	if len(starts) > 0 {
+		fmt.Fprintln(w, "`run` starting (--file-poll 100ms, --resync 24h), until idle: cold on a fresh NB, SB and northd; warm on the synced NB. "+
+			"Run RSS / sync RSS: the higher of its two peaks over the higher of the two syncs'.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| N | cold start | CPU | peak RSS | **cold / full sync** | warm start | CPU | peak RSS | **warm / no-op sync** | **run RSS / sync RSS** |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+		for _, r := range starts {
+			cold := secs(r.cold.idle)
+			if r.cold.timeout > 0 {
+				cold = "> " + r.cold.timeout.String()
+			}
+			warm, warmCPU, warmRatio := "-", "-", "-"
+			var warmHWM int64
+			if e := r.ev; e != nil {
+				warm, warmCPU, warmHWM = secs(e.startup), secs(e.startupCPU), e.startupHWM
+				if e.startupTimeout > 0 {
+					warm = "> " + e.startupTimeout.String()
+				}
+				warmRatio = ratio2(e.startup, r.noop.wall)
+			}
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.n,
+				cold, secs(r.cold.cpu), mib(r.cold.hwm), ratio2(r.cold.idle, r.full.wall),
+				warm, warmCPU, mib(warmHWM), warmRatio,
+				ratio2(time.Duration(max(r.cold.hwm, warmHWM)), time.Duration(max(r.full.maxRSS, r.noop.maxRSS))))
+		}
+		fmt.Fprintln(w)
+	}
 
 	var evs []*result
 	for _, r := range results {
@@ -164,8 +206,11 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			r.n, r.rows, r.full.wall.Seconds(), r.full.cpu.Seconds(), r.full.maxRSS, r.fullTx, r.waitSB.Seconds(),
 			r.noop.wall.Seconds(), r.noop.cpu.Seconds(), r.noop.maxRSS, r.noopTx, r.floor.Seconds(), r.floorOps,
 			r.nbctl.Seconds(), r.nbctlCmds, r.nbctlCalls)
+		if c := r.cold; c != nil {
+			fmt.Fprintf(w, "N=%d run_cold_idle=%.4f run_cold_cpu=%.4f run_cold_hwm=%d\n", r.n, c.idle.Seconds(), c.cpu.Seconds(), c.hwm)
+		}
 		if e := r.ev; e != nil {
-			fmt.Fprintf(w, "N=%d run_start_idle=%.4f run_start_cpu=%.4f run_hwm=%d\n", r.n, e.startup.Seconds(), e.startupCPU.Seconds(), e.hwm)
+			fmt.Fprintf(w, "N=%d run_start_idle=%.4f run_start_cpu=%.4f run_start_hwm=%d run_hwm=%d\n", r.n, e.startup.Seconds(), e.startupCPU.Seconds(), e.startupHWM, e.hwm)
 			var parts []string
 			for i := range e.lat {
 				parts = append(parts, fmt.Sprintf("%s:%.4f/%.2f", e.kinds[i], e.lat[i].Seconds(), e.cpu[i].Seconds()))
