@@ -34,6 +34,7 @@ type runFlags struct {
 	// --interconnect (the allocator) and --zone-nb (a zone agent).
 	interconnect bool
 	agent        agentFlags
+	cpuProfile   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -77,6 +78,7 @@ and 'kubevirt-ovn zone-agent' instead ('run --interconnect' and 'run --zone-nb' 
 	f.ctrl.add(g.group(groupCtrl), true, true)
 	f.leader.add(g.group(groupLeader))
 	f.serving.add(g.group(groupOps))
+	g.group(groupDiag).StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile, from the start until run stops, to `FILE` (go tool pprof reads it)")
 	klogFlags(g.group(groupLogging))
 	// The old spellings of the cluster roles, hidden from --help.
 	old := g.group("Deprecated")
@@ -122,6 +124,13 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if err := endpointsTLS(&f.nb, &f.sb); err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return usageErrorf("--cpuprofile: %v", err)
+		}
+		defer stop()
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
