@@ -568,6 +568,85 @@ func (in *Input) Units() []Unit {
 	return sortedUnits(units)
 }
 
+// ReconcileOrder is every unit of the input in the order a controller best
+// reconciles them all at once (a start, a resync): first the networks that
+// several routers hang from (an external network), then each router, in
+// name order, right after the networks only it hangs from, then the other
+// networks and the invalid units. Taken in batches in this order, a router
+// mostly comes with its own networks, whose switches are written in its
+// transaction; one hanging from a shared network written by another batch
+// would have to wait for that batch.
+func (in *Input) ReconcileOrder() []Unit {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	users := map[string]int{}
+	networksOf := map[string][]string{}
+	for name := range in.routers {
+		seen := set[string]{}
+		for d := range in.routers[name] {
+			for _, n := range d.Internal {
+				seen.add(n)
+			}
+			if d.External != nil {
+				seen.add(d.External.Network)
+			}
+		}
+		for n := range seen {
+			users[n]++
+		}
+		networksOf[name] = slices.Sorted(maps.Keys(seen))
+	}
+	out := make([]Unit, 0, len(in.routers)+len(in.networks)+len(in.invalid))
+	done := set[Unit]{}
+	add := func(u Unit) {
+		if _, ok := done[u]; !ok {
+			done.add(u)
+			out = append(out, u)
+		}
+	}
+	addNetwork := func(n string) {
+		if _, ok := in.networks[n]; ok {
+			add(Unit{Kind: KindNetwork, Name: n})
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(users)) {
+		if users[n] > 1 {
+			addNetwork(n)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(in.routers)) {
+		for _, n := range networksOf[r] {
+			addNetwork(n)
+		}
+		add(Unit{Kind: KindRouter, Name: r})
+	}
+	for _, n := range slices.Sorted(maps.Keys(in.networks)) {
+		addNetwork(n)
+	}
+	invalid := set[Unit]{}
+	for u := range in.invalid {
+		invalid.add(u)
+	}
+	for _, u := range sortedUnits(invalid) {
+		add(u)
+	}
+	return out
+}
+
+// Routers are the routers the input declares, valid or not, in name
+// order and, for a name declared twice, in the order its declarations win.
+func (in *Input) Routers() []Router {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	var out []Router
+	for _, name := range slices.Sorted(maps.Keys(in.routers)) {
+		for _, d := range in.routerDecls(name) {
+			out = append(out, d.Router)
+		}
+	}
+	return out
+}
+
 // Counts says how many router and network names the input declares.
 func (in *Input) Counts() (routers, networks int) {
 	in.mu.RLock()

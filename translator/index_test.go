@@ -815,3 +815,22 @@ func BenchmarkReferenceBuild(b *testing.B) {
 		})
 	}
 }
+
+// ReconcileOrder puts the networks several routers hang from first, then
+// each router right after its own networks, then the rest.
+func TestReconcileOrderKeepsRoutersWithTheirNetworks(t *testing.T) {
+	net := func(name string) Network {
+		return Network{Name: name, Namespace: "default", Type: "GENEVE", CIDR: "10.0.0.0/24", GatewayIP: "10.0.0.1"}
+	}
+	in := NewInputFrom(&Snapshot{
+		Networks: []Network{net("zz-public"), net("b1"), net("a1"), net("a2"), net("unused")},
+		Routers: []Router{
+			{Name: "r2", Internal: []string{"b1"}, External: &External{IP: "172.16.0.3", Network: "zz-public"}},
+			{Name: "r1", Internal: []string{"a2", "a1"}, External: &External{IP: "172.16.0.2", Network: "zz-public"}},
+		},
+	})
+	n := func(name string) Unit { return Unit{Kind: KindNetwork, Name: name} }
+	r := func(name string) Unit { return Unit{Kind: KindRouter, Name: name} }
+	assert.Equal(t, []Unit{n("zz-public"), n("a1"), n("a2"), r("r1"), n("b1"), r("r2"), n("unused")}, in.ReconcileOrder())
+	assert.ElementsMatch(t, in.Units(), in.ReconcileOrder(), "every unit, once")
+}
