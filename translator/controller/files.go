@@ -12,7 +12,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -71,10 +70,7 @@ type FileSource struct {
 	pendingFiles map[string]string
 	fullPending  bool
 
-	mu   sync.Mutex
-	snap *translator.Snapshot
-
-	// Used by poll only. empty says whether snap is empty; digest is the
+	// Used by poll only. empty says whether the input is empty; digest is the
 	// fingerprint of the input last read (applied or refused), pending a
 	// new fingerprint waiting for the next poll to be stable; waits counts
 	// the polls that found files being written since the input was last
@@ -128,14 +124,6 @@ func NewFileSource(paths []string, log logr.Logger, opts FileOptions) (*FileSour
 
 // Input is the last good input.
 func (f *FileSource) Input() *translator.Input { return f.input }
-
-// Snapshot is the last good input as one snapshot.
-func (f *FileSource) Snapshot() (*translator.Snapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	cp := *f.snap
-	return &cp, nil
-}
 
 // HasSynced is true: the files were read by NewFileSource.
 func (f *FileSource) HasSynced() bool { return true }
@@ -441,9 +429,6 @@ func (f *FileSource) apply(set *manifest.Set, changes []manifest.FileChange, dig
 			}
 		}
 	}
-	f.mu.Lock()
-	f.snap = set.Objects.Snapshot()
-	f.mu.Unlock()
 	f.empty, f.digest = set.Empty(), digest
 }
 

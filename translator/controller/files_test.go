@@ -47,10 +47,8 @@ func (l *filesLog) count(s string) int {
 
 func routerIPs(t *testing.T, f *FileSource) []string {
 	t.Helper()
-	snap, err := f.Snapshot()
-	require.NoError(t, err)
 	var ips []string
-	for _, r := range snap.Routers {
+	for _, r := range f.Input().Routers() {
 		ip := ""
 		if r.External != nil {
 			ip = r.External.IP
