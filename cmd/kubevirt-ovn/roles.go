@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/leader"
+	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
 // The flags the long-running roles (run, allocator, zone-agent) share.
@@ -31,17 +32,20 @@ type ctrlFlags struct {
 	instance  string
 	workers   int
 	resync    time.Duration
+	batchOps  int
 	moveNudge bool
 	events    bool
 }
 
-// add defines the controller flags; moveNudge and events only for the
-// roles that use them.
-func (f *ctrlFlags) add(fs *pflag.FlagSet, moveNudge, events bool) {
+// add defines the controller flags; the gateway move nudge and batches
+// only for the roles that write an NB (writesNB), Events for those that
+// record them.
+func (f *ctrlFlags) add(fs *pflag.FlagSet, writesNB, events bool) {
 	instanceFlag(fs, &f.instance)
 	fs.IntVar(&f.workers, "workers", 2, "`N` units (routers, networks) reconciled in parallel")
 	fs.DurationVar(&f.resync, "resync", 5*time.Minute, "reconcile every unit this often, whatever the events")
-	if moveNudge {
+	if writesNB {
+		fs.IntVar(&f.batchOps, "batch-ops", kvnb.MaxBatchOps, "while many units wait (start, reconnection, resync), most operations (`N`) in one NB transaction of a batch of them; a batch that needs more commits in several, never splitting a router or a network")
 		moveNudgeFlag(fs, &f.moveNudge)
 	} else {
 		f.moveNudge = true
@@ -53,7 +57,7 @@ func (f *ctrlFlags) add(fs *pflag.FlagSet, moveNudge, events bool) {
 
 // options are the controller options of f, logging to log.
 func (f *ctrlFlags) options(log logr.Logger, metrics *controller.Metrics) controller.Options {
-	return controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, Log: log, Metrics: metrics, SkipMoveNudge: !f.moveNudge}
+	return controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, BatchOps: f.batchOps, Log: log, Metrics: metrics, SkipMoveNudge: !f.moveNudge}
 }
 
 // leaderFlags are the Lease of the leader-elected roles.

@@ -92,6 +92,12 @@ type Options struct {
 	// SkipMoveNudge: after a gateway port moves away from a chassis that
 	// still runs, do not nudge the chassis (ovn.FinishMoves).
 	SkipMoveNudge bool
+	// BatchUnits bounds the units of a batch (see BatchAbove); 256 when
+	// zero. BatchOps bounds the operations of one of its transactions:
+	// a batch that needs more commits in several, never splitting a
+	// unit; nb.MaxBatchOps when zero.
+	BatchUnits int
+	BatchOps   int
 	// KeysChanged, in interconnect mode with the zone's SB, is called
 	// with every tunnel key mismatch of the zone (sorted by network,
 	// switch, port) whenever that set changes; a zone agent publishes it
@@ -118,6 +124,12 @@ type Controller struct {
 	pending map[string]int
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
+	// writing are the units whose rows are being written, with the rows
+	// of theirs the NB announced as inserted meanwhile; echoes the rows
+	// their last write inserted that the NB has yet to announce (see
+	// write and heldBack).
+	writing map[translator.Unit][]rowID
+	echoes  map[translator.Unit]map[rowID]int
 	// moves are gateway ports moved to a new primary whose old one is
 	// still a chassis, router -> new primary, for finishMoves.
 	moves    map[string]string
@@ -136,8 +148,13 @@ type Controller struct {
 	// keys are the tunnel key checks of a zone's controller (keys.go).
 	keys *keyChecks
 
+	// takeMu makes workers take units from the queue in turn (take);
+	// commitMu commit their transactions (nb.SyncOptions.CommitLock).
+	takeMu   sync.Mutex
+	commitMu sync.Mutex
+
 	// onReconcile, for tests, sees every unit reconciled; active counts
-	// the reconciles in progress.
+	// the reconciles (of a unit or a batch) in progress.
 	onReconcile func(translator.Unit)
 	active      atomic.Int32
 }
@@ -152,6 +169,9 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.Resync <= 0 {
 		opts.Resync = 5 * time.Minute
+	}
+	if opts.BatchUnits <= 0 {
+		opts.BatchUnits = 256
 	}
 	return opts
 }
@@ -195,6 +215,8 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 		pending:  map[string]int{},
 		parked:   map[string]map[string]bool{},
 		moves:    map[string]string{},
+		writing:  map[translator.Unit][]rowID{},
+		echoes:   map[translator.Unit]map[rowID]int{},
 		moveKick: make(chan struct{}, 1),
 		remote:   map[string]translator.Unit{},
 	}
@@ -207,18 +229,25 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 // Enqueue schedules a unit for reconciliation.
 func (c *Controller) Enqueue(u translator.Unit) { c.queue.Add(u) }
 
-// EnqueueAll schedules every unit in the input and every unit owning rows,
-// networks first: routers hang from their switches.
+// EnqueueAll schedules every unit in the input, in the order that keeps
+// routers with their networks (translator.Input.ReconcileOrder: a network
+// before the routers hanging from it), then every other unit owning rows,
+// networks first.
 func (c *Controller) EnqueueAll(ctx context.Context) {
-	units := c.input.Units()
-	if present, err := nb.PresentUnits(ctx, c.nb, c.opts.Instance); err == nil {
-		units = append(units, present...)
+	for _, u := range c.input.ReconcileOrder() {
+		c.Enqueue(u)
+	}
+	present, err := nb.PresentUnits(ctx, c.nb, c.opts.Instance)
+	if err != nil {
+		return
 	}
 	networksFirst := func(u translator.Unit) bool { return u.Kind != translator.KindNetwork }
-	slices.SortStableFunc(units, func(a, b translator.Unit) int {
+	slices.SortStableFunc(present, func(a, b translator.Unit) int {
 		return cmpBool(networksFirst(a), networksFirst(b))
 	})
-	for _, u := range units {
+	for _, u := range present {
+		// The workqueue holds a unit once: those of the input are
+		// queued already.
 		c.Enqueue(u)
 	}
 }
@@ -286,19 +315,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.checksKeys() {
 		c.startKeyChecks(ctx)
 	}
-	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc: func(table string, m model.Model) { c.onNB(table, nil, m) },
-		UpdateFunc: func(table string, old, m model.Model) {
-			// Only a change its owner would write back: not a switch's
-			// list of ports gaining a router's port (each router commit
-			// on a shared external network would otherwise reconcile
-			// that network, whose size grows with the routers).
-			if nb.ManagedChanged(table, old, m) {
-				c.onNB(table, old, m)
-			}
-		},
-		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m, nil) },
-	})
+	c.watchNB()
 	if c.sb != nil {
 		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 			AddFunc:    func(table string, m model.Model) { c.onSB(ctx, table, m) },
@@ -348,6 +365,23 @@ func runWorkers(ctx context.Context, queue workqueue.TypedRateLimitingInterface[
 			resync()
 		}
 	}
+}
+
+// watchNB has the changes of the NB rows we own reach onNB.
+func (c *Controller) watchNB() {
+	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc: func(table string, m model.Model) { c.onNB(table, nil, m) },
+		UpdateFunc: func(table string, old, m model.Model) {
+			// Only a change its owner would write back: not a switch's
+			// list of ports gaining a router's port (each router commit
+			// on a shared external network would otherwise reconcile
+			// that network, whose size grows with the routers).
+			if nb.ManagedChanged(table, old, m) {
+				c.onNB(table, old, m)
+			}
+		},
+		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m, nil) },
+	})
 }
 
 // onSB refreshes the gateway candidates when a chassis changes, and
@@ -409,16 +443,145 @@ func (c *Controller) onNB(table string, old, cur model.Model) {
 		}
 	}
 	for _, u := range nb.Affected(c.nb, table, old, cur, c.opts.Instance) {
+		if old == nil && c.heldBack(u, table, cur) {
+			continue
+		}
 		c.Enqueue(u)
 	}
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
+// rowID is a row by table and key (nb.KeyOf).
+type rowID struct{ table, key string }
+
+// heldBack says whether the NB's announcement of the insertion of a row of
+// unit u needs no reconcile of u now: while u's rows are being written it
+// is held back for write to decide (most likely it is u's transaction's
+// own); after, it is the echo of u's last write when that write inserted a
+// row of its table and key not announced yet. Each insertion is announced
+// once: a second row of the same key (inserted by another writer) finds no
+// echo left and reconciles u.
+func (c *Controller) heldBack(u translator.Unit, table string, row model.Model) bool {
+	key, ok := nb.KeyOf(table, row)
+	if !ok {
+		return false
+	}
+	id := rowID{table, key}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if held, ok := c.writing[u]; ok {
+		c.writing[u] = append(held, id)
+		return true
+	}
+	if c.echoes[u][id] > 0 {
+		c.echoes[u][id]--
+		if c.echoes[u][id] == 0 {
+			delete(c.echoes[u], id)
+		}
+		if len(c.echoes[u]) == 0 {
+			delete(c.echoes, u)
+		}
+		return true
+	}
+	return false
+}
+
+// settleEchoes ends the write of steps: the insertions announced while
+// they were written are matched against the rows each unit's transaction
+// inserted (res: nil when the write failed); an unmatched one reconciles
+// its unit again, and the inserted rows not announced yet are awaited
+// (heldBack).
+func (c *Controller) settleEchoes(steps []*step, res *nb.SyncResult) {
+	inserted := map[translator.Unit]map[rowID]int{}
+	if res != nil {
+		for _, r := range res.Units {
+			if r.Err != nil {
+				continue
+			}
+			for _, ch := range r.Changes {
+				if ch.Action == nb.Create {
+					if inserted[r.Unit] == nil {
+						inserted[r.Unit] = map[rowID]int{}
+					}
+					inserted[r.Unit][rowID{ch.Table, ch.Name}]++
+				}
+			}
+		}
+	}
+	var again []translator.Unit
+	c.mu.Lock()
+	for _, s := range steps {
+		u := s.up.Unit
+		ours := inserted[u]
+		foreign := false
+		for _, id := range c.writing[u] {
+			if ours[id] > 0 {
+				ours[id]--
+			} else {
+				foreign = true
+			}
+		}
+		delete(c.writing, u)
+		for id, n := range ours {
+			if n == 0 {
+				delete(ours, id)
+			}
+		}
+		if len(ours) > 0 {
+			c.echoes[u] = ours
+		}
+		if foreign {
+			again = append(again, u)
+		}
+	}
+	c.mu.Unlock()
+	for _, u := range again {
+		c.Enqueue(u)
+	}
+}
+
+// A queue longer than BatchAbove units (a start, a reconnection, a resync,
+// a zone appearing) is worked through in batches of at most
+// Options.BatchUnits units, diffed together and committed in as few
+// transactions as Options.BatchOps allows, as a sync commits; a shorter
+// one a unit per transaction, so that an event costs what its unit costs.
+const BatchAbove = 8
+
+// take hands a worker the next unit and, while the queue holds more than
+// BatchAbove, the units after it, up to opts.BatchUnits. Workers take in
+// turn (takeMu): the one waiting in Get holds it, so that the queue's
+// length, once a unit arrives, is what the taker may take without
+// waiting. quit: the queue is shut down and empty.
+func (c *Controller) take() (units []translator.Unit, quit bool) {
+	c.takeMu.Lock()
+	defer c.takeMu.Unlock()
 	u, quit := c.queue.Get()
+	if quit {
+		return nil, true
+	}
+	units = []translator.Unit{u}
+	if c.queue.Len() < BatchAbove {
+		return units, false
+	}
+	for len(units) < c.opts.BatchUnits && c.queue.Len() > 0 {
+		u, quit := c.queue.Get()
+		if quit {
+			break
+		}
+		units = append(units, u)
+	}
+	return units, false
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	units, quit := c.take()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(u)
+	defer func() {
+		for _, u := range units {
+			c.queue.Done(u)
+		}
+	}()
 	// After ShutDown, Get keeps handing out what is queued: a stopped
 	// controller must not reconcile it.
 	if ctx.Err() != nil {
@@ -426,17 +589,23 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	start := time.Now()
 	if c.onReconcile != nil {
-		c.onReconcile(u)
+		for _, u := range units {
+			c.onReconcile(u)
+		}
 	}
 	c.active.Add(1)
-	err := c.reconcile(ctx, u)
+	errs := c.reconcile(ctx, units)
 	c.active.Add(-1)
 	if ctx.Err() != nil {
 		// Stopped mid-reconcile: not a failure, and not retried.
 		return false
 	}
-	c.opts.Metrics.observeReconcile(u, time.Since(start), err)
-	retryOrForget(c.queue, c.opts.Log, "reconcile", u, err)
+	took := time.Since(start)
+	c.opts.Metrics.observeBatch(len(units))
+	for i, u := range units {
+		c.opts.Metrics.observeReconcile(u, took, errs[i])
+		retryOrForget(c.queue, c.opts.Log, "reconcile", u, errs[i])
+	}
 	return true
 }
 
@@ -451,103 +620,198 @@ func retryOrForget(queue workqueue.TypedRateLimitingInterface[translator.Unit], 
 	queue.Forget(u)
 }
 
-// reconcile brings one unit to its desired rows and reports a router's
-// status: plan the unit, write its rows (unless a router waits for its
-// networks' switches), then say what came of it.
-func (c *Controller) reconcile(ctx context.Context, u translator.Unit) error {
-	log := c.opts.Log.WithValues("kind", u.Kind, "name", u.Name)
+// step is one unit's way through a reconcile: planned, written with the
+// other units of its batch (unless parked or failed before), then reported.
+type step struct {
+	log  logr.Logger
+	up   translator.UnitPlan
+	work nb.Work
+	// rp is a router's plan, nil when its input is invalid.
+	rp *translator.RouterPlan
+	// before is a router's gateway order in the NB before the write.
+	before []string
+	// parked: a router waiting for its networks' switches.
+	parked bool
+	// err, once set before the write, ends the unit's reconcile.
+	err error
+	// What the write did: the nb_cfg of the unit's commit (0 when nothing
+	// was written) and why its rows were left as they were.
+	nbCfg   int
+	unitErr error
+}
+
+// reconcile brings units to their desired rows and reports routers' status:
+// plan each unit, write their rows together (a router whose networks'
+// switches are neither in the NB nor in this batch waits for them), then
+// say what came of each. It returns each unit's error, in order.
+func (c *Controller) reconcile(ctx context.Context, units []translator.Unit) []error {
+	steps := make([]*step, len(units))
+	// The switches this batch writes: a router hanging from one is
+	// written with it, in the same transaction, not parked.
+	batched := map[string]bool{}
+	for i, u := range units {
+		steps[i] = c.plan(u)
+		if w := steps[i].work; u.Kind == translator.KindNetwork && w.Err == nil && len(w.Rows) > 0 {
+			batched[u.Name] = true
+		}
+	}
+	var writing []*step
+	for _, s := range steps {
+		c.prepare(ctx, s, batched)
+		if !s.parked && s.err == nil {
+			writing = append(writing, s)
+		}
+	}
+	if err := c.write(ctx, writing); err != nil {
+		for _, s := range writing {
+			s.err = err
+		}
+	}
+	errs := make([]error, len(steps))
+	for i, s := range steps {
+		if s.err == nil && !s.parked {
+			s.err = c.finish(ctx, s)
+		}
+		errs[i] = s.err
+	}
+	return errs
+}
+
+// plan is unit u's desired rows, from the current input.
+func (c *Controller) plan(u translator.Unit) *step {
+	s := &step{log: c.opts.Log.WithValues("kind", u.Kind, "name", u.Name)}
 	if c.zone != "" {
-		log = log.WithValues("zone", c.zone)
+		s.log = s.log.WithValues("zone", c.zone)
 	}
-	up := c.input.Plan(u, c.opts.Instance, c.planHeld)
-	if up.Network != nil {
-		for _, n := range up.Network.KeyNotes {
-			log.Info("tunnel key moved", "note", n)
+	s.up = c.input.Plan(u, c.opts.Instance, c.planHeld)
+	if s.up.Network != nil {
+		for _, n := range s.up.Network.KeyNotes {
+			s.log.Info("tunnel key moved", "note", n)
 		}
 	}
-	work := c.work(up)
-	rp := up.Router
-	if len(up.Errs) > 0 {
-		rp = nil
+	s.work = c.work(s.up)
+	if len(s.up.Errs) == 0 {
+		s.rp = s.up.Router
 	}
-	if u.Kind == translator.KindRouter {
-		if rp != nil && c.parkUntilSwitches(ctx, rp.Name, c.switchNetworks(rp, work.Rows)) {
-			log.V(2).Info("waiting for the switches of its networks")
+	return s
+}
+
+// prepare readies a router's write: parked while a switch of its networks
+// is neither in the NB nor in batched, its finalizer added, its gateway
+// order before the write noted.
+func (c *Controller) prepare(ctx context.Context, s *step, batched map[string]bool) {
+	u, rp := s.up.Unit, s.rp
+	if u.Kind != translator.KindRouter {
+		return
+	}
+	if rp != nil {
+		waitFor := slices.DeleteFunc(c.switchNetworks(rp, s.work.Rows), func(n string) bool { return batched[n] })
+		if c.parkUntilSwitches(ctx, rp.Name, waitFor) {
+			s.log.V(2).Info("waiting for the switches of its networks")
 			c.opts.Metrics.observeParked()
-			return nil
-		}
-		if up.InInput && c.status != nil {
-			if err := c.status.Prepare(ctx, u.Name); err != nil {
-				return err
-			}
+			s.parked = true
+			return
 		}
 	}
-	var before []string
+	if s.up.InInput && c.status != nil {
+		if err := c.status.Prepare(ctx, u.Name); err != nil {
+			s.err = err
+			return
+		}
+	}
 	if rp != nil && rp.Gateway != nil {
-		before = c.held.HeldGateways(u.Name)
+		s.before = c.held.HeldGateways(u.Name)
 	}
-	nbCfg, unitErr, err := c.write(ctx, log, work)
-	if err != nil {
-		return err
-	}
+}
+
+// finish says what came of a written unit: its tunnel keys checked, a
+// network's parked routers woken, a router's status reported. It returns
+// the unit's error.
+func (c *Controller) finish(ctx context.Context, s *step) error {
+	u, rp := s.up.Unit, s.rp
 	if u.Kind == translator.KindNetwork {
 		c.checkKeys(u.Name)
 	} else if rp != nil {
-		c.checkKeys(c.switchNetworks(rp, work.Rows)...)
+		c.checkKeys(c.switchNetworks(rp, s.work.Rows)...)
 	}
 	if u.Kind != translator.KindRouter {
 		// A VM interface with bad input leaves only its port as it is; say
 		// why, since no unit fails for it.
-		if up.Network != nil {
-			for _, e := range up.Network.VMErrors {
-				log.Info("VM interface left as it is", "error", e.Error())
+		if s.up.Network != nil {
+			for _, e := range s.up.Network.VMErrors {
+				s.log.Info("VM interface left as it is", "error", e.Error())
 			}
 		}
-		if unitErr == nil && u.Kind == translator.KindNetwork {
+		if s.unitErr == nil && u.Kind == translator.KindNetwork {
 			c.unpark(u.Name)
 		}
-		return unitErr
+		return s.unitErr
 	}
-	return c.reportRouter(ctx, up, work, before, nbCfg, unitErr)
+	return c.reportRouter(ctx, s.up, s.work, s.before, s.nbCfg, s.unitErr)
 }
 
-// write commits one unit's work (and, in a zone, binds its remote ports),
-// logging its changes and notes. unitErr is the unit's failure; err a
-// failure to write at all (a stopped controller, a lost NB).
-func (c *Controller) write(ctx context.Context, log logr.Logger, work nb.Work) (nbCfg int, unitErr, err error) {
+// write commits the work of steps together (and, in a zone, binds their
+// remote ports), logging each unit's changes and notes, and records what
+// came of each unit in its step. It returns a failure to write at all (a
+// stopped controller, a lost NB).
+func (c *Controller) write(ctx context.Context, steps []*step) error {
+	if len(steps) == 0 {
+		return nil
+	}
 	if err := ctx.Err(); err != nil {
 		// Stopped while planning: write nothing.
-		return 0, nil, err
+		return err
 	}
-	u := work.Unit
-	res, err := nb.SyncWork(ctx, fenced{c.nb}, []nb.Work{work}, nb.SyncOptions{
-		Parents:   c.parents,
-		Instance:  c.opts.Instance,
-		BumpNBCfg: true,
-		OnCommit:  c.opts.Metrics.observeCommit,
+	works := make([]nb.Work, len(steps))
+	c.mu.Lock()
+	for i, s := range steps {
+		works[i] = s.work
+		// Echoes still awaited from an earlier write are forgotten: a
+		// late one reconciles the unit once more, which is harmless.
+		delete(c.echoes, s.up.Unit)
+		c.writing[s.up.Unit] = nil
+	}
+	c.mu.Unlock()
+	var res *nb.SyncResult
+	var err error
+	defer func() { c.settleEchoes(steps, res) }()
+	res, err = nb.SyncWork(ctx, fenced{c.nb}, works, nb.SyncOptions{
+		Parents:    c.parents,
+		Instance:   c.opts.Instance,
+		BumpNBCfg:  true,
+		BatchOps:   c.opts.BatchOps,
+		CommitLock: &c.commitMu,
+		OnCommit:   c.opts.Metrics.observeCommit,
 	})
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
-	changes := 0
-	for _, r := range res.Units {
-		if r.Unit == u {
-			unitErr = r.Err
-			changes += len(r.Changes)
+	results := make(map[translator.Unit]*nb.UnitResult, len(res.Units))
+	for i := range res.Units {
+		results[res.Units[i].Unit] = &res.Units[i]
+	}
+	for _, s := range steps {
+		u := s.up.Unit
+		r := results[u]
+		if r != nil {
+			s.unitErr = r.Err
+			if len(r.Changes) > 0 {
+				// The last transaction's: the chassis having it have
+				// this unit's, which came no later.
+				s.nbCfg = res.NBCfg
+				s.log.Info("synced", "changes", len(r.Changes), "nbCfg", res.NBCfg)
+			}
+		}
+		if c.zone != "" && s.unitErr == nil {
+			s.unitErr = c.bindRemotePorts(ctx, u, s.work.Rows)
+		}
+		if r != nil {
+			for _, n := range r.Notes {
+				s.log.Info("note", "note", n)
+			}
 		}
 	}
-	if changes > 0 {
-		log.Info("synced", "changes", changes, "nbCfg", res.NBCfg)
-	}
-	if c.zone != "" && unitErr == nil {
-		unitErr = c.bindRemotePorts(ctx, u, work.Rows)
-	}
-	for _, r := range res.Units {
-		for _, n := range r.Notes {
-			log.Info("note", "note", n)
-		}
-	}
-	return res.NBCfg, unitErr, nil
+	return nil
 }
 
 // reportRouter says what came of a router's reconcile: its status (Ready,

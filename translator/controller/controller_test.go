@@ -104,21 +104,21 @@ func TestRouterParkedUntilItsNetworksExist(t *testing.T) {
 	c, nb := newTestController(t)
 	ctx := context.Background()
 
-	require.NoError(t, c.reconcile(ctx, router1), "parked is not failed")
+	require.NoError(t, reconcileOne(ctx, c, router1), "parked is not failed")
 	assert.Zero(t, routers(t, nb), "nothing written for a parked router")
 	assert.Equal(t, 1.0, testutil.ToFloat64(c.opts.Metrics.parked))
 	assert.ElementsMatch(t, []tr.Unit{public, netA, netB}, drain(c), "its networks are reconciled (again)")
 
-	require.NoError(t, c.reconcile(ctx, netA))
-	require.NoError(t, c.reconcile(ctx, public))
+	require.NoError(t, reconcileOne(ctx, c, netA))
+	require.NoError(t, reconcileOne(ctx, c, public))
 	assert.Equal(t, []tr.Unit{router1}, drain(c), "a network's switch brings its routers back")
-	require.NoError(t, c.reconcile(ctx, router1))
+	require.NoError(t, reconcileOne(ctx, c, router1))
 	assert.Zero(t, routers(t, nb), "still waiting for net-b")
 	assert.Empty(t, drain(c), "net-b is not enqueued twice for one wait")
 
-	require.NoError(t, c.reconcile(ctx, netB))
+	require.NoError(t, reconcileOne(ctx, c, netB))
 	assert.Equal(t, []tr.Unit{router1}, drain(c))
-	require.NoError(t, c.reconcile(ctx, router1))
+	require.NoError(t, reconcileOne(ctx, c, router1))
 	assert.Equal(t, 1, routers(t, nb))
 	assert.Equal(t, 2.0, testutil.ToFloat64(c.opts.Metrics.parked))
 	assert.Zero(t, testutil.ToFloat64(c.opts.Metrics.reconcileErr.WithLabelValues(string(tr.KindRouter))))
@@ -134,7 +134,7 @@ func TestStoppedControllerWritesNothing(t *testing.T) {
 	c.queue.ShutDown()
 	require.Positive(t, c.queue.Len())
 	assert.False(t, c.processNext(ctx), "a worker stops at the first unit after the stop")
-	assert.Equal(t, context.Canceled, c.reconcile(ctx, public), "a reconcile in progress starts no transaction")
+	assert.Equal(t, context.Canceled, reconcileOne(ctx, c, public), "a reconcile in progress starts no transaction")
 	require.NoError(t, c.Run(ctx))
 	var switches []*nbmodel.LogicalSwitch
 	require.NoError(t, nb.List(context.Background(), &switches))
@@ -171,4 +171,9 @@ func TestSBBindingEventsEnqueueOnlyGatewayRouters(t *testing.T) {
 	assert.Empty(t, drain(c), "remote port bindings")
 	c.onSB(ctx, sbmodel.PortBindingTable, &sbmodel.PortBinding{LogicalPort: cr, Type: ovn.RedirectPortType})
 	assert.Equal(t, []tr.Unit{router1}, drain(c))
+}
+
+// reconcileOne reconciles u alone, as a worker does when the queue is short.
+func reconcileOne(ctx context.Context, c *Controller, u tr.Unit) error {
+	return c.reconcile(ctx, []tr.Unit{u})[0]
 }

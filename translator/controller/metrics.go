@@ -22,6 +22,7 @@ type Metrics struct {
 	reconcile    *prometheus.HistogramVec
 	reconcileErr *prometheus.CounterVec
 	parked       prometheus.Counter
+	batch        prometheus.Histogram
 	txn          prometheus.Histogram
 	txnErr       prometheus.Counter
 	keys         *prometheus.GaugeVec
@@ -36,7 +37,7 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "kubevirt_ovn_reconcile_duration_seconds", Help: "Duration of one unit's reconcile, by kind and result.",
+			Name: "kubevirt_ovn_reconcile_duration_seconds", Help: "Duration of one unit's reconcile (a unit reconciled in a batch counts its batch's), by kind and result.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"kind", "result"}),
 		reconcileErr: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -44,6 +45,10 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		}, []string{"kind"}),
 		parked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kubevirt_ovn_routers_parked_total", Help: "Router reconciles put off until the switches of their networks exist.",
+		}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kubevirt_ovn_reconcile_batch_units", Help: "Units reconciled together: one while the queue is short, batches while it is long (start, reconnection, resync).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		txn: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "kubevirt_ovn_nb_transaction_duration_seconds", Help: "Latency of NB transactions.",
@@ -57,7 +62,7 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		}, []string{"zone"}),
 		routers: map[string]RouterStatus{},
 	}
-	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.parked, m.txn, m.txnErr, m.keys)
+	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.batch, m.parked, m.txn, m.txnErr, m.keys)
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubevirt_ovn_routers_ready", Help: "Routers whose rows are committed.",
 	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Err == nil }) }))
@@ -124,6 +129,13 @@ func (m *Metrics) observeReconcile(u translator.Unit, d time.Duration, err error
 		m.reconcileErr.WithLabelValues(string(u.Kind)).Inc()
 	}
 	m.reconcile.WithLabelValues(string(u.Kind), result).Observe(d.Seconds())
+}
+
+func (m *Metrics) observeBatch(units int) {
+	if m == nil {
+		return
+	}
+	m.batch.Observe(float64(units))
 }
 
 func (m *Metrics) observeParked() {

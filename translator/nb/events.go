@@ -83,3 +83,18 @@ func symmetricDifference(a, b []string) []string {
 	}
 	return out
 }
+
+// KeyOf is the key of row m of table, as Change.Name says it; ok is false
+// for a table outside the registry.
+func KeyOf(table string, m model.Model) (key string, ok bool) {
+	return Default.KeyOf(table, m)
+}
+
+// KeyOf is the package function for registry r.
+func (r *Registry) KeyOf(table string, m model.Model) (string, bool) {
+	t := r.Lookup(table)
+	if t == nil {
+		return "", false
+	}
+	return t.Key(m), true
+}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -43,6 +44,12 @@ type SyncOptions struct {
 	// Zone, in interconnect mode, is the zone whose NB this is: the
 	// plan's rows of that zone are written there (ZoneRows).
 	Zone string
+	// CommitLock, when given, is held from the reading of a transaction's
+	// guards to its reply: concurrent syncs of one client (a controller's
+	// workers) commit in turn. A batch's one wait over a table's names
+	// (bulkGuard) expects the names the cache holds when it is built, and
+	// a commit of another worker in flight would add some.
+	CommitLock sync.Locker
 	// Registry is the tables diffed and written; Default when nil. The
 	// client's model and monitor must hold them (ovn.ConnectNBWith).
 	Registry *Registry
@@ -321,6 +328,10 @@ func (r *SyncResult) commitSplitting(ctx context.Context, c client.Client, d *Di
 }
 
 func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, d *Differ, batch []*UnitDiff, opts SyncOptions) error {
+	if opts.CommitLock != nil {
+		opts.CommitLock.Lock()
+		defer opts.CommitLock.Unlock()
+	}
 	names := make([]string, 0, len(batch))
 	for _, ud := range batch {
 		names = append(names, ud.Unit.String())
