@@ -106,10 +106,16 @@ func (f *servingFlags) serve(ctx context.Context, m *controller.Metrics, ready f
 type clusterFlags struct {
 	kubeconfig string
 	namespace  string
+	qps        float32
+	burst      int
 }
 
 func (f *clusterFlags) addKubeconfig(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster to watch (default: in-cluster configuration)")
+	// client-go's own 5 and 10 would hold a start that adds the finalizer
+	// and writes the status of 1,000 routers to 400 s.
+	fs.Float32Var(&f.qps, "kube-api-qps", 50, "most requests per second to the Kubernetes API (`QPS`), after --kube-api-burst")
+	fs.IntVar(&f.burst, "kube-api-burst", 100, "requests (`N`) to the Kubernetes API allowed in a burst")
 }
 
 func (f *clusterFlags) addNamespace(fs *pflag.FlagSet) {
@@ -123,6 +129,7 @@ func (f *clusterFlags) clients(ctx context.Context, events bool) (dynamic.Interf
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, nil, nil, err
