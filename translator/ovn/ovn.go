@@ -199,6 +199,11 @@ func ConnectNBWith(ctx context.Context, ep Endpoint, instance string, reg *nb.Re
 		c.Close()
 		return nil, fmt.Errorf("monitoring NB %s: %w", ep.Address, err)
 	}
+	// The JSON-RPC codec holds the last reply it read until the next one:
+	// the monitor's first, every row we own (8 MiB at 1,000 routers),
+	// would stay in memory while the controller catches up. A round trip
+	// replaces it; one that fails is the supervisor's to notice.
+	_ = c.Echo(ctx)
 	return c, nil
 }
 
