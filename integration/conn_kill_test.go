@@ -74,9 +74,10 @@ func TestConnRunSurvivesNBKilledAndAppliesEditMadeWhileDown(t *testing.T) {
 	c := startCentral(t)
 	keepForeign(t, c)
 	manifests := manyRouters(t, connRunRouters)
-	ctrl := startController(t, "conn-run", "--nb", c.NBTCP, "--from-file", manifests, "--file-poll", "100ms", "--resync", "10m")
+	ctrl := startController(t, "conn-run", "--nb", c.NBTCP, "--from-file", manifests, "--file-poll", "100ms", "--resync", "10m", "--batch-ops", ctrlBatchOps)
 	written := 0
 	waitNB(t, "the controller's first routers in the NB", func() bool { written = connCount(c, "Logical_Router"); return written > 0 })
+	requireBatches(t, ctrl)
 	pid, err := c.KillNB()
 	require.NoError(t, err)
 	killed := time.Now()

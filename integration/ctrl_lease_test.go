@@ -16,8 +16,12 @@ import (
 )
 
 // ctrlLeaseRouters: enough routers that the leader is still busy creating
-// them when it loses the Lease.
-const ctrlLeaseRouters = 300
+// them when it loses the Lease, in batches committed ctrlLeaseBatchOps
+// operations at a time (a router is about 10).
+const (
+	ctrlLeaseRouters  = 300
+	ctrlLeaseBatchOps = "50"
+)
 
 // The leader loses its Lease while it is busy (another identity holds it,
 // freshly renewed): from the moment it sees that, it writes nothing more to
@@ -30,7 +34,7 @@ func TestCtrlLeaseLostStopsWritingAndExits(t *testing.T) {
 	k := startKubeAPI(t)
 	ctrlCreate(t, k, ctrlLeaseRouters)
 	p := startController(t, "ctrl-leader", "--nb", c.NBTCP, "--kubeconfig", k.kubeconfig, "--workers", "2",
-		"--lease-duration", "60s", "--renew-deadline", "45s", "--retry-period", "500ms", "--resync", "1h")
+		"--lease-duration", "60s", "--renew-deadline", "45s", "--retry-period", "500ms", "--resync", "1h", "--batch-ops", ctrlLeaseBatchOps)
 
 	leases := k.dyn.Resource(leaseGVR).Namespace("kube-system")
 	holder := func() string {
@@ -44,6 +48,7 @@ func TestCtrlLeaseLostStopsWritingAndExits(t *testing.T) {
 	require.NoError(t, sandbox.Poll(60*time.Second, "ctrl-leader leading and busy writing", func() (bool, error) {
 		return holder() == "ctrl-leader" && ctrlNBCfg(t, c) >= 20, nil
 	}))
+	requireBatches(t, p)
 
 	// Another replica takes the Lease (as one would after a partition).
 	const thief = "ctrl-thief"

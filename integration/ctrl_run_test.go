@@ -22,18 +22,39 @@ const ctrlRouters = 500
 // transaction per worker may be in flight when it is told to stop.
 const ctrlWorkers = 2
 
-// SIGTERM during the initial reconcile of 500 routers: the controller stops
-// writing at once (at most the transactions in flight commit) and exits,
-// instead of draining its queue.
+// ctrlBatchOps is the --batch-ops of the tests that stop the controller
+// during its start: a start reconciles in batches of up to 256 units, each
+// committed here in several transactions, so that there are many commits
+// to interrupt; what lands after the stop is still at most one transaction
+// per worker.
+const ctrlBatchOps = "300"
+
+// requireBatches fails unless the controller reconciles units in batches
+// (more than one unit per reconcile on average, once a reconcile ended).
+func requireBatches(t *testing.T, p *controllerProc) {
+	t.Helper()
+	var units, batches float64
+	require.NoError(t, sandbox.Poll(30*time.Second, "units reconciled in batches", func() (bool, error) {
+		units, batches = p.metric("kubevirt_ovn_reconcile_batch_units_sum"), p.metric("kubevirt_ovn_reconcile_batch_units_count")
+		return batches > 0, nil
+	}))
+	require.Greater(t, units, batches, "units reconciled in batches (%v units in %v reconciles)", units, batches)
+}
+
+// SIGTERM during the initial reconcile of 500 routers, in batches: the
+// controller stops writing at once (at most the transactions in flight
+// commit, not the rest of their batches) and exits, instead of draining
+// its queue.
 func TestCtrlSIGTERMStopsWritingAtOnce(t *testing.T) {
 	c := startCentral(t)
 	keepForeign(t, c)
 	dir := ctrlInput(t, ctrlRouters)
-	p := startController(t, "sigterm", "--nb", c.NBTCP, "--from-file", dir, "--workers", "2")
+	p := startController(t, "sigterm", "--nb", c.NBTCP, "--from-file", dir, "--workers", "2", "--batch-ops", ctrlBatchOps)
 
 	require.NoError(t, sandbox.Poll(120*time.Second, "the controller committing", func() (bool, error) {
 		return ctrlNBCfg(t, c) >= 20, nil
 	}))
+	requireBatches(t, p)
 	// Frozen while nb_cfg is read, so that the commits counted are those
 	// after the signal, not those between the read and the signal (one
 	// reconcile is a millisecond or two).
@@ -89,6 +110,7 @@ func TestCtrlRunConvergesWithoutFailures(t *testing.T) {
 		return p.metric("kubevirt_ovn_routers_ready") == ctrlRouters, nil
 	}))
 	took := time.Since(start)
+	requireBatches(t, p)
 	require.NoError(t, sandbox.Poll(120*time.Second, "an empty queue", func() (bool, error) {
 		return p.metric("kubevirt_ovn_queue_depth") == 0, nil
 	}))
