@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -318,15 +317,9 @@ func RefuseEmpty(ctx context.Context, set *manifest.Set, nb client.Client, insta
 // live heap would have the GC run without end.
 func MemoryLimit(paths []string) int64 {
 	const least = 128 << 20
-	files, err := manifest.Files(paths)
+	size, err := manifest.Size(paths)
 	if err != nil {
 		return least
-	}
-	var size int64
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			size += st.Size()
-		}
 	}
 	return max(least, 30*size)
 }
