@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -470,6 +471,14 @@ func checkPod(t *testing.T, pod corev1.PodSpec, configMaps map[string]*corev1.Co
 			}
 		case e.ValueFrom.FieldRef != nil:
 			env[e.Name] = "pod-field-" + e.ValueFrom.FieldRef.FieldPath
+		case e.ValueFrom.ResourceFieldRef != nil:
+			// The kubelet gives a limit in bytes (divisor 1), as
+			// GOMEMLIMIT reads it; the container must set that limit.
+			res := e.ValueFrom.ResourceFieldRef.Resource
+			q, ok := c.Resources.Limits[corev1.ResourceName(strings.TrimPrefix(res, "limits."))]
+			if assert.True(t, ok && strings.HasPrefix(res, "limits."), "env %s: the container sets %s", e.Name, res) {
+				env[e.Name] = strconv.FormatInt(q.Value(), 10)
+			}
 		default:
 			t.Errorf("env %s: a source this test does not know", e.Name)
 		}
