@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -185,9 +183,7 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 			return err
 		}
 		metrics := controller.NewMetrics(nb, f.ctrl.instance)
-		opts := f.ctrl.options(log.WithName("controller"), metrics)
-		opts.OnCaughtUp = limitMemoryWhileCatchingUp(f.paths)
-		ctrl := controller.New(nb, sb, files, nil, opts)
+		ctrl := controller.New(nb, sb, files, nil, f.ctrl.options(log.WithName("controller"), metrics))
 		go files.Watch(ctx, f.fileInterval, ctrl.EnqueueUnits)
 		if err := f.serving.serve(ctx, metrics, func() error { return connected(nb) }, log); err != nil {
 			return err
@@ -220,18 +216,6 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 		return err
 	}
 	return f.leader.lead(ctx, kc, recorder, ctrl, log)
-}
-
-// limitMemoryWhileCatchingUp sets the soft memory limit of a start from
-// the manifests in paths (controller.CatchUpMemoryLimit) and returns what
-// lifts it once the controller has caught up, for the GC's own pacing of a
-// steady state whose input may grow. GOMEMLIMIT, when set, is left alone.
-func limitMemoryWhileCatchingUp(paths []string) func() {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return nil
-	}
-	debug.SetMemoryLimit(controller.CatchUpMemoryLimit(paths))
-	return func() { debug.SetMemoryLimit(math.MaxInt64) }
 }
 
 // runZones runs the controllers of every zone (--zone) from manifests on
@@ -280,9 +264,7 @@ func runZones(ctx context.Context, f *runFlags, log logr.Logger) error {
 	}
 	// The metrics' owned-row counts are the first zone's.
 	metrics := controller.NewMetrics(zones[0].NB, f.ctrl.instance)
-	opts := f.ctrl.options(log.WithName("controller"), metrics)
-	opts.OnCaughtUp = limitMemoryWhileCatchingUp(f.paths)
-	group := controller.NewZones(zones, files, nil, opts)
+	group := controller.NewZones(zones, files, nil, f.ctrl.options(log.WithName("controller"), metrics))
 	go files.Watch(ctx, f.fileInterval, group.EnqueueUnits)
 	ready := func() error {
 		for _, z := range zones {

@@ -3,11 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -174,30 +172,4 @@ type beforeTransact struct {
 func (b beforeTransact) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	b.f()
 	return b.Client.Transact(ctx, ops...)
-}
-
-// OnCaughtUp is called once, after the start's reconciles have written
-// everything.
-func TestOnCaughtUpOnceAfterTheStart(t *testing.T) {
-	nb := ctrlNB(t)
-	var mu sync.Mutex
-	calls, routersThen := 0, 0
-	var c *Controller
-	c = New(nb, nil, staticSource{example()}, nil, Options{Instance: instance, Log: logr.Discard(), OnCaughtUp: func() {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		routersThen = routers(t, nb)
-	}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = c.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return calls > 0 }, 10*time.Second, 5*time.Millisecond)
-	c.Enqueue(router1)
-	require.Eventually(t, func() bool { return c.queue.Len() == 0 && c.active.Load() == 0 }, 10*time.Second, 5*time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, 1, calls)
-	assert.Equal(t, 1, routersThen, "called once the router is written")
 }

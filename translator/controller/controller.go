@@ -92,9 +92,6 @@ type Options struct {
 	// SkipMoveNudge: after a gateway port moves away from a chassis that
 	// still runs, do not nudge the chassis (ovn.FinishMoves).
 	SkipMoveNudge bool
-	// OnCaughtUp is called once, the first time the queue is empty and
-	// no reconcile runs after the start: the controller has caught up.
-	OnCaughtUp func()
 	// BatchUnits bounds the units of a batch (see BatchAbove); 256 when
 	// zero. BatchOps bounds the operations of one of its transactions:
 	// a batch that needs more commits in several, never splitting a
@@ -160,7 +157,6 @@ type Controller struct {
 	// the reconciles (of a unit or a batch) in progress.
 	onReconcile func(translator.Unit)
 	active      atomic.Int32
-	caughtUp    sync.Once
 }
 
 // withDefaults fills in what opts leaves out.
@@ -599,7 +595,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	c.active.Add(1)
 	errs := c.reconcile(ctx, units)
-	idle := c.active.Add(-1) == 0
+	c.active.Add(-1)
 	if ctx.Err() != nil {
 		// Stopped mid-reconcile: not a failure, and not retried.
 		return false
@@ -609,9 +605,6 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	for i, u := range units {
 		c.opts.Metrics.observeReconcile(u, took, errs[i])
 		retryOrForget(c.queue, c.opts.Log, "reconcile", u, errs[i])
-	}
-	if idle && c.queue.Len() == 0 && c.opts.OnCaughtUp != nil {
-		c.caughtUp.Do(c.opts.OnCaughtUp)
 	}
 	return true
 }

@@ -491,20 +491,3 @@ func fingerprint(paths []string) (string, error) {
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return fmt.Sprintf("%x", sum), nil
 }
-
-// CatchUpMemoryLimit is the soft memory limit of a controller of the
-// manifests in paths while it catches up after its start (see
-// Options.OnCaughtUp), as a sync's (syncer.MemoryLimit): its live heap then
-// holds the NB cache, the monitor's first reply and the whole input at
-// once, near 25 times the manifests' size (100–110 MiB for 1,000 routers in
-// 4.1 MB, 300 MiB for 3,000), so 34 times, and at least 160 MiB. Without it
-// the GC lets the heap reach twice that before it collects, and a start
-// peaks 1.5 times as high as a sync of the same input.
-func CatchUpMemoryLimit(paths []string) int64 {
-	const least = 160 << 20
-	size, err := manifest.Size(paths)
-	if err != nil {
-		return least
-	}
-	return max(least, 34*size)
-}

@@ -54,20 +54,6 @@ func NewZones(zones []ZoneClients, source Source, status Status, opts Options) *
 		indexes[i] = nb.NewHeldIndex(z.NB, opts.Instance)
 		held[i] = indexes[i]
 	}
-	if caughtUp := opts.OnCaughtUp; caughtUp != nil {
-		// The group has caught up once every zone's controller has.
-		var mu sync.Mutex
-		left := len(zones)
-		opts.OnCaughtUp = func() {
-			mu.Lock()
-			left--
-			done := left == 0
-			mu.Unlock()
-			if done {
-				caughtUp()
-			}
-		}
-	}
 	for i, z := range zones {
 		o := opts
 		o.Log = opts.Log.WithValues("zone", z.Zone)

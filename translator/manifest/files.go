@@ -218,19 +218,3 @@ func readAll(r io.Reader, size int64) ([]byte, error) {
 		}
 	}
 }
-
-// Size is the total size in bytes of the manifest files in paths (Files);
-// a file that vanished since the listing counts nothing.
-func Size(paths []string) (int64, error) {
-	files, err := Files(paths)
-	if err != nil {
-		return 0, err
-	}
-	var size int64
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			size += st.Size()
-		}
-	}
-	return size, nil
-}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -317,9 +318,15 @@ func RefuseEmpty(ctx context.Context, set *manifest.Set, nb client.Client, insta
 // live heap would have the GC run without end.
 func MemoryLimit(paths []string) int64 {
 	const least = 128 << 20
-	size, err := manifest.Size(paths)
+	files, err := manifest.Files(paths)
 	if err != nil {
 		return least
+	}
+	var size int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			size += st.Size()
+		}
 	}
 	return max(least, 30*size)
 }
