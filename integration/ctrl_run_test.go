@@ -23,7 +23,7 @@ const ctrlRouters = 500
 const ctrlWorkers = 2
 
 // ctrlBatchOps is the --batch-ops of the tests that stop the controller
-// during its start: a start reconciles in batches of up to 256 units, each
+// during its start: a start reconciles in batches of up to 512 units, each
 // committed here in several transactions, so that there are many commits
 // to interrupt; what lands after the stop is still at most one transaction
 // per worker.

@@ -92,7 +92,7 @@ type Options struct {
 	// SkipMoveNudge: after a gateway port moves away from a chassis that
 	// still runs, do not nudge the chassis (ovn.FinishMoves).
 	SkipMoveNudge bool
-	// BatchUnits bounds the units of a batch (see BatchAbove); 256 when
+	// BatchUnits bounds the units of a batch (see BatchAbove); 512 when
 	// zero. BatchOps bounds the operations of one of its transactions:
 	// a batch that needs more commits in several, never splitting a
 	// unit; nb.MaxBatchOps when zero.
@@ -171,7 +171,7 @@ func (opts Options) withDefaults() Options {
 		opts.Resync = 5 * time.Minute
 	}
 	if opts.BatchUnits <= 0 {
-		opts.BatchUnits = 256
+		opts.BatchUnits = 512
 	}
 	return opts
 }
