@@ -164,7 +164,13 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Per event kind (p50 latency / mean CPU):")
 		fmt.Fprintln(w)
+		var withEvents []*result
 		for _, r := range evs {
+			if len(r.ev.lat) > 0 {
+				withEvents = append(withEvents, r)
+			}
+		}
+		for _, r := range withEvents {
 			fmt.Fprintf(w, "- N=%d:", r.n)
 			for _, k := range []string{"vm-add", "snat-ip", "router-del", "lsp-del", "nat-del", "router-add"} {
 				var lat, cpu []time.Duration
@@ -179,8 +185,8 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			}
 			fmt.Fprintln(w)
 		}
-		if len(evs) > 1 {
-			lo, hi := evs[0], evs[len(evs)-1]
+		if len(withEvents) > 1 {
+			lo, hi := withEvents[0], withEvents[len(withEvents)-1]
 			fmt.Fprintf(w, "\np99(N=%d)/p99(N=%d) = %s; mean CPU per event N=%d/N=%d = %s\n", hi.n, lo.n,
 				ratio(quantile(hi.ev.lat, 0.99), quantile(lo.ev.lat, 0.99)), hi.n, lo.n, ratio(mean(hi.ev.cpu), mean(lo.ev.cpu)))
 		}
