@@ -2,8 +2,10 @@
 // style: events from the input source, from the rows we own in the NB and
 // from the SB chassis enqueue the units (routers and networks) they affect on
 // a rate-limited workqueue; workers reconcile one unit each from the current
-// input. Level-triggered: a reconcile computes the unit's whole desired state,
-// so restarts, missed events and drift heal.
+// input, or, while the queue is long (a start, a resync), a batch of units
+// committed together as a sync commits (BatchAbove). Level-triggered: a
+// reconcile computes the unit's whole desired state, so restarts, missed
+// events and drift heal.
 //
 // Networks come before routers: a router whose networks' switches are not in
 // the NB yet is parked, not failed, and enqueued again once they are. When
