@@ -911,10 +911,11 @@ func (c *Controller) parkUntilSwitches(ctx context.Context, router string, netwo
 // hasSwitch says whether the NB cache holds the switch of network.
 func (c *Controller) hasSwitch(ctx context.Context, network string) bool {
 	u := translator.Unit{Kind: translator.KindNetwork, Name: network}
-	ls := &nbmodel.LogicalSwitch{}
+	// Through the client index on the owner key (nb.Registry.ClientIndexes),
+	// not a scan of every switch: a start asks it for every router.
+	probe := &nbmodel.LogicalSwitch{ExternalIDs: map[string]string{translator.KeyOwner: network}}
 	var rows []*nbmodel.LogicalSwitch
-	owner := model.Condition{Field: &ls.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyOwner: network}}
-	if err := c.nb.WhereAll(ls, owner).List(ctx, &rows); err != nil {
+	if err := c.nb.Where(probe).List(ctx, &rows); err != nil {
 		// Let the sync find out.
 		return true
 	}
