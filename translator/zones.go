@@ -255,6 +255,11 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		ls := model.Clone(np.Switch).(*nbmodel.LogicalSwitch)
 		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[tunnelkeys.Ref{Switch: sw}])}
 		zr.Rows = append(zr.Rows, Row{Model: ls})
+		// The DHCP options go wherever the switch does: a VM port refers
+		// to them in its own zone's NB.
+		if np.DHCP != nil {
+			zr.Rows = append(zr.Rows, Row{Model: model.Clone(np.DHCP)})
+		}
 		for _, p := range np.Ports {
 			key := keys[tunnelkeys.Ref{Switch: sw, Port: p.Name}]
 			if v := vmNode[p.Name]; v != nil && in.nodes[v.Node].zone != z {
@@ -263,7 +268,7 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 				}
 				continue
 			}
-			zr.Rows = append(zr.Rows, Row{Model: withKey(p, key), Parent: sw})
+			zr.Rows = append(zr.Rows, np.portRow(withKey(p, key)))
 		}
 		np.Zones[z] = zr
 	}
