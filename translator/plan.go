@@ -101,6 +101,8 @@ type network struct {
 	prefix  netip.Prefix
 	gateway netip.Addr // invalid when the network has no gatewayIp
 	segment int
+	// pool is the ipPool's first and last address; invalid without one.
+	poolStart, poolEnd netip.Addr
 }
 
 // UnitPlan is the plan of one unit.
@@ -450,6 +452,8 @@ func validateNetwork(in *Network) (*network, []error) {
 			errs = append(errs, networkErr(in, "network-config.ipPool", "%s-%s is not inside cidr %s", start, end, pfx))
 		case end.Less(start):
 			errs = append(errs, networkErr(in, "network-config.ipPool", "start %s is after end %s", start, end))
+		default:
+			n.poolStart, n.poolEnd = start, end
 		}
 	}
 	for i, hr := range in.HostRoutes {
@@ -496,10 +500,9 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	// An address's key is "network MAC" or "network IP", as in held.
 	type address struct{ key, field, kind, value string }
 	addresses := func(vp *vmPort) []address {
-		f := "status.interfaces[" + vp.Interface + "]"
 		return []address{
-			{n.Name + " " + vp.mac, f + ".mac", "MAC", vp.mac},
-			{n.Name + " " + vp.ip, f + ".ipAddress", "IP", vp.ip},
+			{n.Name + " " + vp.mac, vp.macField(), "MAC", vp.mac},
+			{n.Name + " " + vp.ip, vp.ipField(), "IP", vp.ip},
 		}
 	}
 	owner := map[string]*vmPort{}
@@ -533,8 +536,26 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	return out
 }
 
+// macField and ipField name where v's MAC and IP were read.
+func (v *VMInterface) macField() string {
+	if v.MACField != "" {
+		return v.MACField
+	}
+	return "status.interfaces[" + v.Interface + "].mac"
+}
+
+func (v *VMInterface) ipField() string {
+	if v.IPField != "" {
+		return v.IPField
+	}
+	return "status.interfaces[" + v.Interface + "].ipAddress"
+}
+
 // validateVM checks a VM interface against its network and returns the MAC
-// and IP of its port.
+// and IP of its port. A declared address (VMInterface.MACField, IPField)
+// that status reports otherwise is an error naming both; an IP outside the
+// network's ipPool is one too: it is the address DHCP hands out, and
+// ONOS's IPAM would have refused it.
 func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	if msg := badName(v.Namespace, validation.IsDNS1123Label); msg != "" {
 		return "", "", vmErr(v, "metadata.namespace", "%s", msg)
@@ -545,19 +566,33 @@ func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	if msg := badName(v.Interface, isInterfaceName); msg != "" {
 		return "", "", vmErr(v, "spec.networks[].name", "%s", msg)
 	}
+	macField, ipField := v.macField(), v.ipField()
 	mac, err = parseMAC(v.MAC)
 	if err != nil {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].mac", "%v", err)
+		return "", "", vmErr(v, macField, "%v", err)
+	}
+	if v.StatusMAC != "" {
+		if st, err := parseMAC(v.StatusMAC); err != nil || st != mac {
+			return "", "", vmErr(v, macField, "%s differs from status.interfaces[%s].mac %s", mac, v.Interface, v.StatusMAC)
+		}
 	}
 	addr, err := parseIPv4(v.IP)
 	if err != nil {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%v", err)
+		return "", "", vmErr(v, ipField, "%v", err)
+	}
+	if v.StatusIP != "" {
+		if st, err := netip.ParseAddr(v.StatusIP); err != nil || st != addr {
+			return "", "", vmErr(v, ipField, "%s differs from status.interfaces[%s].ipAddress %s", addr, v.Interface, v.StatusIP)
+		}
 	}
 	if !hostIn(n.prefix, addr) {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is outside network %s (%s)", addr, n.Name, n.prefix)
+		return "", "", vmErr(v, ipField, "%s is outside network %s (%s)", addr, n.Name, n.prefix)
 	}
 	if n.gateway.IsValid() && addr == n.gateway {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is the gateway IP of network %s", addr, n.Name)
+		return "", "", vmErr(v, ipField, "%s is the gateway IP of network %s", addr, n.Name)
+	}
+	if n.poolStart.IsValid() && (addr.Less(n.poolStart) || n.poolEnd.Less(addr)) {
+		return "", "", vmErr(v, ipField, "%s is outside the ipPool %s-%s of network %s", addr, n.poolStart, n.poolEnd, n.Name)
 	}
 	return mac, addr.String(), nil
 }
