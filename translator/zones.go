@@ -231,6 +231,12 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 			continue
 		}
 		np.KeepPorts = append(np.KeepPorts, p.Name)
+		if v.Node == "" {
+			// Addresses declared before the VMI is scheduled: which
+			// zone's NB its port goes to is not known yet.
+			np.VMErrors = append(np.VMErrors, vmErr(v, "status.nodeName", "is not set yet: the port waits until the VMI is scheduled (interconnect mode writes it into its node's zone)"))
+			continue
+		}
 		np.VMErrors = append(np.VMErrors, vmErr(v, "status.nodeName", "node %q is no chassis of any zone (hostname or chassis name in a zone's Southbound)", v.Node))
 	}
 	np.Ports = ports

@@ -218,6 +218,14 @@ func TestZoneVMOnUnknownNodeFailsAlone(t *testing.T) {
 	assert.Contains(t, up.Network.VMErrors[0].Error(), `status.nodeName node "node-nowhere" is no chassis of any zone`)
 	assert.Equal(t, "@", zoneView(up.Network.Zones["hv1"])["LSP "+VMPortName("net-a", "default", "vm1", "eth0")])
 	assert.Equal(t, []string{vm9}, up.Network.Zones["hv1"].Keep)
+
+	// Addresses declared before the VMI is scheduled: no node yet.
+	in.Set("late", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm9", Interface: "eth0", Network: "net-a",
+		NetworkNamespace: "default", MAC: "02:00:00:00:00:99", IP: "10.10.0.99", IPField: "metadata.annotations[interfaces][net-a].ipAddress"}}})
+	up = in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.Len(t, up.Network.VMErrors, 1)
+	assert.Equal(t, "VirtualMachineInstance default/vm9: status.nodeName is not set yet: the port waits until the VMI is scheduled (interconnect mode writes it into its node's zone)", up.Network.VMErrors[0].Error())
+	assert.Equal(t, []string{vm9}, up.Network.KeepPorts)
 }
 
 // zonedRouterOnNetA is an interconnect input: router r2 with SNAT on
