@@ -34,6 +34,7 @@ var connTables = []struct {
 	{"Logical_Router_Static_Route", []string{"external_ids", "ip_prefix"}},
 	{"Gateway_Chassis", []string{"name"}},
 	{"Static_MAC_Binding", []string{"logical_port", "ip"}},
+	{"DHCP_Options", []string{"external_ids"}},
 }
 
 // connRows are the rows we own in an NB, per table: each row's identity

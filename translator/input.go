@@ -194,7 +194,14 @@ type VMInterface struct {
 	NetworkNamespace string
 	MAC              string
 	IP               string
-	Node             string
+	// MACField and IPField name where MAC and IP were read, for errors;
+	// "": status.interfaces[Interface].mac and .ipAddress.
+	MACField, IPField string
+	// StatusMAC and StatusIP are what status.interfaces reports where MAC
+	// or IP was declared (MACField, IPField) and status has one too: a
+	// value that differs is an error of the interface.
+	StatusMAC, StatusIP string
+	Node                string
 }
 
 // Chassis is an SB Chassis row as far as gateway selection needs it.

@@ -45,6 +45,9 @@ type NetworkPlan struct {
 	KeepPorts []string
 	// VMErrors say why, one per port in KeepPorts.
 	VMErrors []error `json:"-"`
+	// DHCP is the network's DHCP options, which its VM ports refer to;
+	// nil for a network without gatewayIp (no DHCP).
+	DHCP *nbmodel.DHCPOptions `json:",omitempty"`
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`
@@ -98,6 +101,8 @@ type network struct {
 	prefix  netip.Prefix
 	gateway netip.Addr // invalid when the network has no gatewayIp
 	segment int
+	// pool is the ipPool's first and last address; invalid without one.
+	poolStart, poolEnd netip.Addr
 }
 
 // UnitPlan is the plan of one unit.
@@ -253,6 +258,7 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held) *Ne
 	np := &NetworkPlan{
 		Name:   name,
 		Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: SwitchIDs(instance, u)},
+		DHCP:   dhcpOptions(n, instance),
 	}
 	if n.Type == NetworkFlat || n.Type == NetworkVLAN {
 		ln := &nbmodel.LogicalSwitchPort{
@@ -293,9 +299,86 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held) *Ne
 	return np
 }
 
+// DHCPLeaseTime is the lease DHCP offers, in seconds: a day, as Neutron's
+// default. ONOS offered infinite leases; a finite one makes a VM renew,
+// and a renewal picks up a change of the network's options.
+const DHCPLeaseTime = 86400
+
+// dhcpOptions are the DHCP options of valid network n, nil when it has no
+// gatewayIp: OVN answers DHCP from a server_id in the subnet, and Neutron
+// too offers no DHCP without a gateway (or a DHCP port's address).
+//
+// The router option (3) is the gateway only with defaultRoute. Host
+// routes are option 121, with the default route appended with
+// defaultRoute: an RFC 3442 client ignores option 3 when 121 is present.
+// DNS servers are the network's IPv4 dnses only (no public fallback, as
+// ONOS had), the MTU the network's when DHCP can carry it (68 or more).
+func dhcpOptions(n *network, instance string) *nbmodel.DHCPOptions {
+	if !n.gateway.IsValid() {
+		return nil
+	}
+	gw := n.gateway.String()
+	opts := map[string]string{
+		"server_id":  gw,
+		"server_mac": DHCPServerMAC(n.Name),
+		"lease_time": strconv.Itoa(DHCPLeaseTime),
+	}
+	if n.DefaultRoute {
+		opts["router"] = gw
+	}
+	var dns []string
+	for _, d := range n.DNSes {
+		if a, err := netip.ParseAddr(d); err == nil && a.Is4() {
+			dns = append(dns, a.String())
+		}
+	}
+	if len(dns) > 0 {
+		opts["dns_server"] = "{" + strings.Join(dns, ", ") + "}"
+	}
+	if n.MTU >= 68 {
+		opts["mtu"] = strconv.Itoa(n.MTU)
+	}
+	if len(n.HostRoutes) > 0 {
+		var routes []string
+		hasDefault := false
+		for _, hr := range n.HostRoutes {
+			dst, _ := parseIPv4Prefix(hr.Destination)
+			nh := "0.0.0.0" // on-link (RFC 3442)
+			if a, err := parseIPv4(hr.Nexthop); err == nil {
+				nh = a.String()
+			}
+			hasDefault = hasDefault || dst.Bits() == 0
+			routes = append(routes, dst.String()+","+nh)
+		}
+		if n.DefaultRoute && !hasDefault {
+			routes = append(routes, "0.0.0.0/0,"+gw)
+		}
+		opts["classless_static_route"] = "{" + strings.Join(routes, ", ") + "}"
+	}
+	ids := OwnerIDs(instance, Unit{Kind: KindNetwork, Name: n.Name})
+	ids[KeyDHCPNetwork] = n.Name
+	return &nbmodel.DHCPOptions{Cidr: n.prefix.String(), Options: opts, ExternalIDs: ids}
+}
+
+// DHCPServerMAC is the source MAC of network's DHCP replies: locally
+// administered, stable, from the network's name (not a router's MAC: a
+// network may have no router, and a router of the network's name would
+// have this MAC too if it were derived alike).
+func DHCPServerMAC(network string) string {
+	h := fnv.New64a()
+	h.Write([]byte("dhcp " + network))
+	s := h.Sum64()
+	return fmt.Sprintf("0a:%02x:%02x:%02x:%02x:%02x", byte(s>>32), byte(s>>24), byte(s>>16), byte(s>>8), byte(s))
+}
+
 // KeyVMI is the external_ids key naming the VirtualMachineInstance
 // (namespace/name) of a VM port.
 const KeyVMI = "kubevirt-ovn/vmi"
+
+// KeyDHCPNetwork is the external_ids key naming the network of a
+// DHCP_Options row: the row's identity (its CIDR is not unique across
+// routers).
+const KeyDHCPNetwork = "kubevirt-ovn/network"
 
 func validateNetwork(in *Network) (*network, []error) {
 	n := &network{Network: in}
@@ -369,6 +452,8 @@ func validateNetwork(in *Network) (*network, []error) {
 			errs = append(errs, networkErr(in, "network-config.ipPool", "%s-%s is not inside cidr %s", start, end, pfx))
 		case end.Less(start):
 			errs = append(errs, networkErr(in, "network-config.ipPool", "start %s is after end %s", start, end))
+		default:
+			n.poolStart, n.poolEnd = start, end
 		}
 	}
 	for i, hr := range in.HostRoutes {
@@ -415,10 +500,9 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	// An address's key is "network MAC" or "network IP", as in held.
 	type address struct{ key, field, kind, value string }
 	addresses := func(vp *vmPort) []address {
-		f := "status.interfaces[" + vp.Interface + "]"
 		return []address{
-			{n.Name + " " + vp.mac, f + ".mac", "MAC", vp.mac},
-			{n.Name + " " + vp.ip, f + ".ipAddress", "IP", vp.ip},
+			{n.Name + " " + vp.mac, vp.macField(), "MAC", vp.mac},
+			{n.Name + " " + vp.ip, vp.ipField(), "IP", vp.ip},
 		}
 	}
 	owner := map[string]*vmPort{}
@@ -452,8 +536,26 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	return out
 }
 
+// macField and ipField name where v's MAC and IP were read.
+func (v *VMInterface) macField() string {
+	if v.MACField != "" {
+		return v.MACField
+	}
+	return "status.interfaces[" + v.Interface + "].mac"
+}
+
+func (v *VMInterface) ipField() string {
+	if v.IPField != "" {
+		return v.IPField
+	}
+	return "status.interfaces[" + v.Interface + "].ipAddress"
+}
+
 // validateVM checks a VM interface against its network and returns the MAC
-// and IP of its port.
+// and IP of its port. A declared address (VMInterface.MACField, IPField)
+// that status reports otherwise is an error naming both; an IP outside the
+// network's ipPool is one too: it is the address DHCP hands out, and
+// ONOS's IPAM would have refused it.
 func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	if msg := badName(v.Namespace, validation.IsDNS1123Label); msg != "" {
 		return "", "", vmErr(v, "metadata.namespace", "%s", msg)
@@ -464,19 +566,33 @@ func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	if msg := badName(v.Interface, isInterfaceName); msg != "" {
 		return "", "", vmErr(v, "spec.networks[].name", "%s", msg)
 	}
+	macField, ipField := v.macField(), v.ipField()
 	mac, err = parseMAC(v.MAC)
 	if err != nil {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].mac", "%v", err)
+		return "", "", vmErr(v, macField, "%v", err)
+	}
+	if v.StatusMAC != "" {
+		if st, err := parseMAC(v.StatusMAC); err != nil || st != mac {
+			return "", "", vmErr(v, macField, "%s differs from status.interfaces[%s].mac %s", mac, v.Interface, v.StatusMAC)
+		}
 	}
 	addr, err := parseIPv4(v.IP)
 	if err != nil {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%v", err)
+		return "", "", vmErr(v, ipField, "%v", err)
+	}
+	if v.StatusIP != "" {
+		if st, err := netip.ParseAddr(v.StatusIP); err != nil || st != addr {
+			return "", "", vmErr(v, ipField, "%s differs from status.interfaces[%s].ipAddress %s", addr, v.Interface, v.StatusIP)
+		}
 	}
 	if !hostIn(n.prefix, addr) {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is outside network %s (%s)", addr, n.Name, n.prefix)
+		return "", "", vmErr(v, ipField, "%s is outside network %s (%s)", addr, n.Name, n.prefix)
 	}
 	if n.gateway.IsValid() && addr == n.gateway {
-		return "", "", vmErr(v, "status.interfaces["+v.Interface+"].ipAddress", "%s is the gateway IP of network %s", addr, n.Name)
+		return "", "", vmErr(v, ipField, "%s is the gateway IP of network %s", addr, n.Name)
+	}
+	if n.poolStart.IsValid() && (addr.Less(n.poolStart) || n.poolEnd.Less(addr)) {
+		return "", "", vmErr(v, ipField, "%s is outside the ipPool %s-%s of network %s", addr, n.poolStart, n.poolEnd, n.Name)
 	}
 	return mac, addr.String(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -533,6 +534,84 @@ func TestBuildVMPorts(t *testing.T) {
 	}
 }
 
+// TestBuildDHCP: a network with a gatewayIp gets one DHCP_Options row,
+// identified by its name, with the options of its network-config; its VM
+// ports refer to it, its localnet port does not. Without a gatewayIp: no
+// row, no reference.
+func TestBuildDHCP(t *testing.T) {
+	mac := DHCPServerMAC("net-a")
+	dhcpIDs := func(n string) map[string]string {
+		ids := netIDs(n)
+		ids["kubevirt-ovn/network"] = n
+		return ids
+	}
+	opts := func(extra map[string]string) map[string]string {
+		o := map[string]string{"server_id": "10.10.0.1", "server_mac": mac, "lease_time": "86400"}
+		maps.Copy(o, extra)
+		return o
+	}
+	tests := []struct {
+		name string
+		mod  func(n *Network)
+		want map[string]string // nil: no DHCP row
+	}{
+		{name: "gateway only", want: opts(nil)},
+		{name: "defaultRoute: router", mod: func(n *Network) { n.DefaultRoute = true }, want: opts(map[string]string{"router": "10.10.0.1"})},
+		{name: "dnses in OVN's set syntax, IPv4 only; mtu", mod: func(n *Network) {
+			n.DNSes, n.MTU = []string{"10.0.0.53", "fd00::53", "10.0.0.54"}, 1400
+		}, want: opts(map[string]string{"dns_server": "{10.0.0.53, 10.0.0.54}", "mtu": "1400"})},
+		{name: "an mtu DHCP cannot carry is left out", mod: func(n *Network) { n.MTU = 60 }, want: opts(nil)},
+		{name: "hostRoutes without defaultRoute: no default route in 121", mod: func(n *Network) {
+			n.HostRoutes = []HostRoute{{Destination: "192.168.50.0/24", Nexthop: "10.10.0.254"}, {Destination: "172.20.0.0/16"}}
+		}, want: opts(map[string]string{"classless_static_route": "{192.168.50.0/24,10.10.0.254, 172.20.0.0/16,0.0.0.0}"})},
+		{name: "hostRoutes with defaultRoute: the default route appended to 121", mod: func(n *Network) {
+			n.DefaultRoute = true
+			n.HostRoutes = []HostRoute{{Destination: "192.168.50.0/24", Nexthop: "10.10.0.254"}}
+		}, want: opts(map[string]string{"router": "10.10.0.1", "classless_static_route": "{192.168.50.0/24,10.10.0.254, 0.0.0.0/0,10.10.0.1}"})},
+		{name: "a default host route is not doubled", mod: func(n *Network) {
+			n.DefaultRoute = true
+			n.HostRoutes = []HostRoute{{Destination: "0.0.0.0/0", Nexthop: "10.10.0.254"}}
+		}, want: opts(map[string]string{"router": "10.10.0.1", "classless_static_route": "{0.0.0.0/0,10.10.0.254}"})},
+		{name: "no gatewayIp: no DHCP", mod: func(n *Network) { n.GatewayIP = ""; n.DefaultRoute = true }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := netA()
+			if tc.mod != nil {
+				tc.mod(&n)
+			}
+			vm := VMInterface{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"}
+			p := Build(&Snapshot{Networks: []Network{n}, VMs: []VMInterface{vm}}, testInstance)
+			require.Empty(t, p.Errors)
+			require.Len(t, p.Networks, 1)
+			np := &p.Networks[0]
+			rows := np.Rows()
+			port := rows[len(rows)-1]
+			require.Equal(t, "kv-net-a_default_vm1_eth1", port.Model.(*nbmodel.LogicalSwitchPort).Name)
+			if tc.want == nil {
+				assert.Nil(t, np.DHCP)
+				assert.Len(t, rows, 2, "the switch and the VM port")
+				assert.Empty(t, port.Refs)
+				return
+			}
+			assert.Equal(t, &nbmodel.DHCPOptions{Cidr: "10.10.0.0/24", Options: tc.want, ExternalIDs: dhcpIDs("net-a")}, np.DHCP)
+			assert.Equal(t, Row{Model: np.DHCP}, rows[1], "a root row")
+			assert.Equal(t, []Ref{{Column: "dhcpv4_options", Key: "net-a"}}, port.Refs)
+		})
+	}
+
+	// A FLAT network's localnet port has none; the server MAC is locally
+	// administered, unicast, and the network's own.
+	p := Build(&Snapshot{Networks: []Network{publicNet()}}, testInstance)
+	require.Len(t, p.Networks, 1)
+	for _, r := range p.Networks[0].Rows() {
+		assert.Empty(t, r.Refs)
+	}
+	assert.Regexp(t, "^0a:", mac)
+	assert.NotEqual(t, mac, DHCPServerMAC("net-b"))
+	assert.NotEqual(t, mac, derivedRouterMAC("net-a"))
+}
+
 func TestGatewaySelection(t *testing.T) {
 	sb := []Chassis{
 		{Name: "c-11111111", Hostname: "gw1", Gateway: true, Physnets: []string{"physnet1"}},
@@ -725,7 +804,7 @@ func examplesSnapshot() *Snapshot {
 			{
 				Name: "net-a", Namespace: "default", Type: "GENEVE", MTU: 1450, SegmentID: "100",
 				CIDR: "10.10.0.0/24", GatewayIP: "10.10.0.1",
-				IPPool:       &IPPool{Start: "10.10.0.10", End: "10.10.0.200"},
+				IPPool:       &IPPool{Start: "10.10.0.2", End: "10.10.0.200"},
 				DNSes:        []string{"8.8.8.8"},
 				DefaultRoute: true,
 			},
@@ -1280,6 +1359,77 @@ func TestVMInterfaceValidation(t *testing.T) {
 			assert.Equal(t, []string{"kv-net-a_default_vm-good_eth1"}, portNames(np.Ports))
 			assert.NotNil(t, findRouter(p, "bad"), "routers on the network are still planned")
 			assert.NotNil(t, findRouter(p, "good"))
+		})
+	}
+}
+
+// TestVMDeclaredAddresses: an address declared before boot (the spec's
+// macAddress, the interfaces annotation's ipAddress) that status reports
+// otherwise, and an address outside the network's ipPool, are errors of
+// the interface, naming the field (and both values); its port stays as it
+// is, the network's other ports are planned.
+func TestVMDeclaredAddresses(t *testing.T) {
+	good := VMInterface{Namespace: "default", VMI: "vm-good", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:01", IP: "10.10.0.11"}
+	declared := func(v *VMInterface) {
+		v.MACField = "spec.domain.devices.interfaces[eth1].macAddress"
+		v.IPField = "metadata.annotations[interfaces][net-a].ipAddress"
+	}
+	tests := []struct {
+		name   string
+		mutate func(v *VMInterface)
+		pool   *IPPool
+		want   string // "": no error
+	}{
+		{name: "declared, no status yet", mutate: declared},
+		{name: "declared and the same in status (MAC case, IP among several)", mutate: func(v *VMInterface) {
+			declared(v)
+			v.StatusMAC, v.StatusIP = "50:54:00:00:00:AB", "10.10.0.12"
+		}},
+		{name: "declared IP differs from status", mutate: func(v *VMInterface) {
+			declared(v)
+			v.StatusIP = "10.10.0.99"
+		}, want: "VirtualMachineInstance default/vm-bad: metadata.annotations[interfaces][net-a].ipAddress 10.10.0.12 differs from status.interfaces[eth1].ipAddress 10.10.0.99"},
+		{name: "declared MAC differs from status", mutate: func(v *VMInterface) {
+			declared(v)
+			v.StatusMAC = "50:54:00:00:00:99"
+		}, want: "VirtualMachineInstance default/vm-bad: spec.domain.devices.interfaces[eth1].macAddress 50:54:00:00:00:ab differs from status.interfaces[eth1].mac 50:54:00:00:00:99"},
+		{name: "declared IP outside the network", mutate: func(v *VMInterface) {
+			declared(v)
+			v.IP = "10.99.0.12"
+		}, want: "VirtualMachineInstance default/vm-bad: metadata.annotations[interfaces][net-a].ipAddress 10.99.0.12 is outside network net-a (10.10.0.0/24)"},
+		{name: "inside the ipPool", pool: &IPPool{Start: "10.10.0.10", End: "10.10.0.12"}},
+		{name: "below the ipPool", pool: &IPPool{Start: "10.10.0.11", End: "10.10.0.200"}, mutate: func(v *VMInterface) { v.IP = "10.10.0.10" },
+			want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress 10.10.0.10 is outside the ipPool 10.10.0.11-10.10.0.200 of network net-a"},
+		{name: "above the ipPool, declared", pool: &IPPool{Start: "10.10.0.10", End: "10.10.0.11"}, mutate: declared,
+			want: "VirtualMachineInstance default/vm-bad: metadata.annotations[interfaces][net-a].ipAddress 10.10.0.12 is outside the ipPool 10.10.0.10-10.10.0.11 of network net-a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := good
+			bad.VMI, bad.MAC, bad.IP = "vm-bad", "50:54:00:00:00:ab", "10.10.0.12"
+			if tc.mutate != nil {
+				tc.mutate(&bad)
+			}
+			s := validationSnapshot()
+			for i := range s.Networks {
+				if s.Networks[i].Name == "net-a" {
+					s.Networks[i].IPPool = tc.pool
+				}
+			}
+			s.VMs = []VMInterface{bad, good}
+			p := Build(s, testInstance)
+			assert.Empty(t, p.Failed, "a bad VM interface fails no unit")
+			np := findNetwork(p, "net-a")
+			require.NotNil(t, np)
+			if tc.want == "" {
+				assert.Empty(t, p.Errors)
+				assert.Equal(t, []string{"kv-net-a_default_vm-bad_eth1", "kv-net-a_default_vm-good_eth1"}, portNames(np.Ports))
+				assert.Equal(t, []string{"50:54:00:00:00:ab 10.10.0.12"}, np.Ports[0].Addresses)
+				return
+			}
+			assert.Equal(t, []string{tc.want}, errTexts(p.Errors))
+			assert.Equal(t, []string{"kv-net-a_default_vm-bad_eth1"}, np.KeepPorts)
+			assert.Equal(t, []string{"kv-net-a_default_vm-good_eth1"}, portNames(np.Ports))
 		})
 	}
 }

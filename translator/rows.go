@@ -2,6 +2,8 @@ package translator
 
 import (
 	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
 // Row is one desired NB row of a unit: an nbmodel row without UUID and the
@@ -28,12 +30,26 @@ type Ref struct {
 
 // Rows are the desired rows of network np, parents first.
 func (np *NetworkPlan) Rows() []Row {
-	rows := make([]Row, 0, 1+len(np.Ports))
+	rows := make([]Row, 0, 2+len(np.Ports))
 	rows = append(rows, Row{Model: np.Switch})
+	if np.DHCP != nil {
+		rows = append(rows, Row{Model: np.DHCP})
+	}
 	for _, p := range np.Ports {
-		rows = append(rows, Row{Model: p, Parent: np.Switch.Name})
+		rows = append(rows, np.portRow(p))
 	}
 	return rows
+}
+
+// portRow is the row of port p of np's switch: a VM port (a port of no
+// type; not the localnet port, not a remote twin) refers to the network's
+// DHCP options, by the network's name (their key).
+func (np *NetworkPlan) portRow(p *nbmodel.LogicalSwitchPort) Row {
+	r := Row{Model: p, Parent: np.Switch.Name}
+	if np.DHCP != nil && p.Type == "" {
+		r.Refs = []Ref{{Column: "dhcpv4_options", Key: np.Name}}
+	}
+	return r
 }
 
 // Rows are the desired rows of router rp, parents first. The router's ports

@@ -231,6 +231,12 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 			continue
 		}
 		np.KeepPorts = append(np.KeepPorts, p.Name)
+		if v.Node == "" {
+			// Addresses declared before the VMI is scheduled: which
+			// zone's NB its port goes to is not known yet.
+			np.VMErrors = append(np.VMErrors, vmErr(v, "status.nodeName", "is not set yet: the port waits until the VMI is scheduled (interconnect mode writes it into its node's zone)"))
+			continue
+		}
 		np.VMErrors = append(np.VMErrors, vmErr(v, "status.nodeName", "node %q is no chassis of any zone (hostname or chassis name in a zone's Southbound)", v.Node))
 	}
 	np.Ports = ports
@@ -255,6 +261,11 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		ls := model.Clone(np.Switch).(*nbmodel.LogicalSwitch)
 		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[tunnelkeys.Ref{Switch: sw}])}
 		zr.Rows = append(zr.Rows, Row{Model: ls})
+		// The DHCP options go wherever the switch does: a VM port refers
+		// to them in its own zone's NB.
+		if np.DHCP != nil {
+			zr.Rows = append(zr.Rows, Row{Model: model.Clone(np.DHCP)})
+		}
 		for _, p := range np.Ports {
 			key := keys[tunnelkeys.Ref{Switch: sw, Port: p.Name}]
 			if v := vmNode[p.Name]; v != nil && in.nodes[v.Node].zone != z {
@@ -263,7 +274,7 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 				}
 				continue
 			}
-			zr.Rows = append(zr.Rows, Row{Model: withKey(p, key), Parent: sw})
+			zr.Rows = append(zr.Rows, np.portRow(withKey(p, key)))
 		}
 		np.Zones[z] = zr
 	}

@@ -56,6 +56,11 @@ func zoneView(zr *ZoneRows) map[string]string {
 			out["GC "+m.Name] = m.ChassisName
 		case *nbmodel.NAT:
 			out["NAT "+m.LogicalIP] = m.ExternalIP
+		case *nbmodel.DHCPOptions:
+			out["DHCP "+m.ExternalIDs[KeyDHCPNetwork]] = m.Cidr
+		}
+		for _, ref := range r.Refs {
+			out["ref "+ref.Column+" "+r.Model.(*nbmodel.LogicalSwitchPort).Name] = ref.Key
 		}
 	}
 	return out
@@ -87,6 +92,13 @@ func TestZonePlanPutsEachRowInItsZone(t *testing.T) {
 	assert.Equal(t, "@", zoneView(netA.Network.Zones["hv1"])["LSP "+vm1])
 	assert.Equal(t, "remote@hv1", zoneView(netA.Network.Zones["gw1"])["LSP "+vm1])
 	assert.Equal(t, zoneView(netA.Network.Zones["gw1"])["LS kv-net-a"], zoneView(netA.Network.Zones["hv1"])["LS kv-net-a"])
+	// The DHCP options go wherever the switch does; the VM port refers to
+	// them in its own zone, its remote twin does not.
+	for _, z := range []string{"gw1", "hv1"} {
+		assert.Equal(t, "10.10.0.0/24", zoneView(netA.Network.Zones[z])["DHCP net-a"], z)
+	}
+	assert.Equal(t, "net-a", zoneView(netA.Network.Zones["hv1"])["ref dhcpv4_options "+vm1])
+	assert.NotContains(t, zoneView(netA.Network.Zones["gw1"]), "ref dhcpv4_options "+vm1)
 
 	// The same key in every zone, and different switches and ports have
 	// different keys.
@@ -206,6 +218,14 @@ func TestZoneVMOnUnknownNodeFailsAlone(t *testing.T) {
 	assert.Contains(t, up.Network.VMErrors[0].Error(), `status.nodeName node "node-nowhere" is no chassis of any zone`)
 	assert.Equal(t, "@", zoneView(up.Network.Zones["hv1"])["LSP "+VMPortName("net-a", "default", "vm1", "eth0")])
 	assert.Equal(t, []string{vm9}, up.Network.Zones["hv1"].Keep)
+
+	// Addresses declared before the VMI is scheduled: no node yet.
+	in.Set("late", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm9", Interface: "eth0", Network: "net-a",
+		NetworkNamespace: "default", MAC: "02:00:00:00:00:99", IP: "10.10.0.99", IPField: "metadata.annotations[interfaces][net-a].ipAddress"}}})
+	up = in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.Len(t, up.Network.VMErrors, 1)
+	assert.Equal(t, "VirtualMachineInstance default/vm9: status.nodeName is not set yet: the port waits until the VMI is scheduled (interconnect mode writes it into its node's zone)", up.Network.VMErrors[0].Error())
+	assert.Equal(t, []string{vm9}, up.Network.KeepPorts)
 }
 
 // zonedRouterOnNetA is an interconnect input: router r2 with SNAT on
@@ -309,7 +329,7 @@ func TestZonePhysicalNetworkHasNoRemoteTwins(t *testing.T) {
 	require.Empty(t, pub.Errs)
 	assert.ElementsMatch(t, []string{"gw1", "gw2", "hv1"}, slices.Collect(maps.Keys(pub.Network.Zones)))
 	vmP := VMPortName("public", "default", "vm-p", "eth0")
-	assert.Equal(t, map[string]string{"LS kv-public": zoneView(pub.Network.Zones["gw1"])["LS kv-public"], "LSP kv-ln-public": "localnet@"},
+	assert.Equal(t, map[string]string{"LS kv-public": zoneView(pub.Network.Zones["gw1"])["LS kv-public"], "LSP kv-ln-public": "localnet@", "DHCP public": "172.16.0.0/24"},
 		zoneView(pub.Network.Zones["gw1"]), "no remote twin of vm-p")
 	assert.Equal(t, "@", zoneView(pub.Network.Zones["hv1"])["LSP "+vmP])
 	for _, r := range []string{"r1", "r2"} {

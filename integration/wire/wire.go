@@ -25,6 +25,8 @@ type Frame struct {
 	TTL          uint8
 	SPort, DPort uint16
 	TCP          bool
+	// DHCP, when set, is the UDP payload (instead of a fixed one).
+	DHCP *layers.DHCPv4
 	// ARP
 	ARPOp          uint16
 	ARPSHA, ARPTHA string
@@ -74,7 +76,11 @@ func (f Frame) Bytes() ([]byte, error) {
 		} else {
 			udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
 			errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
-			ls = append(ls, ip, udp, gopacket.Payload("kubevirt-ovn"))
+			var payload gopacket.SerializableLayer = gopacket.Payload("kubevirt-ovn")
+			if f.DHCP != nil {
+				payload = f.DHCP
+			}
+			ls = append(ls, ip, udp, payload)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -137,6 +143,9 @@ type Seen struct {
 	ARPSPA, ARPTPA string
 	IsARP, IsUDP   bool
 	IsTCP, SYN     bool
+	// DHCP is the decoded DHCPv4 message of a UDP packet on port 67 or
+	// 68, nil otherwise.
+	DHCP *layers.DHCPv4
 }
 
 // Decode extracts a Seen from a packet.
@@ -157,6 +166,9 @@ func Decode(p gopacket.Packet) Seen {
 	if tc, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok {
 		s.IsTCP, s.SPort, s.DPort, s.SYN = true, uint16(tc.SrcPort), uint16(tc.DstPort), tc.SYN
 	}
+	if d, ok := p.Layer(layers.LayerTypeDHCPv4).(*layers.DHCPv4); ok {
+		s.DHCP = d
+	}
 	if a, ok := p.Layer(layers.LayerTypeARP).(*layers.ARP); ok {
 		s.IsARP, s.ARPOp = true, a.Operation
 		s.ARPSHA = net.HardwareAddr(a.SourceHwAddress).String()
@@ -173,12 +185,36 @@ func (s Seen) String() string {
 	switch {
 	case s.IsARP:
 		return fmt.Sprintf("arp op=%d %s > %s%s sha=%s spa=%s tpa=%s", s.ARPOp, s.SrcMAC, s.DstMAC, v, s.ARPSHA, s.ARPSPA, s.ARPTPA)
+	case s.DHCP != nil:
+		return fmt.Sprintf("dhcp %s %s > %s%s %s:%d > %s:%d yiaddr=%s", dhcpType(s.DHCP), s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.DHCP.YourClientIP)
 	case s.IsUDP:
 		return fmt.Sprintf("udp %s > %s%s %s:%d > %s:%d ttl=%d", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL)
 	case s.IsTCP:
 		return fmt.Sprintf("tcp %s > %s%s %s:%d > %s:%d ttl=%d syn=%t", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL, s.SYN)
 	}
 	return fmt.Sprintf("other %s > %s%s", s.SrcMAC, s.DstMAC, v)
+}
+
+// DHCPType is the message type (option 53) of d, 0 when it has none.
+func DHCPType(d *layers.DHCPv4) layers.DHCPMsgType {
+	for _, o := range d.Options {
+		if o.Type == layers.DHCPOptMessageType && len(o.Data) == 1 {
+			return layers.DHCPMsgType(o.Data[0])
+		}
+	}
+	return 0
+}
+
+func dhcpType(d *layers.DHCPv4) string { return DHCPType(d).String() }
+
+// DHCPOption is the data of option opt of d, nil when it has none.
+func DHCPOption(d *layers.DHCPv4, opt layers.DHCPOpt) []byte {
+	for _, o := range d.Options {
+		if o.Type == opt {
+			return o.Data
+		}
+	}
+	return nil
 }
 
 // Describe lists packets one a line, for failure messages.

@@ -207,3 +207,27 @@ func TestOVNZoneCarriesForeignKeys(t *testing.T) {
 	assert.Equal(t, "hv1", z.zone)
 	assert.Equal(t, []translator.ForeignKey{{Key: 16711680, Holder: "Logical_Switch squatter"}}, z.foreign)
 }
+
+// TestVMIObjectsReadDeclaredAddresses: a VMI as the informer hands it over
+// (unstructured) gives its interface's IP from the interfaces annotation
+// and its MAC from the spec before status has either.
+func TestVMIObjectsReadDeclaredAddresses(t *testing.T) {
+	vmi := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+		"metadata": map[string]any{"name": "vm", "namespace": "tenant",
+			"annotations": map[string]any{"interfaces": `[{"network": "net-a", "ipAddress": "10.10.0.5"}]`}},
+		"spec": map[string]any{
+			"domain": map[string]any{"cpu": map[string]any{"cores": int64(1)}, "devices": map[string]any{
+				"interfaces": []any{map[string]any{"name": "eth1", "bridge": map[string]any{}, "macAddress": "50:54:00:00:00:05"}}}},
+			"networks": []any{map[string]any{"name": "eth1", "multus": map[string]any{"networkName": "net-a"}}},
+		},
+		"status": map[string]any{"nodeName": "hv1"},
+	}}
+	s := &Source{log: logr.Discard()}
+	assert.Equal(t, []translator.VMInterface{{
+		Namespace: "tenant", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "tenant",
+		MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "hv1",
+		MACField: "spec.domain.devices.interfaces[eth1].macAddress",
+		IPField:  "metadata.annotations[interfaces][net-a].ipAddress",
+	}}, s.vmiObjects(vmi).VMs)
+}

@@ -400,7 +400,21 @@ var vmiFields = kindTable(map[string]field[VirtualMachineInstance]{
 })
 
 var vmiSpecFields = newTable(map[string]field[VirtualMachineInstanceSpec]{
+	"domain":   nested(func(s *VirtualMachineInstanceSpec) *VMIDomain { return &s.Domain }, vmiDomainFields),
 	"networks": list(func(s *VirtualMachineInstanceSpec) *[]VMINetwork { return &s.Networks }, vmiNetworkFields),
+})
+
+var vmiDomainFields = newTable(map[string]field[VMIDomain]{
+	"devices": nested(func(d *VMIDomain) *VMIDevices { return &d.Devices }, vmiDevicesFields),
+})
+
+var vmiDevicesFields = newTable(map[string]field[VMIDevices]{
+	"interfaces": list(func(d *VMIDevices) *[]VMIInterface { return &d.Interfaces }, vmiSpecInterfaceFields),
+})
+
+var vmiSpecInterfaceFields = newTable(map[string]field[VMIInterface]{
+	"name":       str(func(i *VMIInterface) *string { return &i.Name }),
+	"macAddress": str(func(i *VMIInterface) *string { return &i.MACAddress }),
 })
 
 var vmiNetworkFields = newTable(map[string]field[VMINetwork]{

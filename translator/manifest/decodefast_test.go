@@ -131,6 +131,9 @@ var edgeInputs = []string{
 	"apiVersion: v1\nkind:\tA\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: v}\nspec:\n  networks:\n  - name: eth1\n    multus: {networkName: ns/net}\n  - name: default\n    pod: {}\n  -\nstatus:\n  interfaces:\n  - {name: eth1, mac: \"m\", ipAddresses: [10.0.0.1, 10.0.0.2]}\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: v}\nspec:\n  networks: []\nstatus:\n  interfaces: ~\n  nodeName: 5\n",
+	"apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: v\n  annotations:\n    interfaces: '[{\"network\": \"net\", \"ipAddress\": \"10.0.0.5\"}]'\nspec:\n  domain:\n    cpu: {cores: 1}\n    devices:\n      disks: [{name: d}]\n      interfaces:\n      - {name: eth1, bridge: {}, macAddress: \"50:54:00:00:00:05\"}\n      - name: default\n        masquerade: {}\n  networks:\n  - name: eth1\n    multus: {networkName: net}\n",
+	"apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: v}\nspec:\n  domain: ~\n  networks:\n  - name: eth1\n    multus: {networkName: net}\nstatus:\n  interfaces:\n  - {name: eth1, mac: \"m\", ipAddress: 10.0.0.1}\n",
+	"apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: v}\nspec:\n  domain:\n    devices:\n      interfaces: [{name: eth1, MacAddress: x}]\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: v}\nspec:\n  networks:\n  - name: eth1\n    multus: null\n  - name: eth2\n    multus: {}\n  - name: eth3\n    Multus: {networkName: x}\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: a}\nspec: {name: b}\n---\napiVersion: kubevirt.io/v1\nkind: VirtualRouter\nmetadata: {name: a}\nspec: {name: c}\n",
 	"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\nspec: {mac: x}\n",
@@ -236,7 +239,7 @@ func TestDecodeFast_RandomDocuments(t *testing.T) {
 	keys := []string{"name", "mac", "description", "enableSnat", "internal", "external", "peerRouter", "gateway",
 		"ip", "network", "metadata", "spec", "status", "networks", "multus", "networkName", "interfaces",
 		"ipAddress", "ipAddresses", "nodeName", "annotations", "labels", "namespace", "items", "creationTimestamp",
-		"network-config", "Name", "y", "1", `"name"`, "'mac'", "a b", "apiVersion", "kind", "pod"}
+		"network-config", "domain", "devices", "macAddress", "Name", "y", "1", `"name"`, "'mac'", "a b", "apiVersion", "kind", "pod"}
 	values := []string{"", "r1", "yes", "no", "True", "~", "null", "1", "1.5", "10.0.0.1", "fa:16:3e:00:00:01",
 		"'quoted'", `"dq"`, `"a\"b"`, "'it''s'", "[a, b]", "[]", "{}", "{name: x}", "{networkName: net}", "{ip: 1.2.3.4, network: n}",
 		"|", "|-", ">", "&a x", "*a", "!!str x", "a # c", "a#b", "kubevirt.io/v1", "VirtualRouter",

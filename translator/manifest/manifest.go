@@ -106,7 +106,36 @@ type VirtualMachineInstance struct {
 
 // VirtualMachineInstanceSpec is the part of a VMI's spec kubevirt-ovn reads.
 type VirtualMachineInstanceSpec struct {
+	Domain   VMIDomain    `json:"domain,omitempty"`
 	Networks []VMINetwork `json:"networks,omitempty"`
+}
+
+// VMIDomain is the part of spec.domain kubevirt-ovn reads.
+type VMIDomain struct {
+	Devices VMIDevices `json:"devices,omitempty"`
+}
+
+// VMIDevices is the part of spec.domain.devices kubevirt-ovn reads.
+type VMIDevices struct {
+	Interfaces []VMIInterface `json:"interfaces,omitempty"`
+}
+
+// VMIInterface is an entry of spec.domain.devices.interfaces: its name is
+// the spec.networks entry's, its macAddress the MAC the VM is given.
+type VMIInterface struct {
+	Name       string `json:"name"`
+	MACAddress string `json:"macAddress,omitempty"`
+}
+
+// InterfacesAnnotation is ONOS kubevirt-networking's annotation of a VM's
+// template (KubeVirt copies it onto the VMI): the fixed IP of each network,
+// a JSON list of InterfaceAddress.
+const InterfacesAnnotation = "interfaces"
+
+// InterfaceAddress is an entry of the interfaces annotation.
+type InterfaceAddress struct {
+	Network   string `json:"network"`
+	IPAddress string `json:"ipAddress"`
 }
 
 // VirtualMachineInstanceStatus is the part of a VMI's status kubevirt-ovn
@@ -391,7 +420,7 @@ func NetworkFrom(nad *NetworkAttachmentDefinition) (n translator.Network, ok boo
 		CIDR:                cfg.CIDR,
 		PhysicalNetworkName: cfg.PhysicalNetworkName,
 		DNSes:               cfg.DNSes,
-		DefaultRoute:        cfg.DefaultRoute == nil || *cfg.DefaultRoute,
+		DefaultRoute:        cfg.DefaultRoute != nil && *cfg.DefaultRoute,
 	}
 	if cfg.MTU != "" {
 		mtu, err := strconv.Atoi(string(cfg.MTU))
@@ -426,8 +455,14 @@ func (s *Set) applyVMI(where string, vmi *VirtualMachineInstance) {
 	s.Objects.VMs = append(s.Objects.VMs, ifaces...)
 }
 
-// VMInterfacesFrom returns the multus interfaces of a VMI that have a MAC and
-// an IP in its status; notes say which were skipped and why.
+// VMInterfacesFrom returns the multus interfaces of a VMI whose MAC and IP
+// are known; notes say which were skipped and why. A VM needs its address
+// before it boots, for DHCP: the IP is the interfaces annotation's entry of
+// the interface's network, the MAC the spec's macAddress of the
+// interface; status.interfaces gives either when they are not declared.
+// Where a declared value and the status's are both there, the status's is
+// kept beside it (VMInterface.StatusMAC, StatusIP): the planner compares
+// them.
 func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []string) {
 	ns := vmi.Namespace
 	if ns == "" {
@@ -435,6 +470,13 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 	}
 	var out []translator.VMInterface
 	var notes []string
+	var declared []InterfaceAddress
+	if text, ok := vmi.Annotations[InterfacesAnnotation]; ok {
+		if err := json.Unmarshal([]byte(text), &declared); err != nil {
+			notes = append(notes, fmt.Sprintf("%s %s/%s: metadata.annotations[%s] is not a JSON list of {network, ipAddress}, ignored: %v", KindVMI, ns, vmi.Name, InterfacesAnnotation, err))
+			declared = nil
+		}
+	}
 	for _, net := range vmi.Spec.Networks {
 		if net.Multus == nil || net.Multus.NetworkName == "" {
 			continue
@@ -443,30 +485,43 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 		if i := strings.IndexByte(netName, '/'); i >= 0 {
 			netNS, netName = netName[:i], netName[i+1:]
 		}
-		idx := slices.IndexFunc(vmi.Status.Interfaces, func(i VMIInterfaceStatus) bool { return i.Name == net.Name })
-		if idx < 0 {
-			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: no status yet, no port", KindVMI, ns, vmi.Name, net.Name))
-			continue
-		}
-		st := vmi.Status.Interfaces[idx]
-		ip := st.IPAddress
-		if ip == "" && len(st.IPAddresses) > 0 {
-			ip = st.IPAddresses[0]
-		}
-		if st.MAC == "" || ip == "" {
-			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: status has no MAC or IP yet, no port", KindVMI, ns, vmi.Name, net.Name))
-			continue
-		}
-		out = append(out, translator.VMInterface{
+		v := translator.VMInterface{
 			Namespace:        ns,
 			VMI:              vmi.Name,
 			Interface:        net.Name,
 			Network:          netName,
 			NetworkNamespace: netNS,
-			MAC:              st.MAC,
-			IP:               ip,
 			Node:             vmi.Status.NodeName,
-		})
+		}
+		var statusMAC, statusIP string
+		var statusIPs []string
+		if idx := slices.IndexFunc(vmi.Status.Interfaces, func(i VMIInterfaceStatus) bool { return i.Name == net.Name }); idx >= 0 {
+			st := vmi.Status.Interfaces[idx]
+			statusMAC, statusIP = st.MAC, st.IPAddress
+			if statusIP == "" && len(st.IPAddresses) > 0 {
+				statusIP = st.IPAddresses[0]
+			}
+			statusIPs = append([]string{st.IPAddress}, st.IPAddresses...)
+		}
+		v.MAC, v.IP = statusMAC, statusIP
+		if idx := slices.IndexFunc(vmi.Spec.Domain.Devices.Interfaces, func(i VMIInterface) bool { return i.Name == net.Name }); idx >= 0 {
+			if mac := vmi.Spec.Domain.Devices.Interfaces[idx].MACAddress; mac != "" {
+				v.MAC, v.StatusMAC = mac, statusMAC
+				v.MACField = "spec.domain.devices.interfaces[" + net.Name + "].macAddress"
+			}
+		}
+		if idx := slices.IndexFunc(declared, func(a InterfaceAddress) bool { return a.Network == netName }); idx >= 0 && declared[idx].IPAddress != "" {
+			v.IP, v.StatusIP = declared[idx].IPAddress, statusIP
+			if slices.Contains(statusIPs, v.IP) {
+				v.StatusIP = v.IP // status lists it, among others
+			}
+			v.IPField = "metadata.annotations[" + InterfacesAnnotation + "][" + netName + "].ipAddress"
+		}
+		if v.MAC == "" || v.IP == "" {
+			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: no MAC or IP yet (neither declared nor in status), no port", KindVMI, ns, vmi.Name, net.Name))
+			continue
+		}
+		out = append(out, v)
 	}
 	return out, notes
 }

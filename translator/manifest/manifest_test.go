@@ -181,8 +181,8 @@ func wantFullObjects() translator.Objects {
 				HostRoutes: []translator.HostRoute{{Destination: "192.168.0.0/16", Nexthop: "10.10.0.254"}},
 				IPPool:     &translator.IPPool{Start: "10.10.0.10", End: "10.10.0.200"},
 				DNSes:      []string{"8.8.8.8", "1.1.1.1"},
-				// defaultRoute absent: true.
-				DefaultRoute: true,
+				// defaultRoute absent: false, as ONOS had it.
+				DefaultRoute: false,
 			},
 			{
 				Name:                "public",
@@ -286,7 +286,7 @@ func nadDoc(t *testing.T, namespace, name, cfg string) string {
 
 func TestAdd_NetworkConfig(t *testing.T) {
 	base := func(mod func(n *translator.Network)) translator.Network {
-		n := translator.Network{Name: "net", Namespace: "tenant", DefaultRoute: true}
+		n := translator.Network{Name: "net", Namespace: "tenant"}
 		mod(&n)
 		return n
 	}
@@ -328,10 +328,11 @@ func TestAdd_NetworkConfig(t *testing.T) {
 		{"dnses", `{"type": "GENEVE", "dnses": ["8.8.8.8", "8.8.4.4"]}`, base(func(n *translator.Network) {
 			n.Type, n.DNSes = "GENEVE", []string{"8.8.8.8", "8.8.4.4"}
 		})},
-		{"defaultRoute false", `{"type": "GENEVE", "defaultRoute": false}`, base(func(n *translator.Network) {
-			n.Type, n.DefaultRoute = "GENEVE", false
+		{"defaultRoute absent: false, as ONOS had it", `{"type": "GENEVE"}`, base(func(n *translator.Network) { n.Type = "GENEVE" })},
+		{"defaultRoute false", `{"type": "GENEVE", "defaultRoute": false}`, base(func(n *translator.Network) { n.Type = "GENEVE" })},
+		{"defaultRoute true", `{"type": "GENEVE", "defaultRoute": true}`, base(func(n *translator.Network) {
+			n.Type, n.DefaultRoute = "GENEVE", true
 		})},
-		{"defaultRoute true", `{"type": "GENEVE", "defaultRoute": true}`, base(func(n *translator.Network) { n.Type = "GENEVE" })},
 		{"everything", `{"type": "vlan", "mtu": 1400, "segmentId": 42, "gatewayIp": "10.1.0.1", "cidr": "10.1.0.0/16", "physicalNetworkName": "physnet2", "hostRoutes": [{"destination": "10.2.0.0/16", "nexthop": "10.1.0.254"}], "ipPool": {"start": "10.1.0.100", "end": "10.1.0.200"}, "dnses": ["10.1.0.2"], "defaultRoute": true}`,
 			translator.Network{
 				Name:                "net",
@@ -615,7 +616,7 @@ status:
 			notes: [][]string{
 				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface nomac", "no MAC or IP"},
 				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface noip", "no MAC or IP"},
-				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface nostatus", "no status"},
+				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface nostatus", "no MAC or IP"},
 			},
 		},
 		{
@@ -641,6 +642,85 @@ status:
 					v.MAC, v.IP = "50:54:00:00:00:06", "10.1.0.6"
 				}),
 				iface(same),
+			},
+		},
+		{
+			name: "before boot: the IP from the interfaces annotation, the MAC from the spec",
+			doc: `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm
+  namespace: tenant
+  annotations:
+    interfaces: '[{"network": "net", "ipAddress": "10.0.0.5"}, {"network": "other", "ipAddress": "10.9.0.9"}]'
+spec:
+  domain:
+    devices:
+      interfaces:
+        - {name: default, masquerade: {}}
+        - {name: eth1, bridge: {}, macAddress: "50:54:00:00:00:05"}
+  networks:
+    - name: default
+      pod: {}
+    - name: eth1
+      multus: {networkName: net}
+status:
+  nodeName: hv1
+`,
+			want: []translator.VMInterface{iface(func(v *translator.VMInterface) {
+				v.MACField = "spec.domain.devices.interfaces[eth1].macAddress"
+				v.IPField = "metadata.annotations[interfaces][net].ipAddress"
+			})},
+		},
+		{
+			name: "declared and in status: both kept for the planner to compare",
+			doc: `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm
+  namespace: tenant
+  annotations:
+    interfaces: '[{"network": "net", "ipAddress": "10.0.0.5"}]'
+spec:
+  domain:
+    devices:
+      interfaces:
+        - {name: eth1, macAddress: "50:54:00:00:00:05"}
+  networks:
+    - name: eth1
+      multus: {networkName: net}
+status:
+  nodeName: hv1
+  interfaces:
+    - {name: eth1, mac: "50:54:00:00:00:99", ipAddress: 10.0.0.9}
+`,
+			want: []translator.VMInterface{iface(func(v *translator.VMInterface) {
+				v.MACField = "spec.domain.devices.interfaces[eth1].macAddress"
+				v.IPField = "metadata.annotations[interfaces][net].ipAddress"
+				v.StatusMAC, v.StatusIP = "50:54:00:00:00:99", "10.0.0.9"
+			})},
+		},
+		{
+			name: "an interfaces annotation that is not JSON is noted and ignored",
+			doc: `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm
+  namespace: tenant
+  annotations:
+    interfaces: 'net=10.0.0.7'
+spec:
+  networks:
+    - name: eth1
+      multus: {networkName: net}
+status:
+  nodeName: hv1
+  interfaces:
+    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.0.0.5}
+`,
+			want: []translator.VMInterface{iface(same)},
+			notes: [][]string{
+				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "metadata.annotations[interfaces] is not a JSON list"},
 			},
 		},
 	}

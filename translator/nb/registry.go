@@ -35,7 +35,10 @@ type Table struct {
 	// row's key: what identifies it among its owner's rows (two rows of one
 	// owner with one key are duplicates), names it in Change lines, and
 	// names it in a reference (translator.Row's Parent and Refs). Among
-	// Columns.
+	// Columns. An entry "column:key" is the value of key in map column
+	// column ("" when the row's map lacks it): a row whose columns hold
+	// nothing unique (DHCP_Options' cidr is not, across routers) is
+	// identified by one of our external_ids keys.
 	Identity []string
 	// Columns are the columns kubevirt-ovn sets, in the order Change lines
 	// list them; the diff compares and updates these and no other. The
@@ -97,13 +100,45 @@ func (t *Table) OwnerKeys() bool { return t.OwnedThrough == nil }
 // Key is row m's key: its Identity columns' values joined by spaces.
 func (t *Table) Key(m model.Model) string {
 	if len(t.Identity) == 1 {
-		return atomString(field(m, t.Identity[0]))
+		return identityValue(m, t.Identity[0])
 	}
 	parts := make([]string, len(t.Identity))
-	for i, col := range t.Identity {
-		parts[i] = atomString(field(m, col))
+	for i, id := range t.Identity {
+		parts[i] = identityValue(m, id)
 	}
 	return strings.Join(parts, " ")
+}
+
+// identityValue is the value of Identity entry id of row m.
+func identityValue(m model.Model, id string) string {
+	col, key := identityColumn(id)
+	if key == "" {
+		return atomString(field(m, col))
+	}
+	if v := field(m, col).MapIndex(reflect.ValueOf(key)); v.IsValid() {
+		return v.String()
+	}
+	return ""
+}
+
+// identityColumn splits Identity entry id into its column and, for an
+// entry "column:key", the key of that map column ("" otherwise).
+func identityColumn(id string) (col, key string) {
+	col, key, _ = strings.Cut(id, ":")
+	return col, key
+}
+
+// identityColumnKeys are t's Identity entries as client index columns.
+func (t *Table) identityColumnKeys() []model.ColumnKey {
+	out := make([]model.ColumnKey, len(t.Identity))
+	for i, id := range t.Identity {
+		col, key := identityColumn(id)
+		out[i] = model.ColumnKey{Column: col}
+		if key != "" {
+			out[i].Key = key
+		}
+	}
+	return out
 }
 
 func atomString(v reflect.Value) string {
@@ -161,9 +196,13 @@ func NewRegistry(tables ...*Table) (*Registry, error) {
 		if len(t.Identity) == 0 {
 			return nil, fmt.Errorf("registry: %s: Identity names no column", t.Name)
 		}
-		for _, col := range t.Identity {
+		for _, id := range t.Identity {
+			col, key := identityColumn(id)
 			if !slices.Contains(t.Columns, col) {
 				return nil, fmt.Errorf("registry: %s: Identity column %s is not among Columns", t.Name, col)
+			}
+			if key != "" && (!has(col) || reflect.TypeOf(t.New()).Elem().Field(fields[col]).Type != reflect.TypeFor[map[string]string]()) {
+				return nil, fmt.Errorf("registry: %s: Identity %s: %s is no map column of strings", t.Name, id, col)
 			}
 		}
 		for _, col := range t.Columns {
@@ -355,11 +394,7 @@ func (r *Registry) ClientIndexes(t *Table) []model.ClientIndex {
 		out = append(out, model.ClientIndex{Columns: []model.ColumnKey{{Column: t.OwnedThrough.Column}}})
 	}
 	if r.lookedUpByKey(t) && !schemaIndexed(t.Name, t.Identity) {
-		cols := make([]model.ColumnKey, len(t.Identity))
-		for i, c := range t.Identity {
-			cols[i] = model.ColumnKey{Column: c}
-		}
-		out = append(out, model.ClientIndex{Columns: cols})
+		out = append(out, model.ClientIndex{Columns: t.identityColumnKeys()})
 	}
 	for _, ref := range t.References {
 		if field(t.New(), ref.Column).Kind() == reflect.Pointer {
@@ -454,11 +489,24 @@ var Default = MustRegistry(
 		Guard:       true,
 	},
 	&Table{
+		// A network's DHCP options, which its VM ports refer to. Its CIDR
+		// is no identity: networks of two routers may have one CIDR.
+		Name: nbmodel.DHCPOptionsTable, New: func() model.Model { return &nbmodel.DHCPOptions{} },
+		Identity: []string{"external_ids:" + translator.KeyDHCPNetwork},
+		Columns:  []string{"cidr", "options", "external_ids"},
+		Describe: func(m model.Model) string {
+			d := m.(*nbmodel.DHCPOptions)
+			return "cidr=" + d.Cidr + " options=" + formatValue(d.Options)
+		},
+	},
+	&Table{
 		Name: nbmodel.LogicalSwitchPortTable, New: func() model.Model { return &nbmodel.LogicalSwitchPort{} },
 		Identity: []string{"name"},
 		Columns:  []string{"name", "type", "addresses", "port_security", "options", "tag", "external_ids"},
 		Parent:   nbmodel.LogicalSwitchTable, ParentColumn: "ports",
-		Describe: describeLSP,
+		// A VM port's DHCP options: its network's.
+		References: []Reference{{Column: "dhcpv4_options", Table: nbmodel.DHCPOptionsTable}},
+		Describe:   describeLSP,
 	},
 	&Table{
 		Name: nbmodel.StaticMACBindingTable, New: func() model.Model { return &nbmodel.StaticMACBinding{} },

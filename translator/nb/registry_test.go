@@ -14,28 +14,6 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
 
-// withDHCP is Default plus DHCP_Options (a root owned by its external_ids,
-// identified by its CIDR) referenced by Logical_Switch_Port.dhcpv4_options:
-// a root table that rows of several units refer to, which no feature uses
-// yet. Tests give it to the diff and the monitor.
-func withDHCP() *Registry {
-	var tables []*Table
-	for _, t := range Default.Tables() {
-		if t.Name == nbmodel.LogicalSwitchPortTable {
-			lsp := *t
-			lsp.References = []Reference{{Column: "dhcpv4_options", Table: nbmodel.DHCPOptionsTable}}
-			t = &lsp
-		}
-		tables = append(tables, t)
-	}
-	tables = append(tables, &Table{
-		Name: nbmodel.DHCPOptionsTable, New: func() model.Model { return &nbmodel.DHCPOptions{} },
-		Identity: []string{"cidr"},
-		Columns:  []string{"cidr", "options", "external_ids"},
-	})
-	return MustRegistry(tables...)
-}
-
 // TestRegistryMatchesTheSchema checks every registry entry against the
 // pinned NB schema the models are generated from: the table and every
 // managed column exist, a child's parent column references it, a
@@ -57,7 +35,7 @@ func TestRegistryMatchesTheSchema(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, target, ref, "%s.%s references %s", table, col, target)
 	}
-	for _, reg := range []*Registry{Default, withDHCP()} {
+	for _, reg := range []*Registry{Default} {
 		for _, tbl := range reg.Tables() {
 			t.Run(tbl.Name, func(t *testing.T) {
 				ts, ok := schema.Tables[tbl.Name]
@@ -104,7 +82,7 @@ func TestRegistryMatchesTheSchema(t *testing.T) {
 // TestRegistryKeysAreManagedColumns: a row's key is read from managed
 // columns only, so two rows equal in those columns have one key.
 func TestRegistryKeysAreManagedColumns(t *testing.T) {
-	for _, tbl := range withDHCP().Tables() {
+	for _, tbl := range Default.Tables() {
 		a, b := tbl.New(), tbl.New()
 		v := reflect.ValueOf(b).Elem()
 		for col, i := range columnFields(v.Type()) {
@@ -167,10 +145,12 @@ func TestRegistryInsertOrder(t *testing.T) {
 		}
 		return out
 	}
-	rev := names(Default.Tables())
-	slices.Reverse(rev)
-	assert.Equal(t, rev, names(Default.insertOrder), "without references: the registry reversed")
-	order := names(withDHCP().insertOrder)
+	order := names(Default.insertOrder)
+	for _, tbl := range Default.Tables() {
+		for _, c := range Default.Children(tbl) {
+			assert.Less(t, slices.Index(order, c.Name), slices.Index(order, tbl.Name), "%s before its parent %s", c.Name, tbl.Name)
+		}
+	}
 	assert.Less(t, slices.Index(order, nbmodel.DHCPOptionsTable), slices.Index(order, nbmodel.LogicalSwitchPortTable))
 	assert.Less(t, slices.Index(order, nbmodel.LogicalSwitchPortTable), slices.Index(order, nbmodel.LogicalSwitchTable))
 }
@@ -271,5 +251,40 @@ func TestRegistryOwnsWhatThePlanEmits(t *testing.T) {
 		for _, tbl := range Default.Tables() {
 			assert.True(t, seen[tbl.Name], "interconnect=%v: the snapshot exercises %s", interconnect, tbl.Name)
 		}
+	}
+}
+
+// TestRegistryMapKeyIdentity: an Identity entry "column:key" is the value
+// of one key of a map column: the row's key (also without the key: ""),
+// the column of the client index the diff finds rows by (the key's
+// value), and refused on a column that is no map of strings or is not
+// managed.
+func TestRegistryMapKeyIdentity(t *testing.T) {
+	d := Default.Lookup(nbmodel.DHCPOptionsTable)
+	require.NotNil(t, d)
+	assert.Equal(t, "net-a", d.Key(&nbmodel.DHCPOptions{Cidr: "10.0.0.0/24", ExternalIDs: map[string]string{translator.KeyDHCPNetwork: "net-a", "other": "x"}}))
+	assert.Equal(t, "", d.Key(&nbmodel.DHCPOptions{Cidr: "10.0.0.0/24"}), "a row without the key")
+	assert.Contains(t, Default.ClientIndexes(d),
+		model.ClientIndex{Columns: []model.ColumnKey{{Column: "external_ids", Key: translator.KeyDHCPNetwork}}},
+		"rows referred to are found by the key's value")
+
+	lr := Default.Lookup(nbmodel.LogicalRouterTable)
+	with := func(change func(*Table)) *Table { c := *lr; change(&c); return &c }
+	two := with(func(t *Table) { t.Identity = []string{"name", "external_ids:k"} })
+	reg, err := NewRegistry(two)
+	require.NoError(t, err)
+	assert.Equal(t, "r1 v", reg.Lookup(nbmodel.LogicalRouterTable).Key(&nbmodel.LogicalRouter{Name: "r1", ExternalIDs: map[string]string{"k": "v"}}))
+	for name, c := range map[string]struct {
+		table *Table
+		want  string
+	}{
+		"not a map":   {with(func(t *Table) { t.Identity = []string{"name:x"} }), "Logical_Router: Identity name:x: name is no map column of strings"},
+		"not managed": {with(func(t *Table) { t.Identity = []string{"load_balancer:x"} }), "Logical_Router: Identity column load_balancer is not among Columns"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewRegistry(c.table)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
 	}
 }

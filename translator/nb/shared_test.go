@@ -2,6 +2,7 @@ package nb_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -23,23 +24,28 @@ import (
 
 // A root row that rows of two units refer to: DHCP_Options, owned by
 // network a (its external_ids), referred to by the dhcpv4_options of a
-// port of network a and of a port of network b. No feature writes such a
-// table yet: the test registry (nb.WithDHCP) adds it to the production one.
+// port of network a and of a port of network b. A DHCP_Options row is
+// identified by the network named in its external_ids (its key: "a", "b"),
+// not by its CIDR.
 
 var (
 	unitA = tr.Unit{Kind: tr.KindNetwork, Name: "a"}
 	unitB = tr.Unit{Kind: tr.KindNetwork, Name: "b"}
 )
 
-const cidrA, cidrB = "10.0.0.0/24", "10.2.0.0/24"
+const (
+	cidrA, cidrB = "10.0.0.0/24", "10.2.0.0/24"
+	keyA, keyB   = "a", "b"
+)
 
-// shared is what units a and b want: a owns the DHCP_Options of cidrA when
-// aOwns, b of cidrB when bOwns; each unit's port refers to the key in
-// aRef/bRef ("" for none); a unit absent from the map has no rows (it is
-// gone).
+// shared is what units a and b want: a owns the DHCP_Options of key a
+// (cidrA) when aOwns, b of key b (bCIDR, else cidrB) when bOwns; each
+// unit's port refers to the key in aRef/bRef ("" for none); a unit absent
+// from the map has no rows (it is gone).
 type shared struct {
 	aOwns, bOwns bool
 	aRef, bRef   string
+	bCIDR        string
 	gone         []tr.Unit
 }
 
@@ -57,20 +63,26 @@ func (s shared) work() []nb.Work {
 		}
 		w.Rows = []tr.Row{{Model: &nbmodel.LogicalSwitch{Name: sw, ExternalIDs: ids}}, port}
 		if owns {
-			w.Rows = append(w.Rows, tr.Row{Model: &nbmodel.DHCPOptions{Cidr: cidr, Options: map[string]string{"lease_time": "3600"}, ExternalIDs: ids}})
+			dids := tr.OwnerIDs(instance, u)
+			dids[tr.KeyDHCPNetwork] = u.Name
+			w.Rows = append(w.Rows, tr.Row{Model: &nbmodel.DHCPOptions{Cidr: cidr, Options: map[string]string{"lease_time": "3600"}, ExternalIDs: dids}})
 		}
 		return w
 	}
-	return []nb.Work{unit(unitA, s.aOwns, cidrA, s.aRef), unit(unitB, s.bOwns, cidrB, s.bRef)}
+	bCIDR := cidrB
+	if s.bCIDR != "" {
+		bCIDR = s.bCIDR
+	}
+	return []nb.Work{unit(unitA, s.aOwns, cidrA, s.aRef), unit(unitB, s.bOwns, bCIDR, s.bRef)}
 }
 
 // sharedNB serves the in-process NB and connects a client monitoring the
-// test registry's tables, and a raw one.
+// registry's tables, and a raw one.
 func sharedNB(t *testing.T, ep string) (ours, raw client.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ours, err := ovn.ConnectNBWith(ctx, ovn.Endpoint{Address: ep}, instance, nb.WithDHCP(), logr.Discard())
+	ours, err := ovn.ConnectNBWith(ctx, ovn.Endpoint{Address: ep}, instance, nb.Default, logr.Discard())
 	require.NoError(t, err)
 	t.Cleanup(ours.Close)
 	_, raw = connect(t, ep)
@@ -84,7 +96,7 @@ func syncShared(t *testing.T, ours, raw client.Client, work []nb.Work, units ...
 	if len(units) > 0 {
 		work = slices.DeleteFunc(slices.Clone(work), func(w nb.Work) bool { return !slices.Contains(units, w.Unit) })
 	}
-	res, err := nb.SyncWork(context.Background(), ours, work, nb.SyncOptions{Instance: instance, Registry: nb.WithDHCP()})
+	res, err := nb.SyncWork(context.Background(), ours, work, nb.SyncOptions{Instance: instance, Registry: nb.Default})
 	require.NoError(t, err)
 	barrier(t, ours, raw)
 	return res
@@ -128,19 +140,27 @@ func barrier(t *testing.T, clients ...client.Client) {
 	}
 }
 
-// dhcp is the NB's DHCP_Options rows by CIDR (the lowest UUID of several).
+// dhcp is the NB's DHCP_Options rows by key: the network of ours, else (a
+// row not ours) the CIDR; the lowest UUID of several.
 func dhcp(t *testing.T, raw client.Client) map[string]*nbmodel.DHCPOptions {
 	out := map[string]*nbmodel.DHCPOptions{}
 	rows := list[nbmodel.DHCPOptions](t, raw)
 	slices.SortFunc(rows, func(a, b *nbmodel.DHCPOptions) int { return strings.Compare(b.UUID, a.UUID) })
 	for _, r := range rows {
-		out[r.Cidr] = r
+		out[dhcpKey(r)] = r
 	}
 	return out
 }
 
-// refOf is the CIDR the port of unit u refers to, "" for none, "?" for a
-// row that is not there.
+func dhcpKey(r *nbmodel.DHCPOptions) string {
+	if k := r.ExternalIDs[tr.KeyDHCPNetwork]; k != "" {
+		return k
+	}
+	return r.Cidr
+}
+
+// refOf is the key (dhcp's) of the row the port of unit u refers to, ""
+// for none, "?" for a row that is not there.
 func refOf(t *testing.T, raw client.Client, u tr.Unit) string {
 	p := lsps(t, raw)["p"+u.Name]
 	require.NotNil(t, p, "port of %s", u)
@@ -149,7 +169,7 @@ func refOf(t *testing.T, raw client.Client, u tr.Unit) string {
 	}
 	for _, d := range list[nbmodel.DHCPOptions](t, raw) {
 		if d.UUID == *p.Dhcpv4Options {
-			return d.Cidr
+			return dhcpKey(d)
 		}
 	}
 	return "?"
@@ -175,23 +195,23 @@ func notes(res *nb.SyncResult) []string {
 // writes nothing.
 func TestSharedRootCreate(t *testing.T) {
 	ours, raw := sharedNB(t, startNB(t))
-	s := shared{aOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, aRef: keyA, bRef: keyA}
 	res := syncShared(t, ours, raw, s.work())
 	requireNoFailures(t, res)
 	assert.Equal(t, 1, res.Transactions)
 	require.Len(t, dhcp(t, raw), 1)
-	assert.Equal(t, cidrA, refOf(t, raw, unitA))
-	assert.Equal(t, cidrA, refOf(t, raw, unitB))
-	assert.Contains(t, changeLines(res), "create Logical_Switch_Port pb (addresses=[\"unknown\"] dhcpv4_options=[DHCP_Options 10.0.0.0/24])")
+	assert.Equal(t, keyA, refOf(t, raw, unitA))
+	assert.Equal(t, keyA, refOf(t, raw, unitB))
+	assert.Contains(t, changeLines(res), "create Logical_Switch_Port pb (addresses=[\"unknown\"] dhcpv4_options=[DHCP_Options a])")
 	requireSharedIdle(t, ours, raw, s)
 
 	// b refers to a key no row has and no unit creates: b fails alone.
-	s.bRef = cidrB
+	s.bRef = keyB
 	res = syncShared(t, ours, raw, s.work())
 	failed := res.Failed()
 	require.Len(t, failed, 1)
-	assert.EqualError(t, failed[0], "Network b: Logical_Switch_Port pb dhcpv4_options: no DHCP_Options row of this kubevirt-ovn instance has key 10.2.0.0/24, and none is created with it")
-	assert.Equal(t, cidrA, refOf(t, raw, unitB), "b's rows left as they were")
+	assert.EqualError(t, failed[0], "Network b: Logical_Switch_Port pb dhcpv4_options: no DHCP_Options row of this kubevirt-ovn instance has key b, and none is created with it")
+	assert.Equal(t, keyA, refOf(t, raw, unitB), "b's rows left as they were")
 	assert.Zero(t, res.Transactions)
 }
 
@@ -199,13 +219,13 @@ func TestSharedRootCreate(t *testing.T) {
 // unit's: the reference resolves to the existing row.
 func TestSharedRootCreateUnitByUnit(t *testing.T) {
 	ours, raw := sharedNB(t, startNB(t))
-	s := shared{aOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, aRef: keyA, bRef: keyA}
 	res := syncShared(t, ours, raw, s.work(), unitB)
 	require.Len(t, res.Failed(), 1, "a's row is not there yet")
 	assert.Empty(t, lsps(t, raw), "b wrote nothing")
 	requireNoFailures(t, syncShared(t, ours, raw, s.work(), unitA))
 	requireNoFailures(t, syncShared(t, ours, raw, s.work(), unitB))
-	assert.Equal(t, cidrA, refOf(t, raw, unitB))
+	assert.Equal(t, keyA, refOf(t, raw, unitB))
 	requireSharedIdle(t, ours, raw, s)
 }
 
@@ -213,23 +233,23 @@ func TestSharedRootCreateUnitByUnit(t *testing.T) {
 // row it left stays while its owner wants it.
 func TestSharedRootMoveReference(t *testing.T) {
 	ours, raw := sharedNB(t, startNB(t))
-	s := shared{aOwns: true, bOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, bOwns: true, aRef: keyA, bRef: keyA}
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
 	before := lsps(t, raw)["pb"].UUID
 
-	s.bRef = cidrB
+	s.bRef = keyB
 	res := syncShared(t, ours, raw, s.work())
 	requireNoFailures(t, res)
-	assert.Equal(t, []string{"update Logical_Switch_Port pb (dhcpv4_options: [DHCP_Options 10.0.0.0/24] -> [DHCP_Options 10.2.0.0/24])"}, changeLines(res))
+	assert.Equal(t, []string{"update Logical_Switch_Port pb (dhcpv4_options: [DHCP_Options a] -> [DHCP_Options b])"}, changeLines(res))
 	assert.Equal(t, before, lsps(t, raw)["pb"].UUID)
-	assert.Equal(t, cidrB, refOf(t, raw, unitB))
+	assert.Equal(t, keyB, refOf(t, raw, unitB))
 	assert.Len(t, dhcp(t, raw), 2)
 	requireSharedIdle(t, ours, raw, s)
 
 	s.bRef = ""
 	res = syncShared(t, ours, raw, s.work())
 	requireNoFailures(t, res)
-	assert.Equal(t, []string{"update Logical_Switch_Port pb (dhcpv4_options: [DHCP_Options 10.2.0.0/24] -> [])"}, changeLines(res))
+	assert.Equal(t, []string{"update Logical_Switch_Port pb (dhcpv4_options: [DHCP_Options b] -> [])"}, changeLines(res))
 	assert.Equal(t, "", refOf(t, raw, unitB))
 	requireSharedIdle(t, ours, raw, s)
 }
@@ -237,13 +257,13 @@ func TestSharedRootMoveReference(t *testing.T) {
 // The referring unit goes: the row stays, its owner still wants it.
 func TestSharedRootReferrerGoes(t *testing.T) {
 	ours, raw := sharedNB(t, startNB(t))
-	s := shared{aOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, aRef: keyA, bRef: keyA}
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
 	s.gone = []tr.Unit{unitB}
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
 	assert.NotContains(t, lsps(t, raw), "pb")
-	assert.Contains(t, dhcp(t, raw), cidrA)
-	assert.Equal(t, cidrA, refOf(t, raw, unitA))
+	assert.Contains(t, dhcp(t, raw), keyA)
+	assert.Equal(t, keyA, refOf(t, raw, unitA))
 	requireSharedIdle(t, ours, raw, s)
 }
 
@@ -253,17 +273,17 @@ func TestSharedRootReferrerGoes(t *testing.T) {
 // reference going names the owner, whose next reconcile deletes it.
 func TestSharedRootOwnerGoesFirst(t *testing.T) {
 	ours, raw := sharedNB(t, startNB(t))
-	s := shared{aOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, aRef: keyA, bRef: keyA}
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
-	dhcpRow := dhcp(t, raw)[cidrA]
+	dhcpRow := dhcp(t, raw)[keyA]
 
 	s.gone, s.aOwns = []tr.Unit{unitA}, false
 	res := syncShared(t, ours, raw, s.work(), unitA)
 	requireNoFailures(t, res)
 	assert.NotContains(t, lsps(t, raw), "pa")
-	assert.Contains(t, dhcp(t, raw), cidrA, "kept: b's port refers to it")
-	assert.Equal(t, []string{"DHCP_Options 10.0.0.0/24 is kept while rows of ours refer to it (Logical_Switch_Port pb of Network b); it goes once none does"}, notes(res))
-	present, err := nb.WithDHCP().PresentUnits(context.Background(), ours, instance)
+	assert.Contains(t, dhcp(t, raw), keyA, "kept: b's port refers to it")
+	assert.Equal(t, []string{"DHCP_Options a is kept while rows of ours refer to it (Logical_Switch_Port pb of Network b); it goes once none does"}, notes(res))
+	present, err := nb.Default.PresentUnits(context.Background(), ours, instance)
 	require.NoError(t, err)
 	assert.Contains(t, present, unitA, "a still owns a row: its unit is present")
 
@@ -273,13 +293,13 @@ func TestSharedRootOwnerGoesFirst(t *testing.T) {
 	s.bRef = ""
 	requireNoFailures(t, syncShared(t, ours, raw, s.work(), unitB))
 	after := lsps(t, raw)["pb"]
-	assert.Equal(t, []tr.Unit{unitB, unitA}, nb.WithDHCP().Affected(ours, nbmodel.LogicalSwitchPortTable, before, after, instance))
-	assert.Contains(t, dhcp(t, raw), cidrA, "a is not reconciled yet")
+	assert.Equal(t, []tr.Unit{unitB, unitA}, nb.Default.Affected(ours, nbmodel.LogicalSwitchPortTable, before, after, instance))
+	assert.Contains(t, dhcp(t, raw), keyA, "a is not reconciled yet")
 	res = syncShared(t, ours, raw, s.work(), unitA)
 	requireNoFailures(t, res)
-	assert.Equal(t, []string{"delete DHCP_Options 10.0.0.0/24"}, changeLines(res))
+	assert.Equal(t, []string{"delete DHCP_Options a"}, changeLines(res))
 	assert.Empty(t, dhcp(t, raw))
-	assert.NotContains(t, nb.WithDHCP().Affected(ours, nbmodel.DHCPOptionsTable, dhcpRow, nil, instance), unitB)
+	assert.NotContains(t, nb.Default.Affected(ours, nbmodel.DHCPOptionsTable, dhcpRow, nil, instance), unitB)
 	requireSharedIdle(t, ours, raw, s)
 }
 
@@ -287,7 +307,7 @@ func TestSharedRootOwnerGoesFirst(t *testing.T) {
 // sync: the row goes in that sync, whichever unit is diffed first.
 func TestSharedRootOwnerAndReferenceGoTogether(t *testing.T) {
 	ours, raw := sharedNB(t, startNB(t))
-	s := shared{aOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, aRef: keyA, bRef: keyA}
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
 	s = shared{gone: []tr.Unit{unitA}}
 	res := syncShared(t, ours, raw, s.work())
@@ -305,9 +325,9 @@ func TestSharedRootOwnerAndReferenceGoTogether(t *testing.T) {
 // TestSharedRootForeignReferences).
 func TestSharedRootDuplicates(t *testing.T) {
 	ours, raw := sharedNB(t, "unix:"+nbtest.Real(t))
-	s := shared{aOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, aRef: keyA, bRef: keyA}
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
-	orig := dhcp(t, raw)[cidrA]
+	orig := dhcp(t, raw)[keyA]
 	cp := orig.DeepCopy()
 	cp.UUID = "copy"
 	op, err := raw.Create(cp)
@@ -336,21 +356,21 @@ func TestSharedRootDuplicates(t *testing.T) {
 		require.NotNil(t, lsps(t, raw)[p].Dhcpv4Options)
 		assert.Equal(t, kept.UUID, *lsps(t, raw)[p].Dhcpv4Options, p)
 	}
-	assert.Contains(t, changeLines(res), "delete DHCP_Options 10.0.0.0/24 (duplicate "+dup.UUID+")")
+	assert.Contains(t, changeLines(res), "delete DHCP_Options a (duplicate "+dup.UUID+")")
 	requireSharedIdle(t, ours, raw, s)
 
 	// A row referring to a key twice refers to it once; a column holding
 	// one reference refused two keys, naming the row.
 	w := s.work()
 	port := &w[1].Rows[1]
-	port.Refs = append(port.Refs, tr.Ref{Column: "dhcpv4_options", Key: cidrA})
+	port.Refs = append(port.Refs, tr.Ref{Column: "dhcpv4_options", Key: keyA})
 	res = syncShared(t, ours, raw, w)
 	requireNoFailures(t, res)
 	assert.Zero(t, res.Transactions)
-	port.Refs = append(port.Refs, tr.Ref{Column: "dhcpv4_options", Key: cidrB})
+	port.Refs = append(port.Refs, tr.Ref{Column: "dhcpv4_options", Key: keyB})
 	res = syncShared(t, ours, raw, w)
 	require.Len(t, res.Failed(), 1)
-	assert.ErrorContains(t, res.Failed()[0], "Network b: Logical_Switch_Port pb: dhcpv4_options holds one reference, not 2 (10.0.0.0/24, 10.2.0.0/24)")
+	assert.ErrorContains(t, res.Failed()[0], "Network b: Logical_Switch_Port pb: dhcpv4_options holds one reference, not 2 (a, b)")
 }
 
 // References another tool made by hand: to a row that is not ours, in our
@@ -361,7 +381,7 @@ func TestSharedRootDuplicates(t *testing.T) {
 // transaction deleting a row another row refers to weakly.
 func TestSharedRootForeignReferences(t *testing.T) {
 	ours, raw := sharedNB(t, "unix:"+nbtest.Real(t))
-	s := shared{aOwns: true, aRef: cidrA, bRef: cidrA}
+	s := shared{aOwns: true, aRef: keyA, bRef: keyA}
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
 	ctx := context.Background()
 
@@ -386,8 +406,8 @@ func TestSharedRootForeignReferences(t *testing.T) {
 	setRef("pb", &foreign.UUID)
 	sr := syncShared(t, ours, raw, s.work())
 	requireNoFailures(t, sr)
-	assert.Equal(t, []string{"update Logical_Switch_Port pb (dhcpv4_options: [" + foreign.UUID + " (not kubevirt-ovn's)] -> [DHCP_Options 10.0.0.0/24])"}, changeLines(sr))
-	assert.Equal(t, cidrA, refOf(t, raw, unitB))
+	assert.Equal(t, []string{"update Logical_Switch_Port pb (dhcpv4_options: [" + foreign.UUID + " (not kubevirt-ovn's)] -> [DHCP_Options a])"}, changeLines(sr))
+	assert.Equal(t, keyA, refOf(t, raw, unitB))
 
 	// In our port where we want none: left as it is, with a note.
 	s.bRef = ""
@@ -402,7 +422,7 @@ func TestSharedRootForeignReferences(t *testing.T) {
 	// Another tool's port refers to our row: our row still goes with its
 	// owner; the other tool's rows are never written by us.
 	ls := &nbmodel.LogicalSwitch{UUID: "ls", Name: "theirs", Ports: []string{"lsp"}}
-	lsp := &nbmodel.LogicalSwitchPort{UUID: "lsp", Name: "their-port", Dhcpv4Options: &dhcp(t, raw)[cidrA].UUID}
+	lsp := &nbmodel.LogicalSwitchPort{UUID: "lsp", Name: "their-port", Dhcpv4Options: &dhcp(t, raw)[keyA].UUID}
 	var seed []model.Model = []model.Model{lsp, ls}
 	var ops2 []ovsdb.Operation
 	for _, m := range seed {
@@ -414,8 +434,35 @@ func TestSharedRootForeignReferences(t *testing.T) {
 	require.NoError(t, err)
 	s.gone, s.aOwns = []tr.Unit{unitA}, false
 	requireNoFailures(t, syncShared(t, ours, raw, s.work()))
-	assert.NotContains(t, dhcp(t, raw), cidrA, "another tool's reference does not keep our row")
+	assert.NotContains(t, dhcp(t, raw), keyA, "another tool's reference does not keep our row")
 	assert.Contains(t, dhcp(t, raw), "192.168.0.0/24", "another tool's row is not ours to delete")
 	require.Contains(t, lsps(t, raw), "their-port", "another tool's port stays")
 	assert.Nil(t, lsps(t, raw)["their-port"].Dhcpv4Options, "the server emptied its weak reference")
+}
+
+// Two networks (of two routers) with one CIDR: each owns its DHCP_Options
+// row, identified by its network, and each port refers to its own
+// network's row, not to the other with the same CIDR.
+func TestSharedRootSameCIDR(t *testing.T) {
+	ours, raw := sharedNB(t, startNB(t))
+	s := shared{aOwns: true, bOwns: true, aRef: keyA, bRef: keyB, bCIDR: cidrA}
+	res := syncShared(t, ours, raw, s.work())
+	requireNoFailures(t, res)
+	rows := dhcp(t, raw)
+	require.Len(t, rows, 2)
+	assert.Equal(t, cidrA, rows[keyA].Cidr)
+	assert.Equal(t, cidrA, rows[keyB].Cidr)
+	assert.Equal(t, keyA, refOf(t, raw, unitA))
+	assert.Equal(t, keyB, refOf(t, raw, unitB))
+	assert.Contains(t, changeLines(res), "create DHCP_Options b (cidr=10.0.0.0/24 options={lease_time=\"3600\"})")
+	requireSharedIdle(t, ours, raw, s)
+
+	// a's row goes; b's, with the same CIDR, stays and keeps b's port.
+	s.aOwns, s.aRef = false, ""
+	res = syncShared(t, ours, raw, s.work())
+	requireNoFailures(t, res)
+	assert.Contains(t, changeLines(res), "delete DHCP_Options a")
+	assert.Equal(t, []string{keyB}, slices.Collect(maps.Keys(dhcp(t, raw))))
+	assert.Equal(t, keyB, refOf(t, raw, unitB))
+	requireSharedIdle(t, ours, raw, s)
 }

@@ -120,11 +120,17 @@ func (v view) byProbe(t *Table, probe model.Model) ([]model.Model, error) {
 // OVSDB notation), through an index on col when there is one, lowest UUID
 // first.
 func (v view) byColumn(t *Table, col string, value any) ([]model.Model, error) {
+	return v.byColumnWith(t, col, ovsdb.ConditionEqual, value)
+}
+
+// byColumnWith is byColumn for condition function fn: ConditionIncludes
+// finds the rows whose map column col holds every pair of map value.
+func (v view) byColumnWith(t *Table, col string, fn ovsdb.ConditionFunction, value any) ([]model.Model, error) {
 	rc := v.tables[t]
 	if rc == nil {
 		return nil, nil
 	}
-	found, err := rc.RowsByCondition([]ovsdb.Condition{{Column: col, Function: ovsdb.ConditionEqual, Value: value}})
+	found, err := rc.RowsByCondition([]ovsdb.Condition{{Column: col, Function: fn, Value: value}})
 	if err != nil {
 		return nil, fmt.Errorf("looking up %s rows by %s: %w", t.Name, col, err)
 	}
@@ -140,7 +146,14 @@ func (v view) byColumn(t *Table, col string, value any) ([]model.Model, error) {
 // key: the lowest UUID of several, which is the one every diff keeps. nil
 // when v has none.
 func (v view) byKey(t *Table, key, instance string) (model.Model, error) {
-	rows, err := v.byColumn(t, t.Identity[0], key)
+	col, mapKey := identityColumn(t.Identity[0])
+	fn, value := ovsdb.ConditionEqual, any(key)
+	if mapKey != "" {
+		// The rows whose map has key mapKey with value key: an includes
+		// condition, which the client index on that key answers.
+		fn, value = ovsdb.ConditionIncludes, ovsdb.OvsMap{GoMap: map[any]any{mapKey: key}}
+	}
+	rows, err := v.byColumnWith(t, col, fn, value)
 	if err != nil {
 		return nil, err
 	}
