@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gateways"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
@@ -21,6 +22,8 @@ type Objects struct {
 	Routers  []Router
 	Networks []Network
 	VMs      []VMInterface
+	// FloatingIPs belong to the unit of the router they name.
+	FloatingIPs []FloatingIP
 	// Invalid are objects that did not decode: their unit fails and keeps
 	// its rows.
 	Invalid map[Unit]error
@@ -28,12 +31,12 @@ type Objects struct {
 
 // Objects are the declarations of s, as one source's.
 func (s *Snapshot) Objects() Objects {
-	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs, Invalid: s.Invalid}
 }
 
 // Snapshot is a Snapshot of o alone: no chassis, nothing held.
 func (o Objects) Snapshot() *Snapshot {
-	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, Invalid: o.Invalid}
+	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, FloatingIPs: o.FloatingIPs, Invalid: o.Invalid}
 }
 
 // Input is the indexed form of the Objects of every source (Set) and the SB
@@ -64,6 +67,7 @@ type Input struct {
 	routers  map[string]set[*routerDecl]  // by router name
 	networks map[string]set[*networkDecl] // by network name
 	vms      map[string]set[*vmDecl]      // by VMInterface.Network
+	fips     map[string]set[*fipDecl]     // by FloatingIP.Router
 	invalid  map[Unit]map[string]error    // unit, then source
 
 	// The claims, by normalized SNAT IP and by network name, of every
@@ -125,6 +129,7 @@ type source struct {
 	routers  map[string][]*routerDecl
 	networks map[string][]*networkDecl
 	vms      map[string][]*vmDecl
+	fips     map[string][]*fipDecl
 	invalid  map[Unit]error
 }
 
@@ -157,6 +162,11 @@ type vmDecl struct {
 	pos
 }
 
+type fipDecl struct {
+	FloatingIP
+	pos
+}
+
 // NewInput returns an empty input without Southbound chassis.
 func NewInput() *Input {
 	return &Input{
@@ -164,6 +174,7 @@ func NewInput() *Input {
 		routers:        map[string]set[*routerDecl]{},
 		networks:       map[string]set[*networkDecl]{},
 		vms:            map[string]set[*vmDecl]{},
+		fips:           map[string]set[*fipDecl]{},
 		invalid:        map[Unit]map[string]error{},
 		snatClaims:     map[string]set[*routerDecl]{},
 		internalClaims: map[string]set[*routerDecl]{},
@@ -206,6 +217,7 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 	in.replaceRouters(old, nw, c)
 	in.replaceNetworks(old, nw, c)
 	in.replaceVMs(old, nw, c)
+	in.replaceFloatingIPs(old, nw, c)
 	in.replaceInvalid(name, old, nw, c)
 	if nw.empty() {
 		delete(in.sources, name)
@@ -237,6 +249,7 @@ func newSource(name string, objs Objects) *source {
 		routers:  map[string][]*routerDecl{},
 		networks: map[string][]*networkDecl{},
 		vms:      map[string][]*vmDecl{},
+		fips:     map[string][]*fipDecl{},
 		invalid:  map[Unit]error{},
 	}
 	for i, r := range objs.Routers {
@@ -247,6 +260,9 @@ func newSource(name string, objs Objects) *source {
 	}
 	for i, v := range objs.VMs {
 		s.vms[v.Network] = append(s.vms[v.Network], &vmDecl{VMInterface: v, pos: pos{name, i}})
+	}
+	for i, f := range objs.FloatingIPs {
+		s.fips[f.Router] = append(s.fips[f.Router], &fipDecl{FloatingIP: f, pos: pos{name, i}})
 	}
 	for u, err := range objs.Invalid {
 		if err != nil {
@@ -259,7 +275,7 @@ func newSource(name string, objs Objects) *source {
 // empty reports whether the source declares nothing, not even an
 // undecodable object.
 func (s *source) empty() bool {
-	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.invalid) == 0
+	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.invalid) == 0
 }
 
 // newRouterDecl is a copy of r at p with the SNAT IP it claims.
@@ -342,6 +358,21 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 			addTo(in.vms, key, d)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
+	})
+}
+
+// replaceFloatingIPs moves the floating IPs that changed from old to nw
+// in the floating IP index; the unit of the router they name is affected.
+func (in *Input) replaceFloatingIPs(old, nw *source, c *setChange) {
+	same := func(a, b *fipDecl) bool { return sameFloatingIP(&a.FloatingIP, &b.FloatingIP) }
+	replaceChanged(old.fips, nw.fips, same, func(key string, olds, news []*fipDecl) {
+		for _, d := range olds {
+			removeFrom(in.fips, key, d)
+		}
+		for _, d := range news {
+			addTo(in.fips, key, d)
+		}
+		c.affected.add(Unit{Kind: KindRouter, Name: key})
 	})
 }
 
@@ -692,6 +723,14 @@ func sameRouter(a, b *Router) bool {
 		a.EnableSNAT == b.EnableSNAT && slices.Equal(a.Internal, b.Internal) &&
 		equalPtr(a.External, b.External) && equalPtr(a.PeerRouter, b.PeerRouter) &&
 		a.Gateway == b.Gateway && a.Created.Equal(b.Created) && a.Generation == b.Generation
+}
+
+// sameFloatingIP reports whether a and b plan alike: equal fields,
+// creation times equal as instants.
+func sameFloatingIP(a, b *FloatingIP) bool {
+	x, y := *a, *b
+	x.Created, y.Created = time.Time{}, time.Time{}
+	return x == y && a.Created.Equal(b.Created)
 }
 
 func equalPtr[T comparable](a, b *T) bool {

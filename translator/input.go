@@ -19,6 +19,8 @@ type Snapshot struct {
 	Routers  []Router
 	Networks []Network
 	VMs      []VMInterface
+	// FloatingIPs belong to their router's unit (FloatingIP.Router).
+	FloatingIPs []FloatingIP
 	// Chassis are the SB chassis. ChassisKnown is false when no SB was given;
 	// then every router with an external network must name its gateway.
 	Chassis      []Chassis
@@ -195,6 +197,51 @@ type VMInterface struct {
 	MAC              string
 	IP               string
 	Node             string
+}
+
+// FloatingIP is a kubevirt.io/v1 floating IP (kind FloatingIp or
+// FloatingIP) as ONOS kubevirt-networking accepted it. It belongs to the
+// unit of the router it names: one NAT row of type dnat_and_snat on that
+// router once it is valid and bound to a VM's address.
+type FloatingIP struct {
+	// Name is metadata.name: status is written to it.
+	Name string
+	// ID is spec.id, ONOS's key: the NAT row's kubevirt-ovn/floating-ip.
+	ID string
+	// Router is spec.routerName, Network spec.networkName (the router's
+	// external network) and IP spec.floatingIp (the external address).
+	Router  string
+	Network string
+	IP      string
+	// FixedIP is spec.fixedIp, the VM's address it is bound to (optional).
+	FixedIP string
+	// VMName is spec.vmName, the VMI that has FixedIP (optional): "name"
+	// or "namespace/name".
+	VMName string
+	// PodName is spec.podName: ignored, ONOS never installed anything for
+	// it.
+	PodName string
+	// Created orders floating IPs that claim the same address (as routers'
+	// Created); Generation is metadata.generation, for status.
+	Created    time.Time
+	Generation int64
+}
+
+// FloatingIPStatus is what a plan says of one floating IP: bound and
+// answered, or why not.
+type FloatingIPStatus struct {
+	// Name is the object's metadata.name, ID its spec.id.
+	Name, ID string
+	// Ready: its NAT row is planned.
+	Ready bool
+	// Reason says why it is not Ready: its validation error, "not
+	// associated" or "waiting for VM ...".
+	Reason string
+	// Port is the logical switch port of the VM it is bound to.
+	Port string
+	// Gateway is the chassis it is answered on: its router's active
+	// gateway.
+	Gateway string
 }
 
 // Chassis is an SB Chassis row as far as gateway selection needs it.

@@ -32,6 +32,9 @@ type Plan struct {
 	Errors []error
 	// Notes are the networks' KeyNotes.
 	Notes []string
+	// FloatingIPs are the status of every floating IP, by router, then
+	// name.
+	FloatingIPs []FloatingIPStatus `json:",omitempty"`
 }
 
 // NetworkPlan is the desired rows of one network.
@@ -120,6 +123,9 @@ type UnitPlan struct {
 	Generation int64
 	// InInput is true when the unit is declared in the input, valid or not.
 	InInput bool
+	// FloatingIPs are the status of the floating IPs that name the router
+	// (also when the router is invalid or not declared), by name.
+	FloatingIPs []FloatingIPStatus
 }
 
 // Build computes the desired rows of every network and router in s. It is a
