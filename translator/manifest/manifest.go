@@ -22,15 +22,15 @@ import (
 
 // API groups and kinds read from manifests.
 const (
-	KubevirtV1              = "kubevirt.io/v1"
-	CNCFV1                  = "k8s.cni.cncf.io/v1"
-	KindRouter              = "VirtualRouter"
-	KindNAD                 = "NetworkAttachmentDefinition"
-	KindVMI                 = "VirtualMachineInstance"
+	KubevirtV1 = "kubevirt.io/v1"
+	CNCFV1     = "k8s.cni.cncf.io/v1"
+	KindRouter = "VirtualRouter"
+	KindNAD    = "NetworkAttachmentDefinition"
+	KindVMI    = "VirtualMachineInstance"
 	// KindFloatingIP is ONOS's floating IP; ONOS read only its spec, and
 	// manifests spell the kind both ways (KindFloatingIPUpper).
-	KindFloatingIP      = "FloatingIp"
-	KindFloatingIPUpper = "FloatingIP"
+	KindFloatingIP          = "FloatingIp"
+	KindFloatingIPUpper     = "FloatingIP"
 	NetworkConfigAnnotation = "network-config"
 )
 
