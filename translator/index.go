@@ -76,8 +76,14 @@ type Input struct {
 	internalClaims map[string]set[*routerDecl]
 	// externalDecls are the declarations with each external network.
 	externalDecls map[string]set[*routerDecl]
+	// The floating IPs by normalized floating IP and by normalized fixed
+	// IP, and the VM interfaces by "network IP" (floatingip.go).
+	fipClaims map[string]set[*fipDecl]
+	fipFixed  map[string]set[*fipDecl]
+	vmAddrs   map[string]set[*vmDecl]
 	// gatewayRouters counts the declarations of a router name whose plan
-	// chooses gateways (an external network and SNAT).
+	// chooses gateways (an external network, and SNAT or a floating IP:
+	// hasGateway).
 	gatewayRouters map[string]int
 
 	// chassisKnown: the SB is given (SetChassis); sched assigns the
@@ -165,6 +171,7 @@ type vmDecl struct {
 type fipDecl struct {
 	FloatingIP
 	pos
+	ip, fixed string // normalized FloatingIP.IP and FixedIP
 }
 
 // NewInput returns an empty input without Southbound chassis.
@@ -179,6 +186,9 @@ func NewInput() *Input {
 		snatClaims:     map[string]set[*routerDecl]{},
 		internalClaims: map[string]set[*routerDecl]{},
 		externalDecls:  map[string]set[*routerDecl]{},
+		fipClaims:      map[string]set[*fipDecl]{},
+		fipFixed:       map[string]set[*fipDecl]{},
+		vmAddrs:        map[string]set[*vmDecl]{},
 		gatewayRouters: map[string]int{},
 		sched:          gateways.New(),
 	}
@@ -262,7 +272,7 @@ func newSource(name string, objs Objects) *source {
 		s.vms[v.Network] = append(s.vms[v.Network], &vmDecl{VMInterface: v, pos: pos{name, i}})
 	}
 	for i, f := range objs.FloatingIPs {
-		s.fips[f.Router] = append(s.fips[f.Router], &fipDecl{FloatingIP: f, pos: pos{name, i}})
+		s.fips[f.Router] = append(s.fips[f.Router], &fipDecl{FloatingIP: f, pos: pos{name, i}, ip: normalizeIP(f.IP), fixed: normalizeIP(f.FixedIP)})
 	}
 	for u, err := range objs.Invalid {
 		if err != nil {
@@ -347,15 +357,29 @@ func (in *Input) replaceNetworks(old, nw *source, c *setChange) {
 }
 
 // replaceVMs moves the VM interfaces that changed from old to nw in the VM
-// index; their network's unit is affected.
+// indexes; their network's unit is affected, and the routers of the
+// floating IPs bound to their addresses.
 func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 	same := func(a, b *vmDecl) bool { return a.VMInterface == b.VMInterface }
 	replaceChanged(old.vms, nw.vms, same, func(key string, olds, news []*vmDecl) {
+		// The interfaces that came, went or changed: their floating IPs'
+		// routers are affected.
+		had := make(map[VMInterface]bool, len(olds))
 		for _, d := range olds {
 			removeFrom(in.vms, key, d)
+			in.removeVMAddr(d)
+			had[d.VMInterface] = true
 		}
 		for _, d := range news {
 			addTo(in.vms, key, d)
+			in.addVMAddr(d)
+			if !had[d.VMInterface] {
+				in.affectedByVM(d, c.affected)
+			}
+			delete(had, d.VMInterface)
+		}
+		for v := range had {
+			in.affectedByVM(&vmDecl{VMInterface: v}, c.affected)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
 	})
@@ -367,11 +391,14 @@ func (in *Input) replaceFloatingIPs(old, nw *source, c *setChange) {
 	same := func(a, b *fipDecl) bool { return sameFloatingIP(&a.FloatingIP, &b.FloatingIP) }
 	replaceChanged(old.fips, nw.fips, same, func(key string, olds, news []*fipDecl) {
 		for _, d := range olds {
-			removeFrom(in.fips, key, d)
+			in.removeFloatingIP(d)
+			in.affectedByFloatingIP(d, c.affected)
 		}
 		for _, d := range news {
-			addTo(in.fips, key, d)
+			in.addFloatingIP(d)
+			in.affectedByFloatingIP(d, c.affected)
 		}
+		in.refreshGatewayRouter(key)
 		c.affected.add(Unit{Kind: KindRouter, Name: key})
 	})
 }
@@ -456,6 +483,10 @@ func (in *Input) affectedByClaims(d *routerDecl, affected set[Unit]) {
 	if d.External != nil && d.External.Network != "" {
 		in.addRouterNames(affected, in.internalClaims[d.External.Network])
 	}
+	if d.snat != "" {
+		// A floating IP may not be any router's SNAT IP.
+		addFloatingIPRouters(affected, in.fipClaims[d.snat])
+	}
 	if in.zoned {
 		for _, n := range d.Internal {
 			affected.add(Unit{Kind: KindNetwork, Name: n})
@@ -480,14 +511,10 @@ func (in *Input) addRouter(d *routerDecl) {
 	for _, n := range d.Internal {
 		addTo(in.internalClaims, n, d)
 	}
-	if d.External != nil {
-		if d.External.Network != "" {
-			addTo(in.externalDecls, d.External.Network, d)
-		}
-		if d.EnableSNAT {
-			in.gatewayRouters[d.Name]++
-		}
+	if d.External != nil && d.External.Network != "" {
+		addTo(in.externalDecls, d.External.Network, d)
 	}
+	in.refreshGatewayRouter(d.Name)
 }
 
 func (in *Input) removeRouter(d *routerDecl) {
@@ -498,16 +525,29 @@ func (in *Input) removeRouter(d *routerDecl) {
 	for _, n := range d.Internal {
 		removeFrom(in.internalClaims, n, d)
 	}
-	if d.External != nil {
-		if d.External.Network != "" {
-			removeFrom(in.externalDecls, d.External.Network, d)
+	if d.External != nil && d.External.Network != "" {
+		removeFrom(in.externalDecls, d.External.Network, d)
+	}
+	in.refreshGatewayRouter(d.Name)
+}
+
+// refreshGatewayRouter counts the declarations of router name whose plan
+// has a gateway (gatewayRouters); when none is left, the scheduler
+// releases its gateways.
+func (in *Input) refreshGatewayRouter(name string) {
+	n := 0
+	for d := range in.routers[name] {
+		if in.hasGateway(d) {
+			n++
 		}
-		if d.EnableSNAT {
-			if in.gatewayRouters[d.Name]--; in.gatewayRouters[d.Name] == 0 {
-				delete(in.gatewayRouters, d.Name)
-				in.sched.Release(d.Name)
-			}
-		}
+	}
+	if n > 0 {
+		in.gatewayRouters[name] = n
+		return
+	}
+	if _, ok := in.gatewayRouters[name]; ok {
+		delete(in.gatewayRouters, name)
+		in.sched.Release(name)
 	}
 }
 
@@ -593,6 +633,9 @@ func (in *Input) Units() []Unit {
 	for r := range in.routers {
 		units.add(Unit{Kind: KindRouter, Name: r})
 	}
+	for r := range in.fips {
+		units.add(Unit{Kind: KindRouter, Name: r})
+	}
 	for u := range in.invalid {
 		units.add(u)
 	}
@@ -603,7 +646,7 @@ func (in *Input) Units() []Unit {
 // reconciles them all at once (a start, a resync): first the networks that
 // several routers hang from (an external network), then each router, in
 // name order, right after the networks only it hangs from, then the other
-// networks and the invalid units. Taken in batches in this order, a router
+// networks, the invalid units and the routers only floating IPs name. Taken in batches in this order, a router
 // mostly comes with its own networks, whose switches are written in its
 // transaction; one hanging from a shared network written by another batch
 // would have to wait for that batch.
@@ -657,6 +700,10 @@ func (in *Input) ReconcileOrder() []Unit {
 	invalid := set[Unit]{}
 	for u := range in.invalid {
 		invalid.add(u)
+	}
+	for r := range in.fips {
+		// Floating IPs naming a router that is not declared: their status.
+		invalid.add(Unit{Kind: KindRouter, Name: r})
 	}
 	for _, u := range sortedUnits(invalid) {
 		add(u)

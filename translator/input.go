@@ -57,6 +57,12 @@ type Held interface {
 	// HeldTunnelKeys are the tunnel keys our switches and switch ports
 	// request (interconnect mode). Read once, before the first allocation.
 	HeldTunnelKeys() TunnelKeys
+	// HeldFloatingIP is the floating IP (its spec.id) whose NAT row has
+	// the (normalized) external IP ip.
+	HeldFloatingIP(ip string) string
+	// HeldFixedIP is the floating IP (its spec.id) whose NAT row on
+	// router has the (normalized) logical IP ip.
+	HeldFixedIP(router, ip string) string
 }
 
 // Claims say who holds what, as read from the rows in the NB.
@@ -74,6 +80,11 @@ type Claims struct {
 	Gateways map[string][]string
 	// Keys are the tunnel keys our switches and switch ports request.
 	Keys TunnelKeys
+	// FloatingIPs maps a floating IP's external IP to its spec.id, and
+	// FixedIPs "router fixed-IP" to the spec.id of the floating IP bound
+	// to it, as their dnat_and_snat NAT rows say.
+	FloatingIPs map[string]string
+	FixedIPs    map[string]string
 }
 
 // HeldSNATIP implements Held.
@@ -93,6 +104,12 @@ func (c Claims) HeldGateways(router string) []string { return c.Gateways[router]
 // HeldTunnelKeys implements Held.
 func (c Claims) HeldTunnelKeys() TunnelKeys { return c.Keys }
 
+// HeldFloatingIP implements Held.
+func (c Claims) HeldFloatingIP(ip string) string { return c.FloatingIPs[ip] }
+
+// HeldFixedIP implements Held.
+func (c Claims) HeldFixedIP(router, ip string) string { return c.FixedIPs[router+" "+ip] }
+
 // HeldSwitchKey implements KeyHolder.
 func (c Claims) HeldSwitchKey(sw string) int { return c.Keys.Switches[sw] }
 
@@ -107,6 +124,8 @@ func (noClaims) HeldInternal(string) string          { return "" }
 func (noClaims) HeldVMAddress(string, string) string { return "" }
 func (noClaims) HeldGateways(string) []string        { return nil }
 func (noClaims) HeldTunnelKeys() TunnelKeys          { return TunnelKeys{} }
+func (noClaims) HeldFloatingIP(string) string        { return "" }
+func (noClaims) HeldFixedIP(string, string) string   { return "" }
 
 // Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
 // accepted it.
@@ -242,6 +261,9 @@ type FloatingIPStatus struct {
 	// Gateway is the chassis it is answered on: its router's active
 	// gateway.
 	Gateway string
+	// Err is its own input error (Reason says it), nil when it is Ready,
+	// not associated, waits for its VM or for its router.
+	Err error `json:"-"`
 }
 
 // Chassis is an SB Chassis row as far as gateway selection needs it.
