@@ -159,7 +159,10 @@ func TestRegistryRejectsWhatTheDiffCannotDo(t *testing.T) {
 		"listed twice":          {[]*Table{lr, lr}, "table Logical_Router listed twice"},
 		"identity of a parent": {[]*Table{with(*lr, func(t *Table) { t.IdentityOf = func(model.Model) []string { return []string{"name"} } }), lrp},
 			"Logical_Router: IdentityOf: its rows are looked up by key"},
-		"identity of unmanaged": {[]*Table{with(*lr, func(t *Table) { t.IdentityOf = func(model.Model) []string { return []string{"options"} }; t.Columns = []string{"name", "external_ids"} })},
+		"identity of unmanaged": {[]*Table{with(*lr, func(t *Table) {
+			t.IdentityOf = func(model.Model) []string { return []string{"options"} }
+			t.Columns = []string{"name", "external_ids"}
+		})},
 			"Logical_Router: IdentityOf column options is not among Columns"},
 	} {
 		t.Run(name, func(t *testing.T) {
