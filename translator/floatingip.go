@@ -300,49 +300,58 @@ func fixedNetwork(d *fipDecl, r *router) (*network, netip.Addr, *InputError) {
 }
 
 // fixedPort is the VM port candidate c binds to: the port of the VM
-// interface with the fixed IP on its network (of the VMI spec.vmName
-// names, when set). Without one, reason says what it waits for. Of several
-// ports with that address (an address conflict the network reports), the
-// one the network gives it: the NB's holder, else the first by name.
+// interface that has the fixed IP on its network, as the network gives the
+// address (the NB's holder, else the first port by name: planVMPorts), of
+// the VMI spec.vmName names when set. Without one, reason says what it
+// waits for.
 func (in *Input) fixedPort(c fipCandidate, held Held) (port, reason string, err *InputError) {
 	ns, name := "", c.d.VMName
 	if i := strings.IndexByte(name, '/'); i >= 0 {
 		ns, name = name[:i], name[i+1:]
 	}
-	var ports []string
-	vmis := map[string]bool{}
+	type iface struct{ port, vmi string }
+	var all []iface
 	for v := range in.vmAddrs[vmAddrKey(c.n.Name, c.fixed.String())] {
-		if v.NetworkNamespace != c.n.Namespace || (name != "" && v.VMI != name) || (ns != "" && v.Namespace != ns) {
+		if v.NetworkNamespace != c.n.Namespace {
 			continue
 		}
 		if _, _, err := validateVM(&v.VMInterface, c.n); err != nil {
 			continue
 		}
-		ports = append(ports, VMPortName(c.n.Name, v.Namespace, v.VMI, v.Interface))
-		vmis[v.Namespace+"/"+v.VMI] = true
+		all = append(all, iface{VMPortName(c.n.Name, v.Namespace, v.VMI, v.Interface), v.Namespace + "/" + v.VMI})
 	}
-	if len(ports) == 0 {
+	slices.SortFunc(all, func(a, b iface) int { return strings.Compare(a.port, b.port) })
+	var owner *iface
+	for i := range all {
+		if all[i].port == held.HeldVMAddress(c.n.Name, c.fixed.String()) {
+			owner = &all[i]
+		}
+	}
+	if owner == nil && len(all) > 0 {
+		owner = &all[0]
+	}
+	var named []string // the VMIs vmName names that have the address
+	for _, f := range all {
+		fns, fname, _ := strings.Cut(f.vmi, "/")
+		if name == "" || (fname == name && (ns == "" || fns == ns)) {
+			if !slices.Contains(named, f.vmi) {
+				named = append(named, f.vmi)
+			}
+		}
+	}
+	switch {
+	case len(named) == 0:
 		vm := "a VM"
 		if c.d.VMName != "" {
 			vm = "VM " + c.d.VMName
 		}
 		return "", fmt.Sprintf("waiting for %s with ip %s on network %s", vm, c.fixed, c.n.Name), nil
+	case name != "" && len(named) > 1:
+		return "", "", fipErr(c.d.Name, "spec.vmName", "%s is ambiguous: %s have %s on network %s; write namespace/name", c.d.VMName, strings.Join(named, " and "), c.fixed, c.n.Name)
+	case name != "" && named[0] != owner.vmi:
+		return "", "", fipErr(c.d.Name, "spec.fixedIp", "%s on network %s is %s %s's, not %s's", c.fixed, c.n.Name, ObjVMI, owner.vmi, named[0])
 	}
-	if name != "" && ns == "" && len(vmis) > 1 {
-		all := slices.Sorted(func(yield func(string) bool) {
-			for k := range vmis {
-				if !yield(k) {
-					return
-				}
-			}
-		})
-		return "", "", fipErr(c.d.Name, "spec.vmName", "%s is ambiguous: %s have %s on network %s; write namespace/name", c.d.VMName, strings.Join(all, " and "), c.fixed, c.n.Name)
-	}
-	slices.Sort(ports)
-	if h := held.HeldVMAddress(c.n.Name, c.fixed.String()); slices.Contains(ports, h) {
-		return h, "", nil
-	}
-	return ports[0], "", nil
+	return owner.port, "", nil
 }
 
 // floatingIPRows adds router r's floating IP rows to rp: a dnat_and_snat
