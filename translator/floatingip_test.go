@@ -347,3 +347,55 @@ func TestGoldenFloatingIPs(t *testing.T) {
 	require.NoError(t, err, "run go test ./translator -run TestGoldenFloatingIPs -update to create it")
 	assert.Equal(t, string(want), string(got))
 }
+
+// TestZoneFloatingIPLivesWithItsRouter: in interconnect mode a floating
+// IP's NAT row and a router's policies are in the router's home zone only;
+// the VM it is bound to is in another zone.
+func TestZoneFloatingIPLivesWithItsRouter(t *testing.T) {
+	in := zoneInput()
+	in.Set("fips", Objects{FloatingIPs: []FloatingIP{{Name: "fip-1", ID: "fip-1", Router: "r1", Network: "public", IP: "172.16.0.50", FixedIP: "10.20.0.5", VMName: "vm2"}}})
+	up := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	require.Empty(t, up.Errs)
+	require.NotNil(t, up.Router)
+	assert.Equal(t, []FloatingIPStatus{{Name: "fip-1", ID: "fip-1", Ready: true, Port: "kv-net-b_default_vm2_eth0", Gateway: "gw1"}}, up.FloatingIPs)
+	for zone, zr := range up.Router.Zones {
+		var nats, policies int
+		for _, r := range zr.Rows {
+			switch m := r.Model.(type) {
+			case *nbmodel.NAT:
+				if m.Type == nbmodel.NATTypeDNATAndSNAT {
+					nats++
+					assert.Equal(t, "kv-r1", r.Parent)
+				}
+			case *nbmodel.LogicalRouterPolicy:
+				policies++
+			}
+		}
+		if zone == "gw1" {
+			assert.Equal(t, 1, nats, "the NAT is in the router's home zone")
+		} else {
+			assert.Zero(t, nats, "zone %s", zone)
+		}
+		assert.Zero(t, policies, "enableSnat true: no policies")
+	}
+
+	// Without SNAT: the policies go with the router too.
+	in.Set("r1", Objects{Routers: []Router{{Name: "r1", Gateway: "gw1", Internal: []string{"net-a", "net-b"},
+		External: &External{Network: "public", IP: "172.16.0.10"}}}})
+	up = in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	require.NotNil(t, up.Router)
+	for zone, zr := range up.Router.Zones {
+		policies := 0
+		for _, r := range zr.Rows {
+			if _, ok := r.Model.(*nbmodel.LogicalRouterPolicy); ok {
+				policies++
+				assert.Equal(t, "kv-r1", r.Parent)
+			}
+		}
+		if zone == "gw1" {
+			assert.Equal(t, 2, policies)
+		} else {
+			assert.Zero(t, policies, "zone %s", zone)
+		}
+	}
+}
