@@ -37,7 +37,7 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 		// No SNAT and a floating IP: NAT rows and policies.
 		Routers: []translator.Router{{Name: "r1", Internal: []string{"net-a"}, Description: `a "quoted" \ description`,
 			External: &translator.External{IP: "172.16.0.100", Network: "public"}, PeerRouter: &translator.PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"}, Gateway: "gw1"}},
-		VMs: []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"}},
+		VMs:         []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"}},
 		FloatingIPs: []translator.FloatingIP{{Name: "fip", ID: "fip", Router: "r1", Network: "public", IP: "172.16.0.50", FixedIP: "10.10.0.5"}},
 	}
 	res, err := nb.Sync(ctx, mon, translator.Build(s, "test"), nb.SyncOptions{Instance: "test"})
