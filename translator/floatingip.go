@@ -201,7 +201,8 @@ func (in *Input) planFloatingIPs(r *router, held Held) ([]FloatingIPStatus, []bo
 			bound = append(bound, boundFIP{id: c.d.ID, ip: c.d.ip, fixed: c.fixed.String()})
 		}
 	}
-	slices.SortFunc(statuses, func(a, b FloatingIPStatus) int { return strings.Compare(a.Name, b.Name) })
+	// Stable: two declarations of one name stay in claim order.
+	slices.SortStableFunc(statuses, func(a, b FloatingIPStatus) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(bound, func(a, b boundFIP) int { return strings.Compare(a.ip, b.ip) })
 	return statuses, bound
 }
