@@ -18,7 +18,7 @@ func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
 	t.Helper()
 	var rows []string
 	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Switch", "Logical_Switch_Port",
-		"NAT", "Logical_Router_Static_Route", "Gateway_Chassis", "Static_MAC_Binding", "DHCP_Options"} {
+		"NAT", "Logical_Router_Static_Route", "Logical_Router_Policy", "Gateway_Chassis", "Static_MAC_Binding", "DHCP_Options"} {
 		for _, line := range strings.Split(nbctl(t, c, "--format=csv", "--no-headings", "list", table), "\n") {
 			if !strings.Contains(line, "kubevirt-ovn/owner") && !(table == "Static_MAC_Binding" && strings.Contains(line, "kv-rtoe-")) {
 				continue

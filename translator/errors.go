@@ -7,6 +7,7 @@ const (
 	ObjVirtualRouter = "VirtualRouter"
 	ObjNAD           = "NetworkAttachmentDefinition"
 	ObjVMI           = "VirtualMachineInstance"
+	ObjFloatingIP    = "FloatingIp"
 )
 
 // InputError is bad input. It names the object and the field so that the
@@ -14,7 +15,7 @@ const (
 //
 //	VirtualRouter edge-1: spec.external.ip 198.18.0.5 is outside network public-net (192.0.2.0/24)
 type InputError struct {
-	Kind   string // ObjVirtualRouter, ObjNAD or ObjVMI
+	Kind   string // ObjVirtualRouter, ObjNAD, ObjVMI or ObjFloatingIP
 	Object string // name, or namespace/name for namespaced objects
 	Field  string // path of the field, e.g. spec.external.ip
 	Msg    string

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gateways"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
@@ -21,6 +22,8 @@ type Objects struct {
 	Routers  []Router
 	Networks []Network
 	VMs      []VMInterface
+	// FloatingIPs belong to the unit of the router they name.
+	FloatingIPs []FloatingIP
 	// Invalid are objects that did not decode: their unit fails and keeps
 	// its rows.
 	Invalid map[Unit]error
@@ -28,12 +31,12 @@ type Objects struct {
 
 // Objects are the declarations of s, as one source's.
 func (s *Snapshot) Objects() Objects {
-	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, Invalid: s.Invalid}
+	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs, Invalid: s.Invalid}
 }
 
 // Snapshot is a Snapshot of o alone: no chassis, nothing held.
 func (o Objects) Snapshot() *Snapshot {
-	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, Invalid: o.Invalid}
+	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, FloatingIPs: o.FloatingIPs, Invalid: o.Invalid}
 }
 
 // Input is the indexed form of the Objects of every source (Set) and the SB
@@ -64,6 +67,7 @@ type Input struct {
 	routers  map[string]set[*routerDecl]  // by router name
 	networks map[string]set[*networkDecl] // by network name
 	vms      map[string]set[*vmDecl]      // by VMInterface.Network
+	fips     map[string]set[*fipDecl]     // by FloatingIP.Router
 	invalid  map[Unit]map[string]error    // unit, then source
 
 	// The claims, by normalized SNAT IP and by network name, of every
@@ -72,8 +76,14 @@ type Input struct {
 	internalClaims map[string]set[*routerDecl]
 	// externalDecls are the declarations with each external network.
 	externalDecls map[string]set[*routerDecl]
+	// The floating IPs by normalized floating IP and by normalized fixed
+	// IP, and the VM interfaces by "network IP" (floatingip.go).
+	fipClaims map[string]set[*fipDecl]
+	fipFixed  map[string]set[*fipDecl]
+	vmAddrs   map[string]set[*vmDecl]
 	// gatewayRouters counts the declarations of a router name whose plan
-	// chooses gateways (an external network and SNAT).
+	// chooses gateways (an external network, and SNAT or a floating IP:
+	// hasGateway).
 	gatewayRouters map[string]int
 
 	// chassisKnown: the SB is given (SetChassis); sched assigns the
@@ -125,6 +135,7 @@ type source struct {
 	routers  map[string][]*routerDecl
 	networks map[string][]*networkDecl
 	vms      map[string][]*vmDecl
+	fips     map[string][]*fipDecl
 	invalid  map[Unit]error
 }
 
@@ -157,6 +168,12 @@ type vmDecl struct {
 	pos
 }
 
+type fipDecl struct {
+	FloatingIP
+	pos
+	ip, fixed string // normalized FloatingIP.IP and FixedIP
+}
+
 // NewInput returns an empty input without Southbound chassis.
 func NewInput() *Input {
 	return &Input{
@@ -164,10 +181,14 @@ func NewInput() *Input {
 		routers:        map[string]set[*routerDecl]{},
 		networks:       map[string]set[*networkDecl]{},
 		vms:            map[string]set[*vmDecl]{},
+		fips:           map[string]set[*fipDecl]{},
 		invalid:        map[Unit]map[string]error{},
 		snatClaims:     map[string]set[*routerDecl]{},
 		internalClaims: map[string]set[*routerDecl]{},
 		externalDecls:  map[string]set[*routerDecl]{},
+		fipClaims:      map[string]set[*fipDecl]{},
+		fipFixed:       map[string]set[*fipDecl]{},
+		vmAddrs:        map[string]set[*vmDecl]{},
 		gatewayRouters: map[string]int{},
 		sched:          gateways.New(),
 	}
@@ -206,6 +227,7 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 	in.replaceRouters(old, nw, c)
 	in.replaceNetworks(old, nw, c)
 	in.replaceVMs(old, nw, c)
+	in.replaceFloatingIPs(old, nw, c)
 	in.replaceInvalid(name, old, nw, c)
 	if nw.empty() {
 		delete(in.sources, name)
@@ -237,6 +259,7 @@ func newSource(name string, objs Objects) *source {
 		routers:  map[string][]*routerDecl{},
 		networks: map[string][]*networkDecl{},
 		vms:      map[string][]*vmDecl{},
+		fips:     map[string][]*fipDecl{},
 		invalid:  map[Unit]error{},
 	}
 	for i, r := range objs.Routers {
@@ -247,6 +270,9 @@ func newSource(name string, objs Objects) *source {
 	}
 	for i, v := range objs.VMs {
 		s.vms[v.Network] = append(s.vms[v.Network], &vmDecl{VMInterface: v, pos: pos{name, i}})
+	}
+	for i, f := range objs.FloatingIPs {
+		s.fips[f.Router] = append(s.fips[f.Router], &fipDecl{FloatingIP: f, pos: pos{name, i}, ip: normalizeIP(f.IP), fixed: normalizeIP(f.FixedIP)})
 	}
 	for u, err := range objs.Invalid {
 		if err != nil {
@@ -259,7 +285,7 @@ func newSource(name string, objs Objects) *source {
 // empty reports whether the source declares nothing, not even an
 // undecodable object.
 func (s *source) empty() bool {
-	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.invalid) == 0
+	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.invalid) == 0
 }
 
 // newRouterDecl is a copy of r at p with the SNAT IP it claims.
@@ -331,17 +357,49 @@ func (in *Input) replaceNetworks(old, nw *source, c *setChange) {
 }
 
 // replaceVMs moves the VM interfaces that changed from old to nw in the VM
-// index; their network's unit is affected.
+// indexes; their network's unit is affected, and the routers of the
+// floating IPs bound to their addresses.
 func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 	same := func(a, b *vmDecl) bool { return a.VMInterface == b.VMInterface }
 	replaceChanged(old.vms, nw.vms, same, func(key string, olds, news []*vmDecl) {
+		// The interfaces that came, went or changed: their floating IPs'
+		// routers are affected.
+		had := make(map[VMInterface]bool, len(olds))
 		for _, d := range olds {
 			removeFrom(in.vms, key, d)
+			in.removeVMAddr(d)
+			had[d.VMInterface] = true
 		}
 		for _, d := range news {
 			addTo(in.vms, key, d)
+			in.addVMAddr(d)
+			if !had[d.VMInterface] {
+				in.affectedByVM(d, c.affected)
+			}
+			delete(had, d.VMInterface)
+		}
+		for v := range had {
+			in.affectedByVM(&vmDecl{VMInterface: v}, c.affected)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
+	})
+}
+
+// replaceFloatingIPs moves the floating IPs that changed from old to nw
+// in the floating IP index; the unit of the router they name is affected.
+func (in *Input) replaceFloatingIPs(old, nw *source, c *setChange) {
+	same := func(a, b *fipDecl) bool { return sameFloatingIP(&a.FloatingIP, &b.FloatingIP) }
+	replaceChanged(old.fips, nw.fips, same, func(key string, olds, news []*fipDecl) {
+		for _, d := range olds {
+			in.removeFloatingIP(d)
+			in.affectedByFloatingIP(d, c.affected)
+		}
+		for _, d := range news {
+			in.addFloatingIP(d)
+			in.affectedByFloatingIP(d, c.affected)
+		}
+		in.refreshGatewayRouter(key)
+		c.affected.add(Unit{Kind: KindRouter, Name: key})
 	})
 }
 
@@ -425,6 +483,10 @@ func (in *Input) affectedByClaims(d *routerDecl, affected set[Unit]) {
 	if d.External != nil && d.External.Network != "" {
 		in.addRouterNames(affected, in.internalClaims[d.External.Network])
 	}
+	if d.snat != "" {
+		// A floating IP may not be any router's SNAT IP.
+		addFloatingIPRouters(affected, in.fipClaims[d.snat])
+	}
 	if in.zoned {
 		for _, n := range d.Internal {
 			affected.add(Unit{Kind: KindNetwork, Name: n})
@@ -449,14 +511,10 @@ func (in *Input) addRouter(d *routerDecl) {
 	for _, n := range d.Internal {
 		addTo(in.internalClaims, n, d)
 	}
-	if d.External != nil {
-		if d.External.Network != "" {
-			addTo(in.externalDecls, d.External.Network, d)
-		}
-		if d.EnableSNAT {
-			in.gatewayRouters[d.Name]++
-		}
+	if d.External != nil && d.External.Network != "" {
+		addTo(in.externalDecls, d.External.Network, d)
 	}
+	in.refreshGatewayRouter(d.Name)
 }
 
 func (in *Input) removeRouter(d *routerDecl) {
@@ -467,16 +525,29 @@ func (in *Input) removeRouter(d *routerDecl) {
 	for _, n := range d.Internal {
 		removeFrom(in.internalClaims, n, d)
 	}
-	if d.External != nil {
-		if d.External.Network != "" {
-			removeFrom(in.externalDecls, d.External.Network, d)
+	if d.External != nil && d.External.Network != "" {
+		removeFrom(in.externalDecls, d.External.Network, d)
+	}
+	in.refreshGatewayRouter(d.Name)
+}
+
+// refreshGatewayRouter counts the declarations of router name whose plan
+// has a gateway (gatewayRouters); when none is left, the scheduler
+// releases its gateways.
+func (in *Input) refreshGatewayRouter(name string) {
+	n := 0
+	for d := range in.routers[name] {
+		if in.hasGateway(d) {
+			n++
 		}
-		if d.EnableSNAT {
-			if in.gatewayRouters[d.Name]--; in.gatewayRouters[d.Name] == 0 {
-				delete(in.gatewayRouters, d.Name)
-				in.sched.Release(d.Name)
-			}
-		}
+	}
+	if n > 0 {
+		in.gatewayRouters[name] = n
+		return
+	}
+	if _, ok := in.gatewayRouters[name]; ok {
+		delete(in.gatewayRouters, name)
+		in.sched.Release(name)
 	}
 }
 
@@ -562,6 +633,9 @@ func (in *Input) Units() []Unit {
 	for r := range in.routers {
 		units.add(Unit{Kind: KindRouter, Name: r})
 	}
+	for r := range in.fips {
+		units.add(Unit{Kind: KindRouter, Name: r})
+	}
 	for u := range in.invalid {
 		units.add(u)
 	}
@@ -572,7 +646,7 @@ func (in *Input) Units() []Unit {
 // reconciles them all at once (a start, a resync): first the networks that
 // several routers hang from (an external network), then each router, in
 // name order, right after the networks only it hangs from, then the other
-// networks and the invalid units. Taken in batches in this order, a router
+// networks, the invalid units and the routers only floating IPs name. Taken in batches in this order, a router
 // mostly comes with its own networks, whose switches are written in its
 // transaction; one hanging from a shared network written by another batch
 // would have to wait for that batch.
@@ -626,6 +700,10 @@ func (in *Input) ReconcileOrder() []Unit {
 	invalid := set[Unit]{}
 	for u := range in.invalid {
 		invalid.add(u)
+	}
+	for r := range in.fips {
+		// Floating IPs naming a router that is not declared: their status.
+		invalid.add(Unit{Kind: KindRouter, Name: r})
 	}
 	for _, u := range sortedUnits(invalid) {
 		add(u)
@@ -692,6 +770,14 @@ func sameRouter(a, b *Router) bool {
 		a.EnableSNAT == b.EnableSNAT && slices.Equal(a.Internal, b.Internal) &&
 		equalPtr(a.External, b.External) && equalPtr(a.PeerRouter, b.PeerRouter) &&
 		a.Gateway == b.Gateway && a.Created.Equal(b.Created) && a.Generation == b.Generation
+}
+
+// sameFloatingIP reports whether a and b plan alike: equal fields,
+// creation times equal as instants.
+func sameFloatingIP(a, b *FloatingIP) bool {
+	x, y := *a, *b
+	x.Created, y.Created = time.Time{}, time.Time{}
+	return x == y && a.Created.Equal(b.Created)
 }
 
 func equalPtr[T comparable](a, b *T) bool {

@@ -19,6 +19,8 @@ type Snapshot struct {
 	Routers  []Router
 	Networks []Network
 	VMs      []VMInterface
+	// FloatingIPs belong to their router's unit (FloatingIP.Router).
+	FloatingIPs []FloatingIP
 	// Chassis are the SB chassis. ChassisKnown is false when no SB was given;
 	// then every router with an external network must name its gateway.
 	Chassis      []Chassis
@@ -55,6 +57,12 @@ type Held interface {
 	// HeldTunnelKeys are the tunnel keys our switches and switch ports
 	// request (interconnect mode). Read once, before the first allocation.
 	HeldTunnelKeys() TunnelKeys
+	// HeldFloatingIP is the floating IP (its spec.id) whose NAT row has
+	// the (normalized) external IP ip.
+	HeldFloatingIP(ip string) string
+	// HeldFixedIP is the floating IP (its spec.id) whose NAT row on
+	// router has the (normalized) logical IP ip.
+	HeldFixedIP(router, ip string) string
 }
 
 // Claims say who holds what, as read from the rows in the NB.
@@ -72,6 +80,11 @@ type Claims struct {
 	Gateways map[string][]string
 	// Keys are the tunnel keys our switches and switch ports request.
 	Keys TunnelKeys
+	// FloatingIPs maps a floating IP's external IP to its spec.id, and
+	// FixedIPs "router fixed-IP" to the spec.id of the floating IP bound
+	// to it, as their dnat_and_snat NAT rows say.
+	FloatingIPs map[string]string
+	FixedIPs    map[string]string
 }
 
 // HeldSNATIP implements Held.
@@ -91,6 +104,12 @@ func (c Claims) HeldGateways(router string) []string { return c.Gateways[router]
 // HeldTunnelKeys implements Held.
 func (c Claims) HeldTunnelKeys() TunnelKeys { return c.Keys }
 
+// HeldFloatingIP implements Held.
+func (c Claims) HeldFloatingIP(ip string) string { return c.FloatingIPs[ip] }
+
+// HeldFixedIP implements Held.
+func (c Claims) HeldFixedIP(router, ip string) string { return c.FixedIPs[router+" "+ip] }
+
 // HeldSwitchKey implements KeyHolder.
 func (c Claims) HeldSwitchKey(sw string) int { return c.Keys.Switches[sw] }
 
@@ -105,6 +124,8 @@ func (noClaims) HeldInternal(string) string          { return "" }
 func (noClaims) HeldVMAddress(string, string) string { return "" }
 func (noClaims) HeldGateways(string) []string        { return nil }
 func (noClaims) HeldTunnelKeys() TunnelKeys          { return TunnelKeys{} }
+func (noClaims) HeldFloatingIP(string) string        { return "" }
+func (noClaims) HeldFixedIP(string, string) string   { return "" }
 
 // Router is a VirtualRouter (kubevirt.io/v1) as ONOS kubevirt-networking
 // accepted it.
@@ -202,6 +223,54 @@ type VMInterface struct {
 	// value that differs is an error of the interface.
 	StatusMAC, StatusIP string
 	Node                string
+}
+
+// FloatingIP is a kubevirt.io/v1 floating IP (kind FloatingIp or
+// FloatingIP) as ONOS kubevirt-networking accepted it. It belongs to the
+// unit of the router it names: one NAT row of type dnat_and_snat on that
+// router once it is valid and bound to a VM's address.
+type FloatingIP struct {
+	// Name is metadata.name: status is written to it.
+	Name string
+	// ID is spec.id, ONOS's key: the NAT row's kubevirt-ovn/floating-ip.
+	ID string
+	// Router is spec.routerName, Network spec.networkName (the router's
+	// external network) and IP spec.floatingIp (the external address).
+	Router  string
+	Network string
+	IP      string
+	// FixedIP is spec.fixedIp, the VM's address it is bound to (optional).
+	FixedIP string
+	// VMName is spec.vmName, the VMI that has FixedIP (optional): "name"
+	// or "namespace/name".
+	VMName string
+	// PodName is spec.podName: ignored, ONOS never installed anything for
+	// it.
+	PodName string
+	// Created orders floating IPs that claim the same address (as routers'
+	// Created); Generation is metadata.generation, for status.
+	Created    time.Time
+	Generation int64
+}
+
+// FloatingIPStatus is what a plan says of one floating IP: bound and
+// answered, or why not.
+type FloatingIPStatus struct {
+	// Name is the object's metadata.name, ID its spec.id.
+	Name, ID string
+	// Ready: its NAT row is planned.
+	Ready bool
+	// Reason says why it is not Ready: its validation error, "not
+	// associated" or "waiting for VM ...".
+	Reason string
+	// Port is the logical switch port of the VM it is bound to.
+	Port string
+	// Gateway is the chassis it is answered on: its router's active
+	// gateway.
+	Gateway string
+	// Err is its own input error (Reason says it), nil when it is Ready,
+	// not associated, waits for its VM or for its router.
+	Err error `json:"-"`
 }
 
 // Chassis is an SB Chassis row as far as gateway selection needs it.

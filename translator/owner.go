@@ -13,6 +13,9 @@ const (
 	// KeyPinned marks the gateway port of a router with spec.gateway:
 	// kubevirt-ovn rebalance never moves that router.
 	KeyPinned = "kubevirt-ovn/pinned"
+	// KeyFloatingIP carries a floating IP's spec.id on its NAT row, for
+	// readability and for who holds its address (Claims.FloatingIPs).
+	KeyFloatingIP = "kubevirt-ovn/floating-ip"
 )
 
 // Our switches also carry ovn-kubernetes' network key with a value no

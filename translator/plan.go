@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -32,6 +33,9 @@ type Plan struct {
 	Errors []error
 	// Notes are the networks' KeyNotes.
 	Notes []string
+	// FloatingIPs are the status of every floating IP, by router, then
+	// name.
+	FloatingIPs []FloatingIPStatus `json:",omitempty"`
 }
 
 // NetworkPlan is the desired rows of one network.
@@ -72,6 +76,9 @@ type RouterPlan struct {
 	NATs        []*nbmodel.NAT
 	Routes      []*nbmodel.LogicalRouterStaticRoute
 	MACBindings []*nbmodel.StaticMACBinding
+	// Policies let out only the floating IPs' fixed addresses of a router
+	// with enableSnat false (floatingip.go), highest priority first.
+	Policies []*nbmodel.LogicalRouterPolicy `json:",omitempty"`
 	// Gateway is the chassis chosen to be active and its failover order.
 	Gateway *GatewayChoice
 	// SNATIP is the router's SNAT IP, empty without an external network.
@@ -125,6 +132,9 @@ type UnitPlan struct {
 	Generation int64
 	// InInput is true when the unit is declared in the input, valid or not.
 	InInput bool
+	// FloatingIPs are the status of the floating IPs that name the router
+	// (also when the router is invalid or not declared), by name.
+	FloatingIPs []FloatingIPStatus
 }
 
 // Build computes the desired rows of every network and router in s. It is a
@@ -141,6 +151,12 @@ func Build(s *Snapshot, instance string) *Plan {
 		}
 		if up.Router != nil {
 			p.Routers = append(p.Routers, *up.Router)
+		}
+		p.FloatingIPs = append(p.FloatingIPs, up.FloatingIPs...)
+		for _, st := range up.FloatingIPs {
+			if st.Err != nil {
+				p.Errors = append(p.Errors, st.Err)
+			}
 		}
 		if len(up.Errs) > 0 {
 			p.Failed[u] = up.Errs
@@ -186,6 +202,9 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 			kind = ObjVirtualRouter
 		}
 		up.Errs = append(up.Errs, &InputError{Kind: kind, Object: u.Name, Msg: "waits: no zone's Southbound lists a chassis yet", Reason: ReasonWaiting})
+	}
+	if u.Kind == KindRouter {
+		in.finishFloatingIPs(&up)
 	}
 	slices.SortStableFunc(up.Errs, byMessage)
 	return up
@@ -607,6 +626,11 @@ type router struct {
 	peer     netip.Addr
 	peerMAC  string
 	gateways []string
+	// fips are its floating IPs bound to a VM's address, by floating IP;
+	// withFIPs: a floating IP names it (its gateway side stays without
+	// SNAT).
+	fips     []boundFIP
+	withFIPs bool
 }
 
 // planRouter validates router up.Unit, resolves its claims, has its
@@ -636,7 +660,7 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 	}
 
 	vr, errs := validateRouter(&r.Router, in.validNetwork)
-	if vr != nil && vr.ext != nil && r.EnableSNAT {
+	if vr != nil && vr.ext != nil && in.hasGateway(r) {
 		n := gateways.Need{Physnet: physnetOf(vr.ext.Network), Pin: r.Gateway}
 		gws, err := in.gatewaysOf(r.Name, n, held)
 		if err != nil {
@@ -662,6 +686,8 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 		up.Errs = append(up.Errs, errs...)
 		return
 	}
+	up.FloatingIPs, vr.fips = in.planFloatingIPs(vr, held)
+	vr.withFIPs = len(in.fips[r.Name]) > 0
 	rp := routerRows(vr, instance)
 	if in.zoned {
 		if err := in.zoneRouter(&rp, held); err != nil {
@@ -814,11 +840,13 @@ func routerRows(r *router, instance string) RouterPlan {
 		}})
 	}
 
-	// The external side exists only with SNAT, as in the seed, which
-	// installs the SNAT IP's ARP responder and the upstream rules only for
-	// a router with enableSnat: without it nothing of the VMs is routed out
-	// through the external network and the SNAT IP is not answered.
-	if r.ext != nil && r.EnableSNAT {
+	// The external side exists with SNAT, as in the seed, which installs
+	// the SNAT IP's ARP responder and the upstream rules only for a router
+	// with enableSnat: without it nothing of the VMs is routed out through
+	// the external network and the SNAT IP is not answered. A floating IP
+	// naming the router keeps it without SNAT, as ONOS answered floating
+	// IPs whatever enableSnat said (floatingip.go).
+	if r.ext != nil && (r.EnableSNAT || r.withFIPs) {
 		gwp := GatewayPortName(r.Name)
 		rp.SNATIP = r.snat.String()
 		gwIDs := ids()
@@ -844,6 +872,9 @@ func routerRows(r *router, instance string) RouterPlan {
 		rp.Gateway = &GatewayChoice{Chassis: slices.Clone(r.gateways)}
 
 		for _, n := range r.internal {
+			if !r.EnableSNAT {
+				break
+			}
 			rp.NATs = append(rp.NATs, &nbmodel.NAT{
 				Type:              nbmodel.NATTypeSNAT,
 				ExternalIP:        r.snat.String(),
@@ -852,6 +883,7 @@ func routerRows(r *router, instance string) RouterPlan {
 				ExternalIDs:       ids(),
 			})
 		}
+		floatingIPRows(&rp, r, ids)
 		if r.peer.IsValid() {
 			out := gwp
 			rp.Routes = append(rp.Routes, &nbmodel.LogicalRouterStaticRoute{
@@ -872,7 +904,9 @@ func routerRows(r *router, instance string) RouterPlan {
 	}
 	slices.SortFunc(rp.Ports, func(a, b *nbmodel.LogicalRouterPort) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(rp.SwitchPorts, func(a, b SwitchPort) int { return strings.Compare(a.Port.Name, b.Port.Name) })
-	slices.SortFunc(rp.NATs, func(a, b *nbmodel.NAT) int { return strings.Compare(a.LogicalIP, b.LogicalIP) })
+	slices.SortFunc(rp.NATs, func(a, b *nbmodel.NAT) int {
+		return cmp.Or(strings.Compare(b.Type, a.Type), strings.Compare(a.LogicalIP, b.LogicalIP), strings.Compare(a.ExternalIP, b.ExternalIP))
+	})
 	return rp
 }
 

@@ -55,7 +55,7 @@ func (np *NetworkPlan) portRow(p *nbmodel.LogicalSwitchPort) Row {
 // Rows are the desired rows of router rp, parents first. The router's ports
 // on network switches hang from those switches, which their networks own.
 func (rp *RouterPlan) Rows() []Row {
-	n := 1 + len(rp.Ports) + len(rp.GatewayChassis) + len(rp.NATs) + len(rp.Routes) + len(rp.SwitchPorts) + len(rp.MACBindings)
+	n := 1 + len(rp.Ports) + len(rp.GatewayChassis) + len(rp.NATs) + len(rp.Routes) + len(rp.SwitchPorts) + len(rp.MACBindings) + len(rp.Policies)
 	rows := make([]Row, 0, n)
 	lr := rp.Router.Name
 	rows = append(rows, Row{Model: rp.Router})
@@ -71,6 +71,9 @@ func (rp *RouterPlan) Rows() []Row {
 	}
 	for _, r := range rp.Routes {
 		rows = append(rows, Row{Model: r, Parent: lr})
+	}
+	for _, p := range rp.Policies {
+		rows = append(rows, Row{Model: p, Parent: lr})
 	}
 	for _, sp := range rp.SwitchPorts {
 		rows = append(rows, Row{Model: sp.Port, Parent: SwitchName(sp.Network)})

@@ -40,7 +40,7 @@ func gatewayChassis(chassis []Chassis) []gateways.Chassis {
 // need says what router d needs from the scheduler; ok is false when it
 // needs no gateway or its external network is not valid.
 func (in *Input) need(d *routerDecl) (gateways.Need, bool) {
-	if d.External == nil || !d.EnableSNAT {
+	if !in.hasGateway(d) {
 		return gateways.Need{}, false
 	}
 	ext, ok := in.validNetwork(d.External.Network)

@@ -332,6 +332,9 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	for _, r := range rp.Routes {
 		local.Rows = append(local.Rows, Row{Model: r, Parent: lr.Name})
 	}
+	for _, p := range rp.Policies {
+		local.Rows = append(local.Rows, Row{Model: p, Parent: lr.Name})
+	}
 	lrps := map[string]*nbmodel.LogicalRouterPort{}
 	for _, p := range rp.Ports {
 		lrps[p.Name] = p
@@ -454,6 +457,16 @@ func (z ZonesHeld) HeldInternal(network string) string {
 // HeldVMAddress implements Held.
 func (z ZonesHeld) HeldVMAddress(network, addr string) string {
 	return firstHeld(z, func(h Held) string { return h.HeldVMAddress(network, addr) })
+}
+
+// HeldFloatingIP implements Held.
+func (z ZonesHeld) HeldFloatingIP(ip string) string {
+	return firstHeld(z, func(h Held) string { return h.HeldFloatingIP(ip) })
+}
+
+// HeldFixedIP implements Held.
+func (z ZonesHeld) HeldFixedIP(router, ip string) string {
+	return firstHeld(z, func(h Held) string { return h.HeldFixedIP(router, ip) })
 }
 
 // HeldGateways implements Held: a router's Gateway_Chassis are in its home

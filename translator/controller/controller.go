@@ -749,6 +749,13 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 		}
 		return s.unitErr
 	}
+	// A floating IP with bad input has no row; say why, since its router
+	// does not fail for it.
+	for _, st := range s.up.FloatingIPs {
+		if st.Err != nil {
+			s.log.Info("floating IP left out", "floatingIP", st.Name, "error", st.Err.Error())
+		}
+	}
 	return c.reportRouter(ctx, s.up, s.work, s.before, s.nbCfg, s.unitErr)
 }
 

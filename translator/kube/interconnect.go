@@ -335,6 +335,12 @@ func (s *Store) HeldInternal(string) string { return "" }
 // HeldVMAddress implements translator.Held.
 func (s *Store) HeldVMAddress(string, string) string { return "" }
 
+// HeldFloatingIP implements translator.Held.
+func (s *Store) HeldFloatingIP(string) string { return "" }
+
+// HeldFixedIP implements translator.Held.
+func (s *Store) HeldFixedIP(string, string) string { return "" }
+
 // Apply makes unit u's OVNAllocation say a; nil a deletes it. It writes
 // only when the allocation differs.
 func (s *Store) Apply(ctx context.Context, u translator.Unit, a *translator.Allocation) error {

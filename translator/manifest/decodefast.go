@@ -88,6 +88,7 @@ type fastDecoder struct {
 	router VirtualRouter
 	nad    NetworkAttachmentDefinition
 	vmi    VirtualMachineInstance
+	fip    FloatingIP
 	// onObject, when set (by tests), sees each object of a kind
 	// kubevirt-ovn reads, decoded, before it is converted; the object is
 	// reused after the call.
@@ -438,6 +439,20 @@ var vmiInterfaceFields = newTable(map[string]field[VMIInterfaceStatus]{
 	"ipAddresses": strs(func(i *VMIInterfaceStatus) *[]string { return &i.IPAddresses }),
 })
 
+var floatingIPFields = kindTable(map[string]field[FloatingIP]{
+	"spec": nested(func(f *FloatingIP) *FloatingIPSpec { return &f.Spec }, floatingIPSpecFields),
+})
+
+var floatingIPSpecFields = newTable(map[string]field[FloatingIPSpec]{
+	"id":          str(func(s *FloatingIPSpec) *string { return &s.ID }),
+	"routerName":  str(func(s *FloatingIPSpec) *string { return &s.RouterName }),
+	"networkName": str(func(s *FloatingIPSpec) *string { return &s.NetworkName }),
+	"floatingIp":  str(func(s *FloatingIPSpec) *string { return &s.FloatingIP }),
+	"fixedIp":     str(func(s *FloatingIPSpec) *string { return &s.FixedIP }),
+	"vmName":      str(func(s *FloatingIPSpec) *string { return &s.VMName }),
+	"podName":     str(func(s *FloatingIPSpec) *string { return &s.PodName }),
+})
+
 // object decodes the object (or list) at node n, as addObject does.
 func (f *fastDecoder) object(where string, n int32) error {
 	if f.p.nodes[n].kind != yMap {
@@ -486,6 +501,14 @@ func (f *fastDecoder) object(where string, n int32) error {
 		f.decoded(vmi)
 		f.set.applyVMI(where, vmi)
 		return nil
+	case h.APIVersion == KubevirtV1 && isFloatingIP(h.Kind):
+		fip := &f.fip
+		*fip = FloatingIP{TypeMeta: h.TypeMeta, ObjectMeta: h.ObjectMeta}
+		if err := floatingIPFields.decode(f, n, fip); err != nil {
+			return err
+		}
+		f.decoded(fip)
+		return f.set.applyFloatingIP(where, fip)
 	}
 	f.set.ignored(where, &h.TypeMeta, &h.ObjectMeta)
 	return nil

@@ -239,14 +239,15 @@ func TestDecodeFast_RandomDocuments(t *testing.T) {
 	keys := []string{"name", "mac", "description", "enableSnat", "internal", "external", "peerRouter", "gateway",
 		"ip", "network", "metadata", "spec", "status", "networks", "multus", "networkName", "interfaces",
 		"ipAddress", "ipAddresses", "nodeName", "annotations", "labels", "namespace", "items", "creationTimestamp",
-		"network-config", "domain", "devices", "macAddress", "Name", "y", "1", `"name"`, "'mac'", "a b", "apiVersion", "kind", "pod"}
+		"network-config", "domain", "devices", "macAddress", "id", "routerName", "floatingIp", "fixedIp", "vmName", "Name", "y", "1", `"name"`, "'mac'", "a b", "apiVersion", "kind", "pod"}
 	values := []string{"", "r1", "yes", "no", "True", "~", "null", "1", "1.5", "10.0.0.1", "fa:16:3e:00:00:01",
 		"'quoted'", `"dq"`, `"a\"b"`, "'it''s'", "[a, b]", "[]", "{}", "{name: x}", "{networkName: net}", "{ip: 1.2.3.4, network: n}",
 		"|", "|-", ">", "&a x", "*a", "!!str x", "a # c", "a#b", "kubevirt.io/v1", "VirtualRouter",
 		"VirtualMachineInstance", "NetworkAttachmentDefinition", "k8s.cni.cncf.io/v1", "List",
 		`'{"type": "FLAT", "mtu": 1500}'`, "2024-01-01", `"2024-03-04T05:06:07Z"`, "-1", ".inf", "a: b", "'open", "[a,", "x]"}
 	kinds := []string{"apiVersion: kubevirt.io/v1\nkind: VirtualRouter\n", "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\n",
-		"apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n", "apiVersion: v1\nkind: List\n", ""}
+		"apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n", "apiVersion: kubevirt.io/v1\nkind: FloatingIp\n",
+		"apiVersion: kubevirt.io/v1\nkind: FloatingIP\n", "apiVersion: v1\nkind: List\n", ""}
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
 	// A value: mostly plain, sometimes whatever values holds.

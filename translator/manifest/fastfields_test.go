@@ -24,6 +24,8 @@ var decodedKinds = []struct {
 	{&VirtualRouter{TypeMeta: metav1.TypeMeta{APIVersion: KubevirtV1, Kind: KindRouter}}, KindRouter},
 	{&NetworkAttachmentDefinition{TypeMeta: metav1.TypeMeta{APIVersion: CNCFV1, Kind: KindNAD}}, KindNAD},
 	{&VirtualMachineInstance{TypeMeta: metav1.TypeMeta{APIVersion: KubevirtV1, Kind: KindVMI}}, KindVMI},
+	{&FloatingIP{TypeMeta: metav1.TypeMeta{APIVersion: KubevirtV1, Kind: KindFloatingIP}}, KindFloatingIP},
+	{&FloatingIP{TypeMeta: metav1.TypeMeta{APIVersion: KubevirtV1, Kind: KindFloatingIPUpper}}, KindFloatingIPUpper},
 }
 
 // leaf tells a struct type encoding/json decodes with its own UnmarshalJSON

@@ -140,12 +140,13 @@ func decodeFile(source string, data []byte) (*Set, error) {
 
 // mergeAll adds the objects of files, in order, with the slices sized once.
 func (s *Set) mergeAll(files []string, loaded map[string]loadedFile) {
-	var routers, networks, vms, notes int
+	var routers, networks, vms, fips, notes int
 	for _, path := range files {
 		o := loaded[path].objects
 		routers += len(o.Objects.Routers)
 		networks += len(o.Objects.Networks)
 		vms += len(o.Objects.VMs)
+		fips += len(o.Objects.FloatingIPs)
 		notes += len(o.Notes)
 	}
 	if routers > 0 {
@@ -156,6 +157,9 @@ func (s *Set) mergeAll(files []string, loaded map[string]loadedFile) {
 	}
 	if vms > 0 {
 		s.Objects.VMs = make([]translator.VMInterface, 0, vms)
+	}
+	if fips > 0 {
+		s.Objects.FloatingIPs = make([]translator.FloatingIP, 0, fips)
 	}
 	if notes > 0 {
 		s.Notes = make([]string, 0, notes)

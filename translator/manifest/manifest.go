@@ -1,6 +1,6 @@
 // Package manifest reads the manifests ONOS kubevirt-networking users already
 // have (VirtualRouter, NetworkAttachmentDefinition with a network-config
-// annotation, VirtualMachineInstance) from YAML or JSON into a
+// annotation, VirtualMachineInstance, FloatingIp) from YAML or JSON into a
 // translator.Objects.
 package manifest
 
@@ -22,11 +22,15 @@ import (
 
 // API groups and kinds read from manifests.
 const (
-	KubevirtV1              = "kubevirt.io/v1"
-	CNCFV1                  = "k8s.cni.cncf.io/v1"
-	KindRouter              = "VirtualRouter"
-	KindNAD                 = "NetworkAttachmentDefinition"
-	KindVMI                 = "VirtualMachineInstance"
+	KubevirtV1 = "kubevirt.io/v1"
+	CNCFV1     = "k8s.cni.cncf.io/v1"
+	KindRouter = "VirtualRouter"
+	KindNAD    = "NetworkAttachmentDefinition"
+	KindVMI    = "VirtualMachineInstance"
+	// KindFloatingIP is ONOS's floating IP; ONOS read only its spec, and
+	// manifests spell the kind both ways (KindFloatingIPUpper).
+	KindFloatingIP          = "FloatingIp"
+	KindFloatingIPUpper     = "FloatingIP"
 	NetworkConfigAnnotation = "network-config"
 )
 
@@ -164,6 +168,29 @@ type VMIInterfaceStatus struct {
 	IPAddresses []string `json:"ipAddresses"`
 }
 
+// FloatingIP is the kubevirt.io/v1 floating IP object (plural
+// floatingips, cluster-scoped), kind FloatingIp or FloatingIP.
+type FloatingIP struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              FloatingIPSpec `json:"spec"`
+}
+
+// FloatingIPSpec is the floating IP as ONOS kubevirt-networking accepted
+// it: id, routerName, networkName and floatingIp required.
+type FloatingIPSpec struct {
+	ID          string `json:"id,omitempty"`
+	RouterName  string `json:"routerName,omitempty"`
+	NetworkName string `json:"networkName,omitempty"`
+	FloatingIP  string `json:"floatingIp,omitempty"`
+	FixedIP     string `json:"fixedIp,omitempty"`
+	VMName      string `json:"vmName,omitempty"`
+	PodName     string `json:"podName,omitempty"`
+}
+
+// isFloatingIP says whether kind is a floating IP's.
+func isFloatingIP(kind string) bool { return kind == KindFloatingIP || kind == KindFloatingIPUpper }
+
 // flexString holds a JSON string or number as its text: ONOS users wrote
 // segmentId both ways.
 type flexString string
@@ -234,6 +261,7 @@ func (s *Set) merge(objs *translator.Objects, notes []string) {
 	s.Objects.Routers = append(s.Objects.Routers, objs.Routers...)
 	s.Objects.Networks = append(s.Objects.Networks, objs.Networks...)
 	s.Objects.VMs = append(s.Objects.VMs, objs.VMs...)
+	s.Objects.FloatingIPs = append(s.Objects.FloatingIPs, objs.FloatingIPs...)
 	for u, err := range objs.Invalid {
 		s.invalid(u, err)
 	}
@@ -294,6 +322,8 @@ func (s *Set) addObject(where string, raw json.RawMessage) error {
 		return s.addNAD(where, raw)
 	case meta.APIVersion == KubevirtV1 && meta.Kind == KindVMI:
 		return s.addVMI(where, raw)
+	case meta.APIVersion == KubevirtV1 && isFloatingIP(meta.Kind):
+		return s.addFloatingIP(where, raw)
 	}
 	s.ignored(where, &meta.TypeMeta, &meta.ObjectMeta)
 	return nil
@@ -524,4 +554,52 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 		out = append(out, v)
 	}
 	return out, notes
+}
+
+func (s *Set) addFloatingIP(where string, raw json.RawMessage) error {
+	var fip FloatingIP
+	if err := json.Unmarshal(raw, &fip); err != nil {
+		return decodeErr(where, KindFloatingIP, fip.Name, err)
+	}
+	return s.applyFloatingIP(where, &fip)
+}
+
+// applyFloatingIP adds a floating IP. One without a name or a router fails
+// the load: nothing says whose status and rows it is. A missing id,
+// networkName or floatingIp is the floating IP's own error, which the plan
+// reports in its status (translator.FloatingIPStatus) without failing its
+// router.
+func (s *Set) applyFloatingIP(where string, obj *FloatingIP) error {
+	f, err := FloatingIPFrom(obj)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	s.Objects.FloatingIPs = append(s.Objects.FloatingIPs, f)
+	return nil
+}
+
+// FloatingIPFrom converts a floating IP object to the translator's input.
+// Its error names the object and the field: metadata.name and
+// spec.routerName are required to tell whose it is. The other required
+// fields (spec.id, spec.networkName, spec.floatingIp) are checked when
+// planning, as the floating IP's own error.
+func FloatingIPFrom(obj *FloatingIP) (translator.FloatingIP, error) {
+	switch {
+	case obj.Name == "":
+		return translator.FloatingIP{}, &translator.InputError{Kind: translator.ObjFloatingIP, Object: "(unnamed)", Field: "metadata.name", Msg: "is empty"}
+	case obj.Spec.RouterName == "":
+		return translator.FloatingIP{}, &translator.InputError{Kind: translator.ObjFloatingIP, Object: obj.Name, Field: "spec.routerName", Msg: "is required"}
+	}
+	return translator.FloatingIP{
+		Name:       obj.Name,
+		ID:         obj.Spec.ID,
+		Router:     obj.Spec.RouterName,
+		Network:    obj.Spec.NetworkName,
+		IP:         obj.Spec.FloatingIP,
+		FixedIP:    obj.Spec.FixedIP,
+		VMName:     obj.Spec.VMName,
+		PodName:    obj.Spec.PodName,
+		Created:    obj.CreationTimestamp.Time,
+		Generation: obj.Generation,
+	}, nil
 }

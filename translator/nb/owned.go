@@ -117,7 +117,8 @@ func HeldClaims(_ context.Context, c client.Client, instance string) (translator
 
 func newClaims() translator.Claims {
 	return translator.Claims{SNATIPs: map[string]string{}, Internal: map[string]string{}, VMAddresses: map[string]string{},
-		Keys: translator.TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}}
+		Keys:        translator.TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}},
+		FloatingIPs: map[string]string{}, FixedIPs: map[string]string{}}
 }
 
 // gateways are the Gateway_Chassis rows of each router, by UUID.
@@ -165,8 +166,10 @@ const (
 	claimSNAT = iota
 	claimInternal
 	claimVM
-	claimSwitchKey // key: switch name, value: its tunnel key
-	claimPortKey   // key: port name, value: its tunnel key
+	claimSwitchKey  // key: switch name, value: its tunnel key
+	claimPortKey    // key: port name, value: its tunnel key
+	claimFloatingIP // key: external IP, value: the floating IP's spec.id
+	claimFixedIP    // key: "router logical-IP", value: the floating IP's spec.id
 )
 
 func (cl claim) put(held translator.Claims) {
@@ -181,11 +184,16 @@ func (cl claim) put(held translator.Claims) {
 		held.Keys.Switches[cl.key], _ = strconv.Atoi(cl.value)
 	case claimPortKey:
 		held.Keys.Ports[cl.key], _ = strconv.Atoi(cl.value)
+	case claimFloatingIP:
+		held.FloatingIPs[cl.key] = cl.value
+	case claimFixedIP:
+		held.FixedIPs[cl.key] = cl.value
 	}
 }
 
 // claimsOf says what a row of unit u holds: a gateway port its SNAT IP, a
-// router's port on a network switch that network, a VM port its MAC and IP.
+// router's port on a network switch that network, a VM port its MAC and IP,
+// a floating IP's NAT row its external IP and, on its router, its fixed IP.
 func claimsOf(u translator.Unit, row any) []claim {
 	out := keyClaims(row)
 	return append(out, ownerClaims(u, row)...)
@@ -208,6 +216,17 @@ func keyClaims(row any) []claim {
 
 func ownerClaims(u translator.Unit, row any) []claim {
 	switch p := row.(type) {
+	case *nbmodel.NAT:
+		id := p.ExternalIDs[translator.KeyFloatingIP]
+		if u.Kind != translator.KindRouter || p.Type != nbmodel.NATTypeDNATAndSNAT || id == "" {
+			return nil
+		}
+		ext, err1 := netip.ParseAddr(p.ExternalIP)
+		fixed, err2 := netip.ParseAddr(p.LogicalIP)
+		if err1 != nil || err2 != nil {
+			return nil
+		}
+		return []claim{{claimFloatingIP, ext.String(), id}, {claimFixedIP, u.Name + " " + fixed.String(), id}}
 	case *nbmodel.LogicalRouterPort:
 		if u.Kind != translator.KindRouter || p.Name != translator.GatewayPortName(u.Name) || len(p.Networks) == 0 {
 			return nil
@@ -272,7 +291,7 @@ func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 		h.updateGateway(m, deleted)
 		return
 	}
-	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable && table != nbmodel.LogicalSwitchTable) {
+	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable && table != nbmodel.LogicalSwitchTable && table != nbmodel.NATTable) {
 		return
 	}
 	uuid := uuidOf(m)
@@ -349,6 +368,20 @@ func (h *HeldIndex) HeldVMAddress(network, addr string) string {
 	return h.held.HeldVMAddress(network, addr)
 }
 
+// HeldFloatingIP implements translator.Held.
+func (h *HeldIndex) HeldFloatingIP(ip string) string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.held.HeldFloatingIP(ip)
+}
+
+// HeldFixedIP implements translator.Held.
+func (h *HeldIndex) HeldFixedIP(router, ip string) string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.held.HeldFixedIP(router, ip)
+}
+
 func (cl claim) get(held translator.Claims) string {
 	switch cl.kind {
 	case claimSNAT:
@@ -359,6 +392,10 @@ func (cl claim) get(held translator.Claims) string {
 		return strconv.Itoa(held.Keys.Switches[cl.key])
 	case claimPortKey:
 		return strconv.Itoa(held.Keys.Ports[cl.key])
+	case claimFloatingIP:
+		return held.FloatingIPs[cl.key]
+	case claimFixedIP:
+		return held.FixedIPs[cl.key]
 	}
 	return held.VMAddresses[cl.key]
 }
@@ -375,5 +412,9 @@ func (cl claim) drop(held translator.Claims) {
 		delete(held.Keys.Switches, cl.key)
 	case claimPortKey:
 		delete(held.Keys.Ports, cl.key)
+	case claimFloatingIP:
+		delete(held.FloatingIPs, cl.key)
+	case claimFixedIP:
+		delete(held.FixedIPs, cl.key)
 	}
 }

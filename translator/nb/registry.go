@@ -40,6 +40,13 @@ type Table struct {
 	// nothing unique (DHCP_Options' cidr is not, across routers) is
 	// identified by one of our external_ids keys.
 	Identity []string
+	// IdentityOf, when set, says which columns identify row m, for a table
+	// whose rows of different kinds are told apart by different columns
+	// (a snat NAT by its logical IP, a dnat_and_snat NAT by its external
+	// IP): each call returns Identity or another list of Columns. Rows of
+	// such a table are not looked up by key (no parent, reference or
+	// owned-through table finds them).
+	IdentityOf func(m model.Model) []string
 	// Columns are the columns kubevirt-ovn sets, in the order Change lines
 	// list them; the diff compares and updates these and no other. The
 	// Identity columns are among them; reference columns (Parent's,
@@ -97,13 +104,18 @@ func (t *Table) Root() bool { return t.Parent == "" }
 // through another row has none, and is monitored whole.
 func (t *Table) OwnerKeys() bool { return t.OwnedThrough == nil }
 
-// Key is row m's key: its Identity columns' values joined by spaces.
+// Key is row m's key: its Identity columns' (or IdentityOf's) values
+// joined by spaces.
 func (t *Table) Key(m model.Model) string {
-	if len(t.Identity) == 1 {
-		return identityValue(m, t.Identity[0])
+	cols := t.Identity
+	if t.IdentityOf != nil {
+		cols = t.IdentityOf(m)
 	}
-	parts := make([]string, len(t.Identity))
-	for i, id := range t.Identity {
+	if len(cols) == 1 {
+		return identityValue(m, cols[0])
+	}
+	parts := make([]string, len(cols))
+	for i, id := range cols {
 		parts[i] = identityValue(m, id)
 	}
 	return strings.Join(parts, " ")
@@ -264,6 +276,19 @@ func NewRegistry(tables ...*Table) (*Registry, error) {
 				return nil, fmt.Errorf("registry: %s: References: %s is not identified by one column", t.Name, ref.Table)
 			}
 			r.referrers[target] = append(r.referrers[target], referrer{t: t, ref: ref})
+		}
+	}
+	for _, t := range tables {
+		if t.IdentityOf == nil {
+			continue
+		}
+		if r.lookedUpByKey(t) {
+			return nil, fmt.Errorf("registry: %s: IdentityOf: its rows are looked up by key (a parent, a referenced or an owning table)", t.Name)
+		}
+		for _, col := range t.IdentityOf(t.New()) {
+			if !slices.Contains(t.Columns, col) {
+				return nil, fmt.Errorf("registry: %s: IdentityOf column %s is not among Columns", t.Name, col)
+			}
 		}
 	}
 	// A parent found by name in another unit is looked up by its key.
@@ -458,13 +483,28 @@ var Default = MustRegistry(
 	},
 	&Table{
 		Name: nbmodel.NATTable, New: func() model.Model { return &nbmodel.NAT{} },
-		Identity: []string{"type", "logical_ip"},
-		Columns:  []string{"type", "logical_ip", "external_ip", "external_port_range", "external_ids"},
-		Parent:   nbmodel.LogicalRouterTable, ParentColumn: "nat",
+		// A router's snat rows are one per internal network; its
+		// dnat_and_snat rows (floating IPs) one per external IP, so that
+		// moving a floating IP to another VM updates its logical_ip in
+		// place.
+		Identity:   []string{"type", "logical_ip"},
+		IdentityOf: natIdentity,
+		Columns:    []string{"type", "logical_ip", "external_ip", "external_port_range", "external_ids"},
+		Parent:     nbmodel.LogicalRouterTable, ParentColumn: "nat",
 		Describe: func(m model.Model) string {
 			n := m.(*nbmodel.NAT)
+			if n.Type == nbmodel.NATTypeDNATAndSNAT {
+				return "logical_ip=" + n.LogicalIP
+			}
 			return "external_ip=" + n.ExternalIP + " external_port_range=" + n.ExternalPortRange
 		},
+	},
+	&Table{
+		Name: nbmodel.LogicalRouterPolicyTable, New: func() model.Model { return &nbmodel.LogicalRouterPolicy{} },
+		Identity: []string{"priority", "match"},
+		Columns:  []string{"priority", "match", "action", "external_ids"},
+		Parent:   nbmodel.LogicalRouterTable, ParentColumn: "policies",
+		Describe: func(m model.Model) string { return "action=" + m.(*nbmodel.LogicalRouterPolicy).Action },
 	},
 	&Table{
 		Name: nbmodel.LogicalRouterStaticRouteTable, New: func() model.Model { return &nbmodel.LogicalRouterStaticRoute{} },
@@ -524,6 +564,20 @@ var Default = MustRegistry(
 		},
 		Describe: func(m model.Model) string { return "mac=" + m.(*nbmodel.StaticMACBinding).MAC },
 	},
+)
+
+// natIdentity: a dnat_and_snat row is identified by its external IP, the
+// others by their logical IP.
+func natIdentity(m model.Model) []string {
+	if m.(*nbmodel.NAT).Type == nbmodel.NATTypeDNATAndSNAT {
+		return natByExternal
+	}
+	return natByLogical
+}
+
+var (
+	natByLogical  = []string{"type", "logical_ip"}
+	natByExternal = []string{"type", "external_ip"}
 )
 
 // Lookup returns Default's entry of table, nil when kubevirt-ovn does not

@@ -106,6 +106,16 @@ func TestRegistryKeysAreManagedColumns(t *testing.T) {
 	}
 }
 
+// TestNATKeys: a snat row keeps its key by logical IP (rows written
+// before floating IPs keep theirs); a dnat_and_snat row is keyed by its
+// external IP, so a floating IP moved to another VM is the same row.
+func TestNATKeys(t *testing.T) {
+	nat := Default.Lookup(nbmodel.NATTable)
+	assert.Equal(t, "snat 10.10.0.0/24", nat.Key(&nbmodel.NAT{Type: nbmodel.NATTypeSNAT, ExternalIP: "172.16.0.100", LogicalIP: "10.10.0.0/24"}))
+	assert.Equal(t, "dnat_and_snat 172.16.0.50", nat.Key(&nbmodel.NAT{Type: nbmodel.NATTypeDNATAndSNAT, ExternalIP: "172.16.0.50", LogicalIP: "10.10.0.5"}))
+	assert.Equal(t, "dnat_and_snat 172.16.0.50", nat.Key(&nbmodel.NAT{Type: nbmodel.NATTypeDNATAndSNAT, ExternalIP: "172.16.0.50", LogicalIP: "10.20.0.6"}))
+}
+
 // TestRegistryRejectsWhatTheDiffCannotDo: an entry the diff could not
 // follow is refused when the registry is made, naming the table and the
 // field.
@@ -125,6 +135,13 @@ func TestRegistryRejectsWhatTheDiffCannotDo(t *testing.T) {
 		"reference managed":     {[]*Table{with(*lr, func(t *Table) { t.References = []Reference{{Column: "name", Table: nbmodel.LogicalRouterTable}} })}, "Logical_Router: References: name is no column of the model outside Columns"},
 		"owned through nothing": {[]*Table{Default.Lookup(nbmodel.StaticMACBindingTable)}, "Static_MAC_Binding: OwnedThrough: Logical_Router_Port is not a table with owner keys listed before it"},
 		"listed twice":          {[]*Table{lr, lr}, "table Logical_Router listed twice"},
+		"identity of a parent": {[]*Table{with(*lr, func(t *Table) { t.IdentityOf = func(model.Model) []string { return []string{"name"} } }), lrp},
+			"Logical_Router: IdentityOf: its rows are looked up by key"},
+		"identity of unmanaged": {[]*Table{with(*lr, func(t *Table) {
+			t.IdentityOf = func(model.Model) []string { return []string{"options"} }
+			t.Columns = []string{"name", "external_ids"}
+		})},
+			"Logical_Router: IdentityOf column options is not among Columns"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewRegistry(c.tables...)
@@ -155,7 +172,8 @@ func TestRegistryInsertOrder(t *testing.T) {
 	assert.Less(t, slices.Index(order, nbmodel.LogicalSwitchPortTable), slices.Index(order, nbmodel.LogicalSwitchTable))
 }
 
-// richSnapshot exercises every row the planner emits: FLAT, VLAN and
+// richSnapshot exercises every row the planner emits (floating IPs' NATs
+// and policies among them): FLAT, VLAN and
 // overlay networks, routers with and without SNAT, a peer with and without
 // a MAC, gateway candidates from the SB, VMs; zone chassis in
 // interconnect mode.
@@ -176,6 +194,11 @@ func richSnapshot(interconnect bool) *translator.Snapshot {
 		VMs: []translator.VMInterface{
 			{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "node-hv1"},
 			{Namespace: "default", VMI: "vm2", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6", Node: "node-hv2"},
+		},
+		// A floating IP on r1 (SNAT) and one on r2 (no SNAT: policies).
+		FloatingIPs: []translator.FloatingIP{
+			{Name: "fip-1", ID: "fip-1", Router: "r1", Network: "public", IP: "172.16.0.50", FixedIP: "10.10.0.5", VMName: "vm"},
+			{Name: "fip-2", ID: "fip-2", Router: "r2", Network: "vlan", IP: "192.0.2.50", FixedIP: "10.20.0.6"},
 		},
 		ChassisKnown: true,
 		Chassis: []translator.Chassis{

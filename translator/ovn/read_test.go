@@ -34,9 +34,11 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 			{Name: "public", Namespace: "default", Type: "VLAN", SegmentID: "7", CIDR: "172.16.0.0/24", GatewayIP: "172.16.0.1"},
 			{Name: "net-a", Namespace: "default", Type: "GENEVE", CIDR: "10.10.0.0/24", GatewayIP: "10.10.0.1"},
 		},
-		Routers: []translator.Router{{Name: "r1", EnableSNAT: true, Internal: []string{"net-a"}, Description: `a "quoted" \ description`,
+		// No SNAT and a floating IP: NAT rows and policies.
+		Routers: []translator.Router{{Name: "r1", Internal: []string{"net-a"}, Description: `a "quoted" \ description`,
 			External: &translator.External{IP: "172.16.0.100", Network: "public"}, PeerRouter: &translator.PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"}, Gateway: "gw1"}},
-		VMs: []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"}},
+		VMs:         []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"}},
+		FloatingIPs: []translator.FloatingIP{{Name: "fip", ID: "fip", Router: "r1", Network: "public", IP: "172.16.0.50", FixedIP: "10.10.0.5"}},
 	}
 	res, err := nb.Sync(ctx, mon, translator.Build(s, "test"), nb.SyncOptions{Instance: "test"})
 	require.NoError(t, err)
@@ -49,6 +51,7 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 	s.Routers[0].Gateway = "gw2"
 	s.Networks[0].Name, s.Networks[1].Name, s.VMs[0].Network = "public2", "net-b", "net-b"
 	s.Routers[0].Internal, s.Routers[0].External.Network, s.Routers[0].Name = []string{"net-b"}, "public2", "r2"
+	s.FloatingIPs[0].Router, s.FloatingIPs[0].Network = "r2", "public2"
 	res, err = nb.Sync(ctx, other, translator.Build(s, "other"), nb.SyncOptions{Instance: "other"})
 	require.NoError(t, err)
 	require.Empty(t, res.Failed())
