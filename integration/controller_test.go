@@ -27,6 +27,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 )
 
 var (
@@ -180,6 +181,8 @@ func (k *kubeAPI) resource(u *unstructured.Unstructured) (gvr schema.GroupVersio
 		return nadGVR, true
 	case "VirtualMachineInstance":
 		return vmiGVR, true
+	case "FloatingIp":
+		return kube.FloatingIPGVR, false
 	}
 	panic("unexpected kind " + u.GetKind())
 }

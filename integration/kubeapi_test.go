@@ -123,7 +123,7 @@ func startKubeAPI(t *testing.T) *kubeAPI {
 	k.dyn, err = dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 
-	crds := []string{filepath.Join("..", "deploy", "common", "crd-virtualrouter.yaml")}
+	crds := []string{filepath.Join("..", "deploy", "common", "crd-virtualrouter.yaml"), filepath.Join("..", "deploy", "common", "crd-floatingip.yaml")}
 	extra, err := filepath.Glob(filepath.Join("testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
 	k.installCRDs(t, append(crds, extra...))

@@ -150,7 +150,7 @@ func (in *Input) planFloatingIPs(r *router, held Held) ([]FloatingIPStatus, []bo
 	}
 	for i, d := range decls {
 		st := &statuses[i]
-		*st = FloatingIPStatus{Name: d.Name, ID: d.ID}
+		*st = FloatingIPStatus{Name: d.Name, ID: d.ID, Generation: d.Generation}
 		if names[d.Name] > 1 {
 			st.fail(fipErr(d.Name, "metadata.name", "is declared %d times", names[d.Name]))
 			continue
@@ -430,7 +430,7 @@ func (in *Input) finishFloatingIPs(up *UnitPlan) {
 	}
 	up.FloatingIPs = make([]FloatingIPStatus, 0, len(decls))
 	for _, d := range decls {
-		up.FloatingIPs = append(up.FloatingIPs, FloatingIPStatus{Name: d.Name, ID: d.ID, Reason: reason})
+		up.FloatingIPs = append(up.FloatingIPs, FloatingIPStatus{Name: d.Name, ID: d.ID, Generation: d.Generation, Reason: reason})
 	}
 	slices.SortStableFunc(up.FloatingIPs, func(a, b FloatingIPStatus) int { return strings.Compare(a.Name, b.Name) })
 }

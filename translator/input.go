@@ -258,6 +258,8 @@ type FloatingIP struct {
 type FloatingIPStatus struct {
 	// Name is the object's metadata.name, ID its spec.id.
 	Name, ID string
+	// Generation is the metadata.generation the status is of.
+	Generation int64 `json:"-"`
 	// Ready: its NAT row is planned.
 	Ready bool
 	// Reason says why it is not Ready: its validation error, "not

@@ -241,6 +241,11 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 		if err := a.store.Apply(ctx, u, nil); err != nil {
 			return err
 		}
+		if a.status != nil && len(up.FloatingIPs) > 0 {
+			if err := a.status.ReportFloatingIPs(ctx, up.FloatingIPs); err != nil {
+				return err
+			}
+		}
 		a.primaries.forget(u.Name)
 		if u.Kind == translator.KindRouter {
 			a.forgetKeys(ctx, u.Name)
@@ -257,6 +262,9 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 	st := statusOf(up, err)
 	a.primaries.note(u.Name, &st)
 	if rerr := a.status.Report(ctx, u.Name, st); rerr != nil {
+		return rerr
+	}
+	if rerr := a.status.ReportFloatingIPs(ctx, floatingIPStatus(up.FloatingIPs, "", err)); rerr != nil {
 		return rerr
 	}
 	if kerr := a.reportKeys(ctx, u.Name, up.Router); kerr != nil {

@@ -59,6 +59,10 @@ type Status interface {
 	// Removed runs once the rows of a router no longer in the input are
 	// gone (the Kubernetes source removes its finalizer there).
 	Removed(ctx context.Context, router string) error
+	// ReportFloatingIPs records the state of the floating IPs that name a
+	// router, after its reconcile (also of a router that is invalid or not
+	// declared).
+	ReportFloatingIPs(ctx context.Context, sts []translator.FloatingIPStatus) error
 }
 
 // RouterStatus is the outcome of a router's last reconcile.
@@ -830,7 +834,13 @@ func (c *Controller) reportRouter(ctx context.Context, up translator.UnitPlan, w
 	name := up.Unit.Name
 	if !up.InInput {
 		c.forget(name)
-		if unitErr == nil && c.status != nil {
+		if c.status == nil {
+			return unitErr
+		}
+		if err := c.status.ReportFloatingIPs(ctx, floatingIPStatus(up.FloatingIPs, "", unitErr)); err != nil {
+			return errors.Join(unitErr, fmt.Errorf("writing floating IP status: %w", err))
+		}
+		if unitErr == nil {
 			return c.status.Removed(ctx, name)
 		}
 		return unitErr
@@ -853,6 +863,9 @@ func (c *Controller) reportRouter(ctx context.Context, up translator.UnitPlan, w
 	if c.status != nil {
 		if err := c.status.Report(ctx, name, st); err != nil {
 			return errors.Join(unitErr, fmt.Errorf("writing status: %w", err))
+		}
+		if err := c.status.ReportFloatingIPs(ctx, floatingIPStatus(up.FloatingIPs, st.Active, unitErr)); err != nil {
+			return errors.Join(unitErr, fmt.Errorf("writing floating IP status: %w", err))
 		}
 	}
 	return unitErr

@@ -27,6 +27,23 @@ func statusOf(up translator.UnitPlan, err error) RouterStatus {
 	return st
 }
 
+// floatingIPStatus is the floating IP status a router's plan gives, once
+// its reconcile is done: a floating IP planned is not Ready when the
+// router's rows failed to commit (err), and is answered on the chassis
+// the gateway port is bound to (active) when that is known.
+func floatingIPStatus(planned []translator.FloatingIPStatus, active string, err error) []translator.FloatingIPStatus {
+	out := slices.Clone(planned)
+	for i := range out {
+		if out[i].Ready && err != nil {
+			out[i].Ready, out[i].Reason = false, "its router's rows are not committed: "+err.Error()
+		}
+		if out[i].Ready && active != "" {
+			out[i].Gateway = active
+		}
+	}
+	return out
+}
+
 // primaries are the primary gateways last reported per router, to say
 // when one changed (a status's GatewayChanged, worth an Event).
 type primaries struct {

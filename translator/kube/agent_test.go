@@ -19,7 +19,7 @@ import (
 // the other zones' alone do not make it synced.
 func TestAgentSourceWaitsForItsZonesChassis(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList",
+		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
 		ZoneGVR: "OVNZoneList", AllocationGVR: "OVNAllocationList",
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -76,7 +76,7 @@ func TestAllocatorReportsZonesKeyCollisions(t *testing.T) {
 	r2.Object["spec"] = map[string]any{"enableSnat": true, "internal": []any{"net-b"},
 		"external": map[string]any{"ip": "172.16.0.101", "network": "public"}}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList",
+		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
 		ZoneGVR: "OVNZoneList", AllocationGVR: "OVNAllocationList",
 	}, router("r1"), r2)
 	ctx, cancel := context.WithCancel(context.Background())

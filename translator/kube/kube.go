@@ -37,6 +37,9 @@ var (
 	RouterGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualrouters"}
 	NADGVR    = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
 	VMIGVR    = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	// FloatingIPGVR is ONOS kubevirt-networking's floating IP resource
+	// (deploy/common/crd-floatingip.yaml).
+	FloatingIPGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "floatingips"}
 )
 
 // Finalizer keeps a deleted VirtualRouter until its rows are gone, also
@@ -51,11 +54,13 @@ const (
 
 // Source reads the cluster's objects from informers.
 type Source struct {
-	client   dynamic.Interface
-	factory  dynamicinformer.DynamicSharedInformerFactory
-	routers  cache.SharedIndexInformer
-	nads     cache.SharedIndexInformer
-	vmis     cache.SharedIndexInformer
+	client  dynamic.Interface
+	factory dynamicinformer.DynamicSharedInformerFactory
+	routers cache.SharedIndexInformer
+	nads    cache.SharedIndexInformer
+	vmis    cache.SharedIndexInformer
+	// fips is nil when the API server does not serve floating IPs.
+	fips     cache.SharedIndexInformer
 	recorder record.EventRecorder
 	log      logr.Logger
 
@@ -125,7 +130,16 @@ func (s *Source) Start(ctx context.Context) { s.factory.Start(ctx.Done()) }
 // HasSynced is true once every informer has listed its objects and they
 // are in the input.
 func (s *Source) HasSynced() bool {
-	if !s.routers.HasSynced() || !s.nads.HasSynced() || !s.vmis.HasSynced() || len(s.handlers) < 3 {
+	informers := []cache.SharedIndexInformer{s.routers, s.nads, s.vmis}
+	if s.fips != nil {
+		informers = append(informers, s.fips)
+	}
+	for _, inf := range informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	if len(s.handlers) < len(informers) {
 		return false
 	}
 	for _, h := range s.handlers {
@@ -145,11 +159,17 @@ func (s *Source) Input() *translator.Input { return s.input }
 // routers competing for its claims, a network and the routers on it, the
 // networks of a VMI's interfaces).
 func (s *Source) Notify(enqueue func([]translator.Unit)) error {
-	for _, h := range []struct {
+	type watched struct {
 		inf     cache.SharedIndexInformer
 		kind    string
 		convert func(*unstructured.Unstructured) translator.Objects
-	}{{s.routers, "VirtualRouter", s.routerObjects}, {s.nads, "NetworkAttachmentDefinition", s.nadObjects}, {s.vmis, "VirtualMachineInstance", s.vmiObjects}} {
+	}
+	all := []watched{{s.routers, "VirtualRouter", s.routerObjects}, {s.nads, "NetworkAttachmentDefinition", s.nadObjects}, {s.vmis, "VirtualMachineInstance", s.vmiObjects}}
+	if s.floatingIPsServed() {
+		s.fips = s.factory.ForResource(FloatingIPGVR).Informer()
+		all = append(all, watched{s.fips, "FloatingIp", s.fipObjects})
+	}
+	for _, h := range all {
 		kind, convert := h.kind, h.convert
 		set := func(obj any, deleted bool) {
 			u, ok := asUnstructured(obj)
@@ -233,6 +253,38 @@ func (s *Source) vmiObjects(u *unstructured.Unstructured) translator.Objects {
 	}
 	ifaces, _ := manifest.VMInterfacesFrom(&vmi)
 	return translator.Objects{VMs: ifaces}
+}
+
+// floatingIPsServed says whether the API server serves floating IPs. A
+// cluster upgraded without deploy/common/crd-floatingip.yaml still has its
+// routers reconciled, without floating IPs, and says so; any other error
+// is the informer's to retry.
+func (s *Source) floatingIPsServed() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := s.client.Resource(FloatingIPGVR).List(ctx, metav1.ListOptions{Limit: 1})
+	if apierrors.IsNotFound(err) {
+		s.log.Info("the API server does not serve floating IPs (" + FloatingIPGVR.Resource + "." + FloatingIPGVR.Group + "): they are not read; apply deploy/common/crd-floatingip.yaml and restart kubevirt-ovn")
+		return false
+	}
+	return true
+}
+
+// fipObjects converts a floating IP. The CRD's schema requires what
+// manifest.FloatingIPFrom needs: one that still does not convert is
+// skipped (it has no router to report it).
+func (s *Source) fipObjects(u *unstructured.Unstructured) translator.Objects {
+	var obj manifest.FloatingIP
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+		s.log.Info("skipping a floating IP that does not convert", "floatingIp", u.GetName(), "error", err.Error())
+		return translator.Objects{}
+	}
+	f, err := manifest.FloatingIPFrom(&obj)
+	if err != nil {
+		s.log.Info("skipping a floating IP", "floatingIp", u.GetName(), "error", err.Error())
+		return translator.Objects{}
+	}
+	return translator.Objects{FloatingIPs: []translator.FloatingIP{f}}
 }
 
 func asMap(v any) map[string]any {

@@ -33,7 +33,7 @@ func router(name string) *unstructured.Unstructured {
 func startSource(t *testing.T, objs ...runtime.Object) (*Source, *dynamicfake.FakeDynamicClient, *record.FakeRecorder) {
 	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList",
+		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
 	}, objs...)
 	rec := record.NewFakeRecorder(10)
 	s := NewSource(client, 0, rec, logr.Discard())
@@ -177,7 +177,7 @@ func TestAllocatorSourceTakesNoOVNKubernetesKey(t *testing.T) {
 	ours := nad("net-a", map[string]any{"network-config": `{"type": "GENEVE", "cidr": "10.10.0.0/24", "gatewayIp": "10.10.0.1"}`})
 	ovnk := nad("l2", map[string]any{OVNKTunnelKeysAnnotation: fmt.Sprintf("[%d]", translator.MaxDatapathKey)})
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList",
+		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
 	})
 	for _, n := range []*unstructured.Unstructured{ours, ovnk} {
 		_, err := client.Resource(NADGVR).Namespace("default").Create(context.Background(), n, metav1.CreateOptions{})

@@ -2,7 +2,8 @@
 // OVN with four chassis (gateways gw1 and gw2, workers hv1 and hv2) on this
 // machine, plugs the VMs of deploy/examples into the workers, syncs the
 // examples with the kubevirt-ovn binary, prints what OVN holds, sends one
-// packet from a VM and prints it as the external wire sees it, SNATed. It
+// packet from a VM and prints it as the external wire sees it, SNATed, and
+// one from outside to a floating IP and prints it as the VM receives it. It
 // stops everything it started unless -keep.
 //
 // By default OVN is central: one NB, one SB, one ovn-northd. With -zones it
@@ -134,38 +135,77 @@ func run(bin, examples string, keep, zones bool) error {
 
 	out := wire.Frame{SrcMAC: "50:54:00:00:00:05", DstMAC: "fa:16:3e:00:00:01",
 		SrcIP: "10.10.0.5", DstIP: "198.51.100.7", TTL: 64, SPort: 40000, DPort: 53}
-	frame, err := out.Bytes()
+	step("vm-a on hv1 sends: " + describe(out))
+	if err := send(d, "hv1", "vm-a", out); err != nil {
+		return err
+	}
+	s, err := await(d, gateway, sandbox.ExternalPort, func(s wire.Seen) bool {
+		return s.IsUDP && s.DstIP == out.DstIP && s.DPort == out.DPort
+	})
+	if err != nil {
+		return fmt.Errorf("the packet did not leave %s: %w", gateway, err)
+	}
+	step(gateway + "'s external wire (ext0) carries, SNATed to 172.16.0.100:")
+	fmt.Println("  " + s.String())
+
+	// deploy/examples/floatingips.yaml: 172.16.0.150 is vm-b's.
+	in := wire.Frame{SrcMAC: "00:00:00:00:ee:01", DstMAC: "0a:58:ac:10:00:64",
+		SrcIP: "198.51.100.7", DstIP: "172.16.0.150", TTL: 64, SPort: 33000, DPort: 8080}
+	step("from outside, through the peer router, " + gateway + "'s external wire carries: " + describe(in))
+	if err := send(d, gateway, sandbox.ExternalPort, in); err != nil {
+		return err
+	}
+	s, err = await(d, "hv2", "vm-b", func(s wire.Seen) bool { return s.IsUDP && s.SrcIP == in.SrcIP && s.DPort == in.DPort })
+	if err != nil {
+		return fmt.Errorf("the packet to the floating IP did not reach vm-b: %w", err)
+	}
+	step("vm-b on hv2 receives, the floating IP 172.16.0.150 DNATed to its address:")
+	fmt.Println("  " + s.String())
+	if keep {
+		step("OVN keeps running; explore it with:")
+		d.explore(dir)
+		fmt.Printf("%s sync %s --from-file %s --dry-run\n", bin, strings.Join(d.syncArgs(), " "), examples)
+		fmt.Printf("OVS_RUNDIR=%s/gw1 ovs-vsctl show    # a chassis (gw1 gw2 hv1 hv2)\n", dir)
+		fmt.Printf("ovs-ofctl parse-pcap %s/gw1/ext0-tx.pcap    # what gw1 sent on the external wire\n", dir)
+		fmt.Println("stop every daemon (by control socket):")
+		fmt.Printf("for c in %s/*/ovn-controller.*.ctl; do ovn-appctl -t $c exit; done; for c in %s/*/ovs-vswitchd.ctl; do ovs-appctl -t $c exit --cleanup; done; for c in $(find %s -name ovn-northd.ctl); do ovn-appctl -t $c exit; done; for c in $(find %s -name ovsdb-server.ctl); do ovs-appctl -t $c exit; done\n", dir, dir, dir, dir)
+	}
+	return nil
+}
+
+// describe renders frame f as a capture would.
+func describe(f wire.Frame) string {
+	b, err := f.Bytes()
+	if err != nil {
+		return err.Error()
+	}
+	return wire.Parse(b).String()
+}
+
+// send puts frame f on port of chassis.
+func send(d ovn, chassis, port string, f wire.Frame) error {
+	b, err := f.Bytes()
 	if err != nil {
 		return err
 	}
-	step("vm-a on hv1 sends: " + wire.Parse(frame).String())
-	if err := d.Inject("hv1", "vm-a", frame); err != nil {
-		return err
-	}
+	return d.Inject(chassis, port, b)
+}
+
+// await returns the first packet port of chassis sent that matches.
+func await(d ovn, chassis, port string, match func(wire.Seen) bool) (wire.Seen, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		seen, err := d.Capture(gateway, sandbox.ExternalPort)
+		seen, err := d.Capture(chassis, port)
 		if err != nil {
-			return err
+			return wire.Seen{}, err
 		}
 		for _, s := range seen {
-			if s.IsUDP && s.DstIP == out.DstIP && s.DPort == out.DPort {
-				step(gateway + "'s external wire (ext0) carries, SNATed to 172.16.0.100:")
-				fmt.Println("  " + s.String())
-				if keep {
-					step("OVN keeps running; explore it with:")
-					d.explore(dir)
-					fmt.Printf("%s sync %s --from-file %s --dry-run\n", bin, strings.Join(d.syncArgs(), " "), examples)
-					fmt.Printf("OVS_RUNDIR=%s/gw1 ovs-vsctl show    # a chassis (gw1 gw2 hv1 hv2)\n", dir)
-					fmt.Printf("ovs-ofctl parse-pcap %s/gw1/ext0-tx.pcap    # what gw1 sent on the external wire\n", dir)
-					fmt.Println("stop every daemon (by control socket):")
-					fmt.Printf("for c in %s/*/ovn-controller.*.ctl; do ovn-appctl -t $c exit; done; for c in %s/*/ovs-vswitchd.ctl; do ovs-appctl -t $c exit --cleanup; done; for c in $(find %s -name ovn-northd.ctl); do ovn-appctl -t $c exit; done; for c in $(find %s -name ovsdb-server.ctl); do ovs-appctl -t $c exit; done\n", dir, dir, dir, dir)
-				}
-				return nil
+			if match(s) {
+				return s, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the packet did not leave %s; %s:ext0 sent:\n%s", gateway, gateway, wire.Describe(seen))
+			return wire.Seen{}, fmt.Errorf("%s:%s sent:\n%s", chassis, port, wire.Describe(seen))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

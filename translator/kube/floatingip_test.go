@@ -1,0 +1,105 @@
+package kube
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+func floatingIP(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "FloatingIp",
+		"metadata": map[string]any{"name": name, "generation": int64(2)},
+		"spec": map[string]any{"id": name, "routerName": "r1", "networkName": "public",
+			"floatingIp": "172.16.0.150", "fixedIp": "10.10.0.5", "vmName": "vm-a"},
+	}}
+}
+
+func fipStatus(t *testing.T, c *dynamicfake.FakeDynamicClient, name string) map[string]any {
+	t.Helper()
+	u, err := c.Resource(FloatingIPGVR).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	st, _, _ := unstructured.NestedMap(u.Object, "status")
+	return st
+}
+
+// The informer reads floating IPs into the input, and their status says
+// Ready with the port and gateway, or why not with a Warning event; an
+// unchanged status is not written again.
+func TestFloatingIPsReadAndReported(t *testing.T) {
+	s, client, rec := startSource(t, floatingIP("fip-1"))
+	ctx := context.Background()
+	// Read: the plan of the router it names (not declared) reports it.
+	up := s.Input().Plan(translator.Unit{Kind: translator.KindRouter, Name: "r1"}, "test", nil)
+	require.Len(t, up.FloatingIPs, 1)
+	assert.Equal(t, "fip-1", up.FloatingIPs[0].Name)
+	assert.Equal(t, int64(2), up.FloatingIPs[0].Generation)
+
+	reason := "waiting for VM vm-a with 10.10.0.5 on a network of VirtualRouter r1"
+	require.NoError(t, s.ReportFloatingIPs(ctx, []translator.FloatingIPStatus{{Name: "fip-1", ID: "fip-1", Generation: 2, Reason: reason}}))
+	st := fipStatus(t, client, "fip-1")
+	assert.Equal(t, int64(2), st["observedGeneration"])
+	ready := st["conditions"].([]any)[0].(map[string]any)
+	assert.Equal(t, "False", ready["status"])
+	assert.Equal(t, reason, ready["message"])
+	assert.Nil(t, st["port"])
+	assert.Equal(t, "Warning NotBound "+reason, <-rec.Events)
+
+	require.Eventually(t, func() bool {
+		o, ok, _ := s.fips.GetStore().GetByKey("fip-1")
+		return ok && o.(*unstructured.Unstructured).Object["status"] != nil
+	}, 5*time.Second, 10*time.Millisecond)
+	bound := translator.FloatingIPStatus{Name: "fip-1", ID: "fip-1", Generation: 2, Ready: true, Port: "kv-net-a_default_vm-a_eth1", Gateway: "gw1"}
+	require.NoError(t, s.ReportFloatingIPs(ctx, []translator.FloatingIPStatus{bound, {Name: "gone", Ready: true}}))
+	st = fipStatus(t, client, "fip-1")
+	assert.Equal(t, "kv-net-a_default_vm-a_eth1", st["port"])
+	assert.Equal(t, "gw1", st["gateway"])
+	assert.Equal(t, "True", st["conditions"].([]any)[0].(map[string]any)["status"])
+
+	require.Eventually(t, func() bool {
+		o, _, _ := s.fips.GetStore().GetByKey("fip-1")
+		p, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "status", "port")
+		return p != ""
+	}, 5*time.Second, 10*time.Millisecond)
+	before := len(client.Actions())
+	require.NoError(t, s.ReportFloatingIPs(ctx, []translator.FloatingIPStatus{bound}))
+	assert.Len(t, client.Actions(), before, "an unchanged status is not written")
+	select {
+	case e := <-rec.Events:
+		t.Errorf("unexpected event %q", e)
+	default:
+	}
+}
+
+// A cluster without the FloatingIp CRD: routers are still read, floating
+// IPs are not watched, and reporting them is a no-op.
+func TestFloatingIPsNotServed(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
+	}, router("r1"))
+	client.PrependReactor("list", FloatingIPGVR.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(FloatingIPGVR.GroupResource(), "")
+	})
+	s := NewSource(client, 0, record.NewFakeRecorder(10), logr.Discard())
+	require.NoError(t, s.Notify(func([]translator.Unit) {}))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.Start(ctx)
+	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	assert.Len(t, s.Input().Routers(), 1)
+	assert.NoError(t, s.ReportFloatingIPs(ctx, []translator.FloatingIPStatus{{Name: "fip-1", Ready: true}}))
+}
