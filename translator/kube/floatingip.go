@@ -53,7 +53,12 @@ func (s *Source) reportFloatingIP(ctx context.Context, st translator.FloatingIPS
 		ready.Reason, ready.Message = "Allocated", "bound; the kubevirt-ovn agent of its router's home zone writes its NAT row"
 	}
 	if !st.Ready {
+		// Its own bad input, or waiting (not associated, for its VM or its
+		// router).
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "NotBound", st.Reason
+		if st.Err != nil {
+			ready.Reason = reasonOf(st.Err)
+		}
 	}
 	meta.SetStatusCondition(&conds, ready)
 	status := map[string]any{"observedGeneration": gen}
