@@ -33,7 +33,7 @@ func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
 }
 
 // TestBadInputRejectedWhileManagingHealthyRouters feeds the bad inputs of
-// issue 7 (and the old ones) into a running controller that manages 50
+// issue 7 (and the old ones, and issue 20's floating IPs and VM addresses) into a running controller that manages 50
 // healthy routers: each is rejected with an error naming its object, field
 // and reason, and the rows of every other router and network, and the
 // ovn-kubernetes-like rows, stay byte-identical.
@@ -76,6 +76,34 @@ spec:
 status:
   interfaces: [{name: eth1, mac: "%s", ipAddress: %s}]
 `
+	const newFIP = `---
+apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata: {name: %s}
+spec: {id: %s, routerName: %s, networkName: public, floatingIp: %s, fixedIp: %s}
+`
+	const newVMIDeclared = `---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: %s
+  namespace: default
+  annotations: {interfaces: '[{"network": "%s", "ipAddress": "%s"}]'}
+spec:
+  networks: [{name: eth1, multus: {networkName: %s}}]
+  domain: {devices: {interfaces: [{name: eth1, macAddress: "%s"}]}}
+status:
+  interfaces: [{name: eth1, mac: "%s", ipAddress: %s}]
+`
+	const poolNetwork = `---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: net-pool
+  namespace: default
+  annotations:
+    network-config: '{"type": "GENEVE", "cidr": "10.5.0.0/24", "gatewayIp": "10.5.0.1", "ipPool": {"start": "10.5.0.10", "end": "10.5.0.20"}}'
+`
 	long := strings.Repeat("r", 255)
 	tests := []struct {
 		name  string
@@ -117,6 +145,25 @@ status:
 		{name: "unknown network",
 			input: fmt.Sprintf(newRouter, "r-lost", `{internal: [nope]}`),
 			want:  []string{"VirtualRouter r-lost: spec.internal[0] network nope is unknown"}},
+		{name: "floating IP that is another router's SNAT IP",
+			input: fmt.Sprintf(newFIP, "fip-x", "fip-x", "rt-001", manySNAT(2), "10.100.1.5"),
+			want:  []string{"FloatingIp fip-x: spec.floatingIp " + manySNAT(2) + " is the SNAT IP of VirtualRouter rt-002"}},
+		{name: "floating IP outside the external network",
+			input: fmt.Sprintf(newFIP, "fip-x", "fip-x", "rt-001", "172.30.0.5", "10.100.1.5"),
+			want:  []string{"FloatingIp fip-x: spec.floatingIp 172.30.0.5 is outside network public (172.16.0.0/16)"}},
+		{name: "floating IP bound to an address on another router's network",
+			input: fmt.Sprintf(newFIP, "fip-x", "fip-x", "rt-001", "172.16.200.5", "10.100.2.5"),
+			want:  []string{"FloatingIp fip-x: spec.fixedIp 10.100.2.5 is on none of VirtualRouter rt-001's internal networks"}},
+		{name: "floating IP of an undeclared router",
+			input: fmt.Sprintf(newFIP, "fip-x", "fip-x", "rt-nope", "172.16.200.5", "10.100.2.5"),
+			want:  []string{"fip-x", "VirtualRouter rt-nope is not declared"}},
+		{name: "VM address outside its network's ipPool",
+			input: poolNetwork + fmt.Sprintf(newVMI, "vm-pool", "net-pool", "50:54:00:00:05:63", "10.5.0.99"),
+			want:  []string{"VirtualMachineInstance default/vm-pool", "10.5.0.99 is outside the ipPool 10.5.0.10-10.5.0.20 of network net-pool"},
+			extra: []string{"net-pool"}},
+		{name: "VM address declared in the interfaces annotation differs from status",
+			input: fmt.Sprintf(newVMIDeclared, "vm-dup", "net-006", "10.100.6.7", "net-006", "50:54:00:00:06:07", "50:54:00:00:06:07", "10.100.6.8"),
+			want:  []string{"VirtualMachineInstance default/vm-dup", "10.100.6.7 differs from status.interfaces[eth1].ipAddress 10.100.6.8"}},
 		{name: "switch name held by another tool",
 			setup: func() {
 				nbctl(t, c, "ls-add", "kv-clash", "--", "set", "Logical_Switch", "kv-clash", "external_ids:owner=someone-else")

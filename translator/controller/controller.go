@@ -753,11 +753,12 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 		}
 		return s.unitErr
 	}
-	// A floating IP with bad input has no row; say why, since its router
-	// does not fail for it.
+	// A floating IP that is not bound has no row; say why (its bad input,
+	// or what it waits for: its VM, its router), since its router does not
+	// fail for it and files have no status to say it in.
 	for _, st := range s.up.FloatingIPs {
-		if st.Err != nil {
-			s.log.Info("floating IP left out", "floatingIP", st.Name, "error", st.Err.Error())
+		if !st.Ready {
+			s.log.Info("floating IP not bound", "floatingIP", st.Name, "reason", st.Reason)
 		}
 	}
 	return c.reportRouter(ctx, s.up, s.work, s.before, s.nbCfg, s.unitErr)
