@@ -164,8 +164,9 @@ func versionsNAT(nb *versionsDB) string {
 
 // One binary against the NB and SB of every supported OVN: sync of the
 // examples creates the rows (the peer MAC pinned where the NB has
-// Static_MAC_Binding, a note where it does not), a second sync writes
-// nothing, an update and a deletion behave.
+// Static_MAC_Binding, a note where it does not; DHCP options), a second
+// sync writes nothing, a floating IP on a router without SNAT gets its NAT
+// and policies, an update and a deletion behave.
 func TestVersionsSyncOnEverySchema(t *testing.T) {
 	for _, v := range versionsList {
 		t.Run(v, func(t *testing.T) {
@@ -207,6 +208,26 @@ func TestVersionsSyncOnEverySchema(t *testing.T) {
 				assert.Contains(t, r.stderr, "peerRouter.mac 00:00:00:00:ee:01 (172.16.0.1 on kv-rtoe-router1) is not pinned: this OVN Northbound has no Static_MAC_Binding table")
 			}
 			assert.Contains(t, sync().stdout, "no changes")
+
+			// DHCP on every network with a gatewayIp, referenced by its
+			// VM ports.
+			assert.Len(t, nb.rows("DHCP_Options", `[["external_ids","includes",["map",[["kubevirt-ovn/network","net-a"]]]]]`), 1)
+			assert.Len(t, nb.rows("Logical_Switch_Port", `[["name","==","kv-net-a_default_vm-a_eth1"],["dhcpv4_options","!=",["set",[]]]]`), 1)
+			// A floating IP on a router without SNAT: its dnat_and_snat row
+			// and the policies that let only its VM out.
+			b, err := os.ReadFile(filepath.Join("..", "deploy", "examples", "floatingips.yaml"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(ex, "floatingips.yaml"), b, 0o644))
+			edit(t, filepath.Join(ex, "router.yaml"), "enableSnat: true", "enableSnat: false")
+			r = sync()
+			assert.Equal(t, "172.16.0.150", versionsNAT(nb))
+			assert.Len(t, nb.rows("Logical_Router_Policy", `[["external_ids","includes",["map",[["kubevirt-ovn/owner","router1"]]]]]`), 2)
+			assert.Contains(t, sync().stdout, "no changes")
+			require.NoError(t, os.Remove(filepath.Join(ex, "floatingips.yaml")))
+			edit(t, filepath.Join(ex, "router.yaml"), "enableSnat: false", "enableSnat: true")
+			r = sync()
+			assert.Equal(t, "172.16.0.100 172.16.0.100", versionsNAT(nb))
+			assert.Empty(t, nb.rows("Logical_Router_Policy", `[["external_ids","includes",["map",[["kubevirt-ovn/owner","router1"]]]]]`))
 
 			edit(t, filepath.Join(ex, "router.yaml"), "ip: 172.16.0.100", "ip: 172.16.0.103")
 			edit(t, filepath.Join(ex, "router.yaml"), `mac: "00:00:00:00:ee:01"`, `mac: "00:00:00:00:ee:02"`)
