@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
@@ -61,14 +60,10 @@ func (s *Source) reportFloatingIP(ctx context.Context, st translator.FloatingIPS
 		}
 	}
 	meta.SetStatusCondition(&conds, ready)
-	status := map[string]any{"observedGeneration": gen}
-	condsRaw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
-		Conditions []metav1.Condition `json:"conditions"`
-	}{conds})
+	status, err := statusOf(gen, conds)
 	if err != nil {
 		return err
 	}
-	status["conditions"] = condsRaw["conditions"]
 	if st.Ready && st.Port != "" {
 		status["port"] = st.Port
 	}

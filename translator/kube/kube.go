@@ -365,14 +365,10 @@ func (s *Source) Report(ctx context.Context, router string, st controller.Router
 	}
 	meta.SetStatusCondition(&conds, ready)
 	meta.SetStatusCondition(&conds, realized)
-	status := map[string]any{"observedGeneration": st.Generation}
-	condsRaw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
-		Conditions []metav1.Condition `json:"conditions"`
-	}{conds})
+	status, err := statusOf(st.Generation, conds)
 	if err != nil {
 		return err
 	}
-	status["conditions"] = condsRaw["conditions"]
 	if st.SNATIP != "" {
 		status["snatIP"] = st.SNATIP
 	}
@@ -405,6 +401,18 @@ func (s *Source) Report(ctx context.Context, router string, st controller.Router
 		}
 	}
 	return nil
+}
+
+// statusOf is a status holding the observed generation and conditions,
+// as the API server stores them.
+func statusOf(generation int64, conds []metav1.Condition) (map[string]any, error) {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}{conds})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"observedGeneration": generation, "conditions": raw["conditions"]}, nil
 }
 
 func readyOf(status map[string]any) (string, bool) {
