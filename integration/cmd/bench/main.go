@@ -405,19 +405,46 @@ func measureNbctl(cfg *config, dir string, tables []dumpTable, r *result) error 
 	if _, err := nbctl("init"); err != nil {
 		return err
 	}
-	cmds, skipped := nbctlCommands(tables)
-	r.nbctlCmds, r.nbctlSkipped = len(cmds), skipped
-	calls := batches(cmds, cfg.nbctlBatch)
-	r.nbctlCalls = len(calls)
+	plan := nbctlCommands(tables)
+	r.nbctlSkipped = plan.skipped
 	deadline := time.Now().Add(cfg.timeout)
-	start := time.Now()
-	for _, args := range calls {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ovn-nbctl did not finish within %s", cfg.timeout)
+	runAll := func(cmds [][]string) error {
+		calls := batches(cmds, cfg.nbctlBatch)
+		r.nbctlCmds += len(cmds)
+		r.nbctlCalls += len(calls)
+		for _, args := range calls {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("ovn-nbctl did not finish within %s", cfg.timeout)
+			}
+			if _, err := nbctl(args...); err != nil {
+				return err
+			}
 		}
-		if _, err := nbctl(args...); err != nil {
+		return nil
+	}
+	start := time.Now()
+	// The DHCP options first, then their UUIDs read back for the commands
+	// that name them.
+	if err := runAll(plan.create); err != nil {
+		return err
+	}
+	cmds := plan.cmds
+	if len(plan.create) > 0 {
+		list, err := nbctl("--format=json", "--columns=_uuid,cidr,external_ids", "list", "DHCP_Options")
+		if err != nil {
 			return err
 		}
+		r.nbctlCalls++
+		created, err := dhcpCreated(list.stdout)
+		if err != nil {
+			return err
+		}
+		if cmds, err = plan.resolve(created); err != nil {
+			return err
+		}
+	}
+	if err := runAll(cmds); err != nil {
+		return err
 	}
 	r.nbctl = time.Since(start)
 	// The same number of rows as the dump, skipped tables aside.
@@ -431,13 +458,32 @@ func measureNbctl(cfg *config, dir string, tables []dumpTable, r *result) error 
 		return err
 	}
 	want := countRows(tables)
-	for _, k := range skipped {
+	for _, k := range plan.skipped {
 		want -= k
 	}
 	if have := countRows(got); have != want {
 		return fmt.Errorf("ovn-nbctl built %d rows, the dump has %d (outside skipped tables)", have, want)
 	}
+	if have, want := refCount(got, "Logical_Switch_Port", "dhcpv4_options"), refCount(tables, "Logical_Switch_Port", "dhcpv4_options"); have != want {
+		return fmt.Errorf("ovn-nbctl built %d switch ports with DHCP options, the dump has %d", have, want)
+	}
 	return nil
+}
+
+// refCount is how many rows of table refer to a row in column.
+func refCount(tables []dumpTable, table, column string) int {
+	n := 0
+	for _, t := range tables {
+		if t.name != table {
+			continue
+		}
+		for _, r := range t.rows {
+			if len(uuids(r[column])) > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // machine describes where the numbers come from.
