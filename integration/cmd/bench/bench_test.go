@@ -3,11 +3,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
 )
 
 func TestTxnsOpsReadsTheSyncLineFromEitherStream(t *testing.T) {
@@ -230,7 +236,8 @@ func TestQuantileIsNearestRank(t *testing.T) {
 }
 
 func TestGeneratedInputIsUniqueAcrossRouters(t *testing.T) {
-	seen := map[string]string{}
+	ext := netip.MustParsePrefix(externalCIDR)
+	seen := map[string]string{"ip" + peerIP: "the peer router and the external network's gatewayIp"}
 	note := func(kind, v, who string) {
 		t.Helper()
 		if prev, ok := seen[kind+v]; ok {
@@ -238,9 +245,17 @@ func TestGeneratedInputIsUniqueAcrossRouters(t *testing.T) {
 		}
 		seen[kind+v] = who
 	}
-	for i := 0; i < 3000; i += 7 {
-		note("snat", snatIP(i, false), routerName(i))
-		note("snat", snatIP(i, true), routerName(i)+" (alt)")
+	external := func(ip, who string) {
+		t.Helper()
+		a := netip.MustParseAddr(ip)
+		require.True(t, ext.Contains(a) && a != ext.Addr() && a != netip.MustParseAddr("172.16.255.255"),
+			"%s %s is a host address of the external network %s", who, ip, externalCIDR)
+		note("ip", ip, who)
+	}
+	for _, i := range append(steps(0, 3000, 7), maxRouters-1) {
+		external(snatIP(i, false), routerName(i))
+		external(snatIP(i, true), routerName(i)+" (alt)")
+		external(fipIP(i), fipName(i))
 		for j := 0; j < netsPerRouter; j++ {
 			a, b := netPrefix(i, j)
 			note("cidr", fmt.Sprintf("10.%d.%d.0/24", a, b), netName(i, j))
@@ -250,4 +265,71 @@ func TestGeneratedInputIsUniqueAcrossRouters(t *testing.T) {
 			}
 		}
 	}
+	_, err := generate(t.TempDir(), maxRouters+1, true)
+	assert.ErrorContains(t, err, "at most 20000")
+}
+
+func steps(from, to, step int) []int {
+	var out []int
+	for i := from; i < to; i += step {
+		out = append(out, i)
+	}
+	return out
+}
+
+// The generated input with floating IPs, planned as `sync` plans it: no
+// error, DHCP on every network with every VM port referring to it, and each
+// router's floating IP one dnat_and_snat on its router, bound to its VM;
+// moved, it is bound to the other VM.
+func TestGeneratedFloatingIPsArePlannedOnePerRouter(t *testing.T) {
+	const n = 4
+	in, err := generate(t.TempDir(), n, true)
+	require.NoError(t, err)
+	in.routers[2].fipVM = 1
+	require.NoError(t, in.write(in.routers[2]))
+
+	set, err := manifest.LoadPaths([]string{in.dir})
+	require.NoError(t, err)
+	plan := translator.Build(set.Objects.Snapshot(), "bench")
+	require.Empty(t, plan.Errors)
+
+	require.Len(t, plan.Networks, n*netsPerRouter+1, "the routers' networks and the external one")
+	vmPorts := 0
+	for _, np := range plan.Networks {
+		require.NotNil(t, np.DHCP, "network %s has DHCP", np.Name)
+		for _, r := range np.Rows() {
+			if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok && p.Type == "" {
+				vmPorts++
+				assert.Equal(t, []translator.Ref{{Column: "dhcpv4_options", Key: np.Name}}, r.Refs, "port %s refers to its network's DHCP options", p.Name)
+			}
+		}
+	}
+	assert.Equal(t, n*netsPerRouter*vmsPerNet, vmPorts)
+
+	require.Len(t, plan.Routers, n)
+	for i, rp := range plan.Routers {
+		require.Equal(t, routerName(i), rp.Name)
+		var fips []*nbmodel.NAT
+		for _, nat := range rp.NATs {
+			if nat.Type == nbmodel.NATTypeDNATAndSNAT {
+				fips = append(fips, nat)
+			}
+		}
+		require.Len(t, fips, 1, "router %s", rp.Name)
+		assert.Equal(t, fipIP(i), fips[0].ExternalIP)
+		assert.Equal(t, in.routers[i].fipFixed().ip, fips[0].LogicalIP)
+		assert.Len(t, rp.NATs, in.routers[i].wantNATs())
+	}
+	assert.Equal(t, vm(2, 0, 1).ip, in.routers[2].fipFixed().ip)
+	require.Len(t, plan.FloatingIPs, n)
+	for _, st := range plan.FloatingIPs {
+		assert.True(t, st.Ready, "floating IP %s: %s", st.Name, st.Reason)
+	}
+
+	// Without floating IPs: the same routers, SNAT only.
+	plain, err := generate(t.TempDir(), 1, false)
+	require.NoError(t, err)
+	b, err := os.ReadFile(plain.routers[0].file(plain.dir))
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "FloatingIp")
 }
