@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
 // eventResult is what `run` did at one N.
@@ -30,6 +31,10 @@ type eventResult struct {
 	hwm            int64  // peak RSS of run
 	note           string // why fewer events than asked, if so
 	log            string
+
+	// fipMoves counts fip-move events; fipReplaced those whose NAT row
+	// came back as a new row instead of being updated in place.
+	fipMoves, fipReplaced int
 }
 
 // runProc is a running `kubevirt-ovn run`.
@@ -277,6 +282,12 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 			}
 		}
 	}
+	// The kinds cycle with this period; the input with floating IPs has one
+	// more.
+	period := 5
+	if in.fips {
+		period = 6
+	}
 	var removed *routerState
 	for k := 0; k < count; k++ {
 		if time.Now().After(budgetEnd) {
@@ -292,11 +303,13 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 		handDeleted := "" // the UUID of a row deleted by hand, whose deletion times the event
 		var cond func(view) bool
 		var kind string
-		switch k % 5 {
+		fipMoved := "" // the UUID of the NAT row of a floating IP moved
+		var movedFrom *routerState
+		switch k % period {
 		case 0: // one VM added to a router's file
 			kind = "vm-add"
 			s := pick(-1)
-			j := k / 5 % netsPerRouter
+			j := k / period % netsPerRouter
 			v := vm(s.index, j, vmsPerNet+len(s.extra[j]))
 			s.extra[j] = append(s.extra[j], v)
 			t0 = time.Now()
@@ -327,7 +340,7 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 			var args []string
 			var oldUUID string
 			w.mu.Lock()
-			if k/5%2 == 0 {
+			if k/period%2 == 0 {
 				kind = "lsp-del"
 				v := vm(s.index, 0, 0)
 				if p := (view{w}).portNamed(vmPortRow(v.network, v.name, "eth1")); p != nil {
@@ -366,10 +379,36 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 				return res, err
 			}
 			cond = routerRight(removed)
+		case 5: // one router's floating IP moved to another of its VMs
+			kind = "fip-move"
+			s := pick(-1)
+			w.mu.Lock()
+			if n := (view{w}).fipNAT(s); n != nil {
+				fipMoved = n.UUID
+			}
+			w.mu.Unlock()
+			if fipMoved == "" {
+				return res, fmt.Errorf("event %d (%s): floating IP %s of router %s is not in the NB", k, kind, fipIP(s.index), routerName(s.index))
+			}
+			s.fipVM = 1 - s.fipVM
+			movedFrom = s
+			t0 = time.Now()
+			if err := in.write(s); err != nil {
+				return res, err
+			}
+			cond = fipBound(s)
 		}
 		t1, err := w.until(cond, cfg.timeout)
 		if err != nil {
 			return res, fmt.Errorf("event %d (%s): %w (log %s)", k, kind, err, res.log)
+		}
+		if movedFrom != nil {
+			res.fipMoves++
+			w.mu.Lock()
+			if n := (view{w}).fipNAT(movedFrom); n == nil || n.UUID != fipMoved {
+				res.fipReplaced++
+			}
+			w.mu.Unlock()
 		}
 		if handDeleted != "" {
 			// From the deletion the NB announced, not from the start of
@@ -424,9 +463,19 @@ func vmPresent(v vmSpec, old *string) func(view) bool {
 	}
 }
 
+// wantNATs is how many NAT rows router s has: one SNAT per internal
+// network, and its floating IP's.
+func (s *routerState) wantNATs() int {
+	if s.fip {
+		return netsPerRouter + 1
+	}
+	return netsPerRouter
+}
+
 // routerRight: the router exists with its three ports, one SNAT per
-// internal network on the current SNAT IP, its gateway port on that IP, and
-// its switches with a port per VM and one for the router.
+// internal network on the current SNAT IP, its floating IP bound to its
+// current VM, its gateway port on the SNAT IP, and its switches with a port
+// per VM and one for the router.
 func routerRight(s *routerState) func(view) bool {
 	return func(x view) bool {
 		r := x.routerNamed(routerRow(routerName(s.index)))
@@ -434,13 +483,16 @@ func routerRight(s *routerState) func(view) bool {
 			return false
 		}
 		nats := x.nats(r)
-		if len(nats) != netsPerRouter || len(r.Nat) != netsPerRouter {
+		if len(nats) != s.wantNATs() || len(r.Nat) != s.wantNATs() {
 			return false
 		}
 		for _, n := range nats {
-			if n.ExternalIP != s.snat() {
+			if n.Type == nbmodel.NATTypeSNAT && n.ExternalIP != s.snat() {
 				return false
 			}
+		}
+		if s.fip && !fipBound(s)(x) {
+			return false
 		}
 		gw := x.routerPortNamed(rtoeRow(routerName(s.index)))
 		if gw == nil || !slices.ContainsFunc(gw.Networks, func(n string) bool { return strings.HasPrefix(n, s.snat()+"/") }) {
@@ -487,7 +539,7 @@ func natBack(s *routerState, cidr, old string) func(view) bool {
 			return false
 		}
 		nats := x.nats(r)
-		if len(nats) != netsPerRouter {
+		if len(nats) != s.wantNATs() {
 			return false
 		}
 		for _, n := range nats {
@@ -496,5 +548,14 @@ func natBack(s *routerState, cidr, old string) func(view) bool {
 			}
 		}
 		return false
+	}
+}
+
+// fipBound: the router's floating IP is one dnat_and_snat row with the
+// VM's address as its logical IP.
+func fipBound(s *routerState) func(view) bool {
+	return func(x view) bool {
+		n := x.fipNAT(s)
+		return n != nil && n.LogicalIP == s.fipFixed().ip
 	}
 }

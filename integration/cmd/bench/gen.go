@@ -9,16 +9,33 @@ import (
 )
 
 // The generated input: N routers, each with two internal networks of five
-// VMs, all on one shared FLAT external network "public". One file per router
-// (its two NADs, the router, its VMIs) and one for the external network, so
-// that an edit of one router rewrites one file.
+// VMs, all on one shared FLAT external network "public". Every network has a
+// gatewayIp, so every network has DHCP (one DHCP_Options row, which its VM
+// ports refer to; the external network's has no VM port). In the floating IP
+// variant every router also has one floating IP, bound to a VM of its first
+// network. One file per router (its two NADs, the router, its VMIs, its
+// floating IP) and one for the external network, so that an edit of one
+// router rewrites one file.
 const (
 	netsPerRouter = 2
 	vmsPerNet     = 5
 	externalNet   = "public"
 	namespace     = "default"
-	peerIP        = "172.16.0.1"
+	peerIP        = "172.16.0.1" // also the external network's gatewayIp, as ONOS users declared it
 	peerMAC       = "00:00:00:00:ee:01"
+)
+
+// The external network's addresses (172.16.0.0/16, 65,536), by offset from
+// its start: router i's SNAT IP at snatBase+i, the one events switch it to at
+// altSNATBase+i, its floating IP at fipBase+i: three ranges of maxRouters,
+// apart from each other and from the gateway (the peer router, offset 1),
+// all inside the CIDR.
+const (
+	externalCIDR = "172.16.0.0/16"
+	maxRouters   = 20000
+	snatBase     = 10
+	altSNATBase  = snatBase + maxRouters
+	fipBase      = altSNATBase + maxRouters
 )
 
 // The row names kubevirt-ovn gives (its documented, user-facing naming).
@@ -33,6 +50,10 @@ type routerState struct {
 	index   int
 	removed bool
 	altSNAT bool // SNAT IP switched to the alternate address
+	// fip says the router has its floating IP; fipVM is the VM of its
+	// first network it is bound to (events move it).
+	fip   bool
+	fipVM int
 	// extra are VMs added by events, per internal network.
 	extra [netsPerRouter][]vmSpec
 }
@@ -50,14 +71,23 @@ func netPrefix(i, j int) (a, b int) {
 	return k >> 8, k & 255
 }
 
-// snatIP is router i's SNAT IP in 172.16.0.0/16; alt is the one events switch to.
-func snatIP(i int, alt bool) string {
-	n := 10 + i
-	if alt {
-		n = 30000 + i
-	}
+// externalIP is the address at offset n of the external network.
+func externalIP(n int) string {
 	return netip.AddrFrom4([4]byte{172, 16, byte(n >> 8), byte(n)}).String()
 }
+
+// snatIP is router i's SNAT IP; alt is the one events switch to.
+func snatIP(i int, alt bool) string {
+	if alt {
+		return externalIP(altSNATBase + i)
+	}
+	return externalIP(snatBase + i)
+}
+
+// fipIP is router i's floating IP.
+func fipIP(i int) string { return externalIP(fipBase + i) }
+
+func fipName(i int) string { return "fip-" + routerName(i) }
 
 func vmMAC(serial int) string {
 	return fmt.Sprintf("50:54:%02x:%02x:%02x:%02x", byte(serial>>24), byte(serial>>16), byte(serial>>8), byte(serial))
@@ -84,6 +114,9 @@ func (s *routerState) vms(j int) []vmSpec {
 }
 
 func (s *routerState) snat() string { return snatIP(s.index, s.altSNAT) }
+
+// fipFixed is the VM the router's floating IP is bound to.
+func (s *routerState) fipFixed() vmSpec { return vm(s.index, 0, s.fipVM) }
 
 func (s *routerState) file(dir string) string {
 	return filepath.Join(dir, routerName(s.index)+".yaml")
@@ -149,29 +182,50 @@ status:
 `, v.name, namespace, v.network, v.mac, v.ip)
 		}
 	}
+	if s.fip {
+		v := s.fipFixed()
+		fmt.Fprintf(&b, `---
+apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata:
+  name: %s
+spec:
+  id: %s
+  routerName: %s
+  networkName: %s
+  floatingIp: %s
+  fixedIp: %s
+  vmName: %s
+`, fipName(i), fipName(i), routerName(i), externalNet, fipIP(i), v.ip, v.name)
+	}
 	return []byte(b.String())
 }
 
-const externalManifest = `apiVersion: k8s.cni.cncf.io/v1
+var externalManifest = fmt.Sprintf(`apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata:
-  name: public
-  namespace: default
+  name: %s
+  namespace: %s
   annotations:
-    network-config: '{"type": "FLAT", "mtu": 1500, "physicalNetworkName": "physnet1", "cidr": "172.16.0.0/16", "gatewayIp": "172.16.0.1"}'
+    network-config: '{"type": "FLAT", "mtu": 1500, "physicalNetworkName": "physnet1", "cidr": "%s", "gatewayIp": "%s"}'
 spec:
-  config: '{"cniVersion": "0.3.1", "type": "kubevirt-ovn", "name": "public"}'
-`
+  config: '{"cniVersion": "0.3.1", "type": "kubevirt-ovn", "name": "%s"}'
+`, externalNet, namespace, externalCIDR, peerIP, externalNet)
 
 // input is the generated manifests of N routers in dir.
 type input struct {
 	dir, tmp string
 	routers  []*routerState
+	fips     bool // every router has a floating IP
 }
 
-// generate writes N routers' files and the external network's into dir/manifests.
-func generate(dir string, n int) (*input, error) {
-	in := &input{dir: filepath.Join(dir, "manifests"), tmp: filepath.Join(dir, "manifests.tmp")}
+// generate writes N routers' files and the external network's into
+// dir/manifests; with fips, every router has a floating IP.
+func generate(dir string, n int, fips bool) (*input, error) {
+	if n > maxRouters {
+		return nil, fmt.Errorf("%d routers: the external network %s holds the SNAT and floating IPs of at most %d", n, externalCIDR, maxRouters)
+	}
+	in := &input{dir: filepath.Join(dir, "manifests"), tmp: filepath.Join(dir, "manifests.tmp"), fips: fips}
 	for _, d := range []string{in.dir, in.tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -181,7 +235,7 @@ func generate(dir string, n int) (*input, error) {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
-		s := &routerState{index: i}
+		s := &routerState{index: i, fip: fips}
 		in.routers = append(in.routers, s)
 		if err := os.WriteFile(s.file(in.dir), s.manifest(), 0o644); err != nil {
 			return nil, err

@@ -1,7 +1,9 @@
 // Command bench measures the kubevirt-ovn binary, through its CLI only, on a
 // private OVN (NB + SB ovsdb-server and ovn-northd from integration/sandbox):
-// for each N routers (2 internal networks of 5 VMs each, SNAT, a peer router
-// and a gateway chassis, on one shared FLAT external network) it times a full
+// for each N routers (2 internal networks of 5 VMs each, DHCP on every
+// network, SNAT, a peer router and a gateway chassis, on one shared FLAT
+// external network; at the -fip-n sizes also with one floating IP per
+// router) it times a full
 // `sync`, the time until northd has it (--wait=sb), a no-op `sync`, the same
 // rows inserted as one raw OVSDB transaction (the floor) and built by batched
 // ovn-nbctl, each on a fresh NB; at the -events-n sizes it runs `run` on the
@@ -33,6 +35,9 @@ type config struct {
 	bin          string
 	ns, eventsNs []int
 	startNs      []int
+	fipNs        []int // among ns: also measured with a floating IP per router
+	fipEventsNs  []int // among fipNs: `run` events on that input
+	fipNbctlMax  int
 	events       int
 	nbctlMax     int
 	nbctlBatch   int
@@ -47,13 +52,16 @@ type config struct {
 
 func main() {
 	var cfg config
-	var ns, eventsNs, startNs string
+	var ns, eventsNs, startNs, fipNs, fipEventsNs string
 	flag.StringVar(&cfg.bin, "bin", "bin/kubevirt-ovn", "the kubevirt-ovn binary to measure")
 	flag.StringVar(&ns, "n", "10,100,1000,3000", "router counts, comma-separated")
 	flag.StringVar(&eventsNs, "events-n", "10,1000", "router counts (among -n) at which `run` events are measured")
 	flag.StringVar(&startNs, "start-n", "1000,3000", "router counts (among -n) at which `run`'s start is measured: cold (an empty NB) and warm (the synced NB)")
-	flag.IntVar(&cfg.events, "events", 60, "events per -events-n size (cycling VM added, SNAT IP changed, router removed, owned row deleted by hand, router re-added)")
+	flag.StringVar(&fipNs, "fip-n", "10,1000,3000", "router counts (among -n) measured a second time with one floating IP per router (rows \"N + FIP\"); empty: none")
+	flag.StringVar(&fipEventsNs, "fip-events-n", "10,1000", "router counts (among -fip-n) at which `run` events are measured on the input with floating IPs")
+	flag.IntVar(&cfg.events, "events", 60, "events per -events-n size (cycling VM added, SNAT IP changed, router removed, owned row deleted by hand, router re-added, and with floating IPs a floating IP moved to another VM)")
 	flag.IntVar(&cfg.nbctlMax, "nbctl-max", 1000, "build the topology with ovn-nbctl only up to this N")
+	flag.IntVar(&cfg.fipNbctlMax, "fip-nbctl-max", 100, "build the topology with floating IPs with ovn-nbctl only up to this N")
 	flag.IntVar(&cfg.nbctlBatch, "nbctl-batch", 500, "ovn-nbctl commands per invocation")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "limit of one measurement (a sync, an event, run becoming idle)")
 	flag.DurationVar(&cfg.eventsBudget, "events-budget", 4*time.Minute, "stop starting events at one N after this long")
@@ -71,6 +79,12 @@ func main() {
 	}
 	if cfg.startNs, err = parseInts(startNs); err != nil {
 		fatal(fmt.Errorf("-start-n %q: %w", startNs, err))
+	}
+	if cfg.fipNs, err = parseInts(fipNs); err != nil {
+		fatal(fmt.Errorf("-fip-n %q: %w", fipNs, err))
+	}
+	if cfg.fipEventsNs, err = parseInts(fipEventsNs); err != nil {
+		fatal(fmt.Errorf("-fip-events-n %q: %w", fipEventsNs, err))
 	}
 	if _, err := os.Stat(cfg.bin); err != nil {
 		fatal(fmt.Errorf("the binary to measure: %w (run 'make build')", err))
@@ -145,9 +159,11 @@ func (s *stoppers) all() {
 
 var cleanup stoppers
 
-// result is one N's measurements; errs says why a cell is empty.
+// result is one N's measurements on one input; errs says why a cell is
+// empty.
 type result struct {
 	n                int
+	fips             bool // the input with a floating IP per router
 	rows             int
 	full, noop       childRun
 	fullTx, noopTx   string
@@ -168,6 +184,39 @@ type result struct {
 }
 
 func (r *result) fail(what string, err error) { r.errs[what] = err }
+
+// label names the row of r's N and input in the tables.
+func (r *result) label() string {
+	if r.fips {
+		return fmt.Sprintf("%d + FIP", r.n)
+	}
+	return strconv.Itoa(r.n)
+}
+
+// rawLabel names r's N and input in the raw numbers: "1000", "1000+fip".
+func (r *result) rawLabel() string {
+	if r.fips {
+		return fmt.Sprintf("%d+fip", r.n)
+	}
+	return fmt.Sprint(r.n)
+}
+
+// key names r's N and input in the raw numbers and the work directory.
+func (r *result) key() string {
+	if r.fips {
+		return fmt.Sprintf("n%d-fip", r.n)
+	}
+	return fmt.Sprintf("n%d", r.n)
+}
+
+// variants are the inputs measured at N: without floating IPs, and with
+// one per router at the -fip-n sizes.
+func (cfg *config) variants(n int) []bool {
+	if slices.Contains(cfg.fipNs, n) {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
 
 func run(cfg *config) int {
 	work, err := os.MkdirTemp("", "kubevirt-ovn-bench-")
@@ -199,20 +248,24 @@ func run(cfg *config) int {
 	cfg.deadline = began.Add(cfg.budget)
 	var results []*result
 	failed := false
+measuring:
 	for _, n := range cfg.ns {
-		if time.Now().After(cfg.deadline) {
-			results = append(results, &result{n: n, skipped: fmt.Sprintf("not measured: the -budget of %s ran out", cfg.budget), errs: map[string]error{}})
-			continue
-		}
-		r := measure(cfg, filepath.Join(work, fmt.Sprintf("n%d", n)), n)
-		results = append(results, r)
-		if len(r.errs) > 0 {
-			failed = true
-			for what, err := range r.errs {
-				fmt.Fprintf(os.Stderr, "bench: N=%d %s: %v\n", n, what, err)
+		for _, fips := range cfg.variants(n) {
+			r := &result{n: n, fips: fips, errs: map[string]error{}}
+			results = append(results, r)
+			if time.Now().After(cfg.deadline) {
+				r.skipped = fmt.Sprintf("not measured: the -budget of %s ran out", cfg.budget)
+				continue
 			}
-			if !cfg.keepGoing {
-				break
+			measure(cfg, filepath.Join(work, r.key()), r)
+			if len(r.errs) > 0 {
+				failed = true
+				for what, err := range r.errs {
+					fmt.Fprintf(os.Stderr, "bench: N=%s %s: %v\n", r.label(), what, err)
+				}
+				if !cfg.keepGoing {
+					break measuring
+				}
 			}
 		}
 	}
@@ -229,10 +282,10 @@ func (cfg *config) progress(format string, args ...any) {
 	}
 }
 
-// measure runs every measurement of one N; a failed one is recorded, and
-// without -keep-going ends this N.
-func measure(cfg *config, dir string, n int) *result {
-	r := &result{n: n, errs: map[string]error{}}
+// measure runs every measurement of r's N and input into r; a failed one
+// is recorded, and without -keep-going ends this N.
+func measure(cfg *config, dir string, r *result) {
+	n, label := r.n, r.label()
 	stopHere := func(what string, err error) bool {
 		if err == nil {
 			return false
@@ -241,79 +294,86 @@ func measure(cfg *config, dir string, n int) *result {
 		return !cfg.keepGoing
 	}
 	// What the rest depends on ends this N when it fails, -keep-going or not.
-	in, err := generate(dir, n)
+	in, err := generate(dir, n, r.fips)
 	if err != nil {
 		r.fail("input", err)
-		return r
+		return
 	}
-	cfg.progress("N=%d: starting NB, SB and northd", n)
+	cfg.progress("N=%s: starting NB, SB and northd", label)
 	c, err := sandbox.StartCentral(filepath.Join(dir, "central"))
 	if err != nil {
 		r.fail("central", err)
-		return r
+		return
 	}
 	stopCentral, _ := cleanup.add(func() { _ = c.Stop() })
 	defer stopCentral()
 
 	syncArgs := []string{"sync", "--nb", c.NB, "--from-file", in.dir, "--timeout", cfg.timeout.String()}
-	cfg.progress("N=%d: full sync", n)
+	cfg.progress("N=%s: full sync", label)
 	r.full, err = runChild(cfg.timeout+10*time.Second, nil, cfg.bin, syncArgs...)
 	r.fullTx = txnsOps(r.full)
 	if stopHere("full sync", err) {
-		return r
+		return
 	}
-	cfg.progress("N=%d: full sync %s; waiting for northd", n, r.full.wall)
+	cfg.progress("N=%s: full sync %s; waiting for northd", label, r.full.wall)
 	wsb, err := runChild(cfg.timeout, ovsEnv(dir), "ovn-nbctl", "--db="+c.NB, fmt.Sprintf("--timeout=%d", int(cfg.timeout.Seconds())), "--wait=sb", "sync")
 	r.waitSB = wsb.wall
 	if stopHere("wait=sb", err) {
-		return r
+		return
 	}
-	cfg.progress("N=%d: no-op sync", n)
+	cfg.progress("N=%s: no-op sync", label)
 	r.noop, err = runChild(cfg.timeout+10*time.Second, nil, cfg.bin, syncArgs...)
 	r.noopTx = txnsOps(r.noop)
 	if stopHere("no-op sync", err) {
-		return r
+		return
 	}
 	if err == nil && !strings.Contains(r.noop.stdout, "no changes") {
 		r.noopNote = "the no-op sync did not print \"no changes\": " + firstLine(lastLines(r.noop.stdout, 3))
 	}
 
-	cfg.progress("N=%d: dumping the NB", n)
+	cfg.progress("N=%s: dumping the NB", label)
 	raw, err := dialRaw(c.NB)
 	if err != nil {
 		r.fail("dump", err)
-		return r
+		return
 	}
 	tables, err := raw.dump("OVN_Northbound", "NB_Global")
 	raw.Close()
 	if err != nil {
 		r.fail("dump", err)
-		return r
+		return
 	}
 	for _, t := range tables {
 		r.rows += len(t.rows)
 	}
 
-	cfg.progress("N=%d: floor (%d rows in one transaction)", n, r.rows)
+	cfg.progress("N=%s: floor (%d rows in one transaction)", label, r.rows)
 	r.floor, r.floorOps, err = measureFloor(cfg, filepath.Join(dir, "floor"), tables)
 	if stopHere("floor", err) {
-		return r
+		return
 	}
 
+	nbctlMax, nbctlFlag := cfg.nbctlMax, "-nbctl-max"
+	if r.fips {
+		nbctlMax, nbctlFlag = cfg.fipNbctlMax, "-fip-nbctl-max"
+	}
 	if time.Now().After(cfg.deadline) {
 		r.nbctlNotMeasured = fmt.Sprintf("the -budget of %s ran out", cfg.budget)
-	} else if n <= cfg.nbctlMax {
-		cfg.progress("N=%d: batched ovn-nbctl", n)
+	} else if n <= nbctlMax {
+		cfg.progress("N=%s: batched ovn-nbctl", label)
 		err = measureNbctl(cfg, filepath.Join(dir, "nbctl"), tables, r)
 		if stopHere("nbctl", err) {
-			return r
+			return
 		}
 	} else {
-		r.nbctlNotMeasured = fmt.Sprintf("N > -nbctl-max %d", cfg.nbctlMax)
+		r.nbctlNotMeasured = fmt.Sprintf("N > %s %d", nbctlFlag, nbctlMax)
 	}
 
 	events := slices.Contains(cfg.eventsNs, n) && cfg.events > 0
 	starts := slices.Contains(cfg.startNs, n)
+	if r.fips {
+		events, starts = slices.Contains(cfg.fipEventsNs, n) && cfg.events > 0, false
+	}
 	switch {
 	case !events && !starts:
 	case events && n < 2:
@@ -322,24 +382,23 @@ func measure(cfg *config, dir string, n int) *result {
 		r.eventsSkipped = fmt.Sprintf("`run` not measured: the -budget of %s ran out", cfg.budget)
 	default:
 		if starts {
-			cfg.progress("N=%d: run on an empty NB (cold start)", n)
+			cfg.progress("N=%s: run on an empty NB (cold start)", label)
 			cold, err := coldStart(cfg, dir, in, r.rows)
 			r.cold = &cold
 			if stopHere("run cold start", err) {
-				return r
+				return
 			}
 		}
 		count := 0
 		if events {
 			count = cfg.events
 		}
-		cfg.progress("N=%d: run on the synced NB and %d events", n, count)
+		cfg.progress("N=%s: run on the synced NB and %d events", label, count)
 		r.ev, err = runEvents(cfg, dir, c.NB, in, count)
 		if stopHere("run events", err) {
-			return r
+			return
 		}
 	}
-	return r
 }
 
 // ovsEnv keeps OVS/OVN tools' run and log files in dir.
@@ -405,19 +464,46 @@ func measureNbctl(cfg *config, dir string, tables []dumpTable, r *result) error 
 	if _, err := nbctl("init"); err != nil {
 		return err
 	}
-	cmds, skipped := nbctlCommands(tables)
-	r.nbctlCmds, r.nbctlSkipped = len(cmds), skipped
-	calls := batches(cmds, cfg.nbctlBatch)
-	r.nbctlCalls = len(calls)
+	plan := nbctlCommands(tables)
+	r.nbctlSkipped = plan.skipped
 	deadline := time.Now().Add(cfg.timeout)
-	start := time.Now()
-	for _, args := range calls {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ovn-nbctl did not finish within %s", cfg.timeout)
+	runAll := func(cmds [][]string) error {
+		calls := batches(cmds, cfg.nbctlBatch)
+		r.nbctlCmds += len(cmds)
+		r.nbctlCalls += len(calls)
+		for _, args := range calls {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("ovn-nbctl did not finish within %s", cfg.timeout)
+			}
+			if _, err := nbctl(args...); err != nil {
+				return err
+			}
 		}
-		if _, err := nbctl(args...); err != nil {
+		return nil
+	}
+	start := time.Now()
+	// The DHCP options first, then their UUIDs read back for the commands
+	// that name them.
+	if err := runAll(plan.create); err != nil {
+		return err
+	}
+	cmds := plan.cmds
+	if len(plan.create) > 0 {
+		list, err := nbctl("--format=json", "--columns=_uuid,cidr,external_ids", "list", "DHCP_Options")
+		if err != nil {
 			return err
 		}
+		r.nbctlCalls++
+		created, err := dhcpCreated(list.stdout)
+		if err != nil {
+			return err
+		}
+		if cmds, err = plan.resolve(created); err != nil {
+			return err
+		}
+	}
+	if err := runAll(cmds); err != nil {
+		return err
 	}
 	r.nbctl = time.Since(start)
 	// The same number of rows as the dump, skipped tables aside.
@@ -431,13 +517,32 @@ func measureNbctl(cfg *config, dir string, tables []dumpTable, r *result) error 
 		return err
 	}
 	want := countRows(tables)
-	for _, k := range skipped {
+	for _, k := range plan.skipped {
 		want -= k
 	}
 	if have := countRows(got); have != want {
 		return fmt.Errorf("ovn-nbctl built %d rows, the dump has %d (outside skipped tables)", have, want)
 	}
+	if have, want := refCount(got, "Logical_Switch_Port", "dhcpv4_options"), refCount(tables, "Logical_Switch_Port", "dhcpv4_options"); have != want {
+		return fmt.Errorf("ovn-nbctl built %d switch ports with DHCP options, the dump has %d", have, want)
+	}
 	return nil
+}
+
+// refCount is how many rows of table refer to a row in column.
+func refCount(tables []dumpTable, table, column string) int {
+	n := 0
+	for _, t := range tables {
+		if t.name != table {
+			continue
+		}
+		for _, r := range t.rows {
+			if len(uuids(r[column])) > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // machine describes where the numbers come from.

@@ -1,20 +1,54 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
+// nbctlPlan is how ovn-nbctl rebuilds a dump of the NB. ovn-nbctl's DHCP
+// commands name a DHCP_Options row by its UUID, which dhcp-options-create
+// does not print: create makes those rows first, a `list` reads their UUIDs
+// back (dhcpCreated), and cmds, which refer to a row by the placeholder
+// dhcpRef(its dump UUID), are resolved (resolve) and run after.
+type nbctlPlan struct {
+	create [][]string
+	cmds   [][]string
+	// dhcpKeys is the identity (dhcpKey) of each DHCP_Options row of the
+	// dump, by its dump UUID.
+	dhcpKeys map[string]string
+	// skipped are the tables whose rows it does not rebuild, with their
+	// row counts.
+	skipped map[string]int
+}
+
+// dhcpRef stands for the UUID of the row rebuilt from DHCP_Options row u of
+// the dump until resolve replaces it.
+func dhcpRef(u string) string { return "@dhcp:" + u }
+
+// dhcpKey identifies a DHCP_Options row by its cidr and external_ids (the
+// rows kubevirt-ovn writes differ in external_ids:kubevirt-ovn/network).
+func dhcpKey(cidr string, ids [][2]string) string {
+	var b strings.Builder
+	b.WriteString(cidr)
+	for _, kv := range ids {
+		b.WriteString(" " + kv[0] + "=" + kv[1])
+	}
+	return b.String()
+}
+
 // nbctlCommands turns a dump of the NB into the ovn-nbctl commands that
-// build the same topology: ls-add, lsp-add, lsp-set-addresses,
-// lsp-set-port-security, lsp-set-type, lsp-set-options, lr-add, lrp-add,
-// lrp-set-gateway-chassis, lr-nat-add, lr-route-add, static-mac-binding-add, and `set` for the
-// external_ids and options of named rows. NAT and route rows, which have no
-// name to `set`, get no external_ids. It also returns the tables whose rows
-// it did not rebuild, with their row counts.
-func nbctlCommands(tables []dumpTable) (cmds [][]string, skipped map[string]int) {
+// build the same topology: dhcp-options-create and -set-options, ls-add,
+// lsp-add, lsp-set-addresses, lsp-set-port-security, lsp-set-type,
+// lsp-set-options, lsp-set-dhcpv4-options, lr-add, lrp-add,
+// lrp-set-gateway-chassis, lr-nat-add, lr-route-add,
+// static-mac-binding-add, and `set` for the external_ids and options of
+// named rows. NAT and route rows, which have no name to `set`, get no
+// external_ids.
+func nbctlCommands(tables []dumpTable) nbctlPlan {
 	byUUID := map[string]row{}
 	for _, t := range tables {
 		for _, r := range t.rows {
@@ -25,13 +59,14 @@ func nbctlCommands(tables []dumpTable) (cmds [][]string, skipped map[string]int)
 	}
 	handled := map[string]bool{"Logical_Switch": true, "Logical_Switch_Port": true, "Logical_Router": true,
 		"Logical_Router_Port": true, "Gateway_Chassis": true, "NAT": true, "Logical_Router_Static_Route": true,
-		"Static_MAC_Binding": true}
-	skipped = map[string]int{}
+		"Static_MAC_Binding": true, "DHCP_Options": true}
+	plan := nbctlPlan{dhcpKeys: map[string]string{}, skipped: map[string]int{}}
 	for _, t := range tables {
 		if !handled[t.name] {
-			skipped[t.name] += len(t.rows)
+			plan.skipped[t.name] += len(t.rows)
 		}
 	}
+	var cmds [][]string
 	set := func(table, name string, r row, cols ...string) {
 		args := []string{"set", table, name}
 		for _, c := range cols {
@@ -45,6 +80,24 @@ func nbctlCommands(tables []dumpTable) (cmds [][]string, skipped map[string]int)
 	}
 	for _, t := range tables {
 		switch t.name {
+		case "DHCP_Options":
+			for _, d := range t.rows {
+				u, _ := uuidOf(d["_uuid"])
+				ids := mapOf(d["external_ids"])
+				plan.dhcpKeys[u] = dhcpKey(str(d["cidr"]), ids)
+				create := []string{"dhcp-options-create", str(d["cidr"])}
+				for _, kv := range ids {
+					create = append(create, kv[0]+"="+kv[1])
+				}
+				plan.create = append(plan.create, create)
+				if o := mapOf(d["options"]); len(o) > 0 {
+					args := []string{"dhcp-options-set-options", dhcpRef(u)}
+					for _, kv := range o {
+						args = append(args, kv[0]+"="+kv[1])
+					}
+					cmds = append(cmds, args)
+				}
+			}
 		case "Logical_Switch":
 			for _, ls := range t.rows {
 				name := str(ls["name"])
@@ -70,6 +123,9 @@ func nbctlCommands(tables []dumpTable) (cmds [][]string, skipped map[string]int)
 						}
 						cmds = append(cmds, args)
 					}
+					if du := uuids(p["dhcpv4_options"]); len(du) == 1 {
+						cmds = append(cmds, []string{"lsp-set-dhcpv4-options", pn, dhcpRef(du[0])})
+					}
 					set("Logical_Switch_Port", pn, p, "external_ids")
 				}
 			}
@@ -94,12 +150,20 @@ func nbctlCommands(tables []dumpTable) (cmds [][]string, skipped map[string]int)
 				}
 				for _, nu := range uuids(lr["nat"]) {
 					n := byUUID[nu]
-					args := []string{"lr-nat-add", name, str(n["type"]), str(n["external_ip"]), str(n["logical_ip"])}
+					var args []string
+					pr := str(n["external_port_range"])
+					if pr != "" {
+						args = append(args, "--portrange")
+					}
+					args = append(args, "lr-nat-add", name, str(n["type"]), str(n["external_ip"]), str(n["logical_ip"]))
 					if lp := strs(n["logical_port"]); len(lp) > 0 {
 						args = append(args, lp[0])
 						if m := strs(n["external_mac"]); len(m) > 0 {
 							args = append(args, m[0])
 						}
+					}
+					if pr != "" {
+						args = append(args, pr)
 					}
 					cmds = append(cmds, args)
 				}
@@ -118,7 +182,60 @@ func nbctlCommands(tables []dumpTable) (cmds [][]string, skipped map[string]int)
 			}
 		}
 	}
-	return cmds, skipped
+	plan.cmds = cmds
+	return plan
+}
+
+// dhcpCreated reads the UUIDs of the DHCP_Options rows that create made,
+// by their identity (dhcpKey), from the output of
+// `ovn-nbctl --format=json --columns=_uuid,cidr,external_ids list DHCP_Options`.
+func dhcpCreated(listJSON string) (map[string]string, error) {
+	var out struct {
+		Headings []string `json:"headings"`
+		Data     [][]any  `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(listJSON), &out); err != nil {
+		return nil, fmt.Errorf("reading ovn-nbctl's list of DHCP_Options: %w", err)
+	}
+	if !slices.Equal(out.Headings, []string{"_uuid", "cidr", "external_ids"}) {
+		return nil, fmt.Errorf("ovn-nbctl's list of DHCP_Options has columns %v, want _uuid, cidr, external_ids", out.Headings)
+	}
+	byKey := map[string]string{}
+	for _, r := range out.Data {
+		u, ok := uuidOf(r[0])
+		if len(r) != 3 || !ok {
+			return nil, fmt.Errorf("ovn-nbctl's list of DHCP_Options: row %v is not a UUID, a cidr and external_ids", r)
+		}
+		k := dhcpKey(str(r[1]), mapOf(r[2]))
+		if _, dup := byKey[k]; dup {
+			return nil, fmt.Errorf("two DHCP_Options rows are %q: the rebuild cannot tell them apart", k)
+		}
+		byKey[k] = u
+	}
+	return byKey, nil
+}
+
+// resolve replaces the placeholders of DHCP_Options rows in cmds by the
+// UUIDs of the rows created for them (created: by dhcpKey).
+func (p nbctlPlan) resolve(created map[string]string) ([][]string, error) {
+	out := make([][]string, len(p.cmds))
+	for i, c := range p.cmds {
+		out[i] = slices.Clone(c)
+		for j, a := range c {
+			u, ok := strings.CutPrefix(a, "@dhcp:")
+			if !ok {
+				continue
+			}
+			k, ok := p.dhcpKeys[u]
+			if !ok {
+				return nil, fmt.Errorf("%s: DHCP_Options row %s is not in the dump", joinCmd(c), u)
+			}
+			if out[i][j], ok = created[k]; !ok {
+				return nil, fmt.Errorf("%s: ovn-nbctl created no DHCP_Options row %q", joinCmd(c), k)
+			}
+		}
+	}
+	return out, nil
 }
 
 // batches joins commands into invocations of at most size commands each.

@@ -69,36 +69,37 @@ func mean(ds []time.Duration) time.Duration {
 func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 	fmt.Fprintf(w, "## kubevirt-ovn bench\n\n")
 	fmt.Fprintf(w, "Machine: %s. Binary: %s. Bench took %s.\n\n", machine(), cfg.bin, took.Round(time.Second))
-	fmt.Fprintf(w, "Per router: 2 internal networks × 5 VMs, SNAT, peer router, gateway chassis; one shared FLAT network. "+
+	fmt.Fprintf(w, "Per router: 2 internal networks × 5 VMs, DHCP on every network, SNAT, peer router, gateway chassis; one shared FLAT network (with DHCP). "+
+		"Rows \"N + FIP\": the same input with one floating IP per router, bound to one of its VMs. "+
 		"Each column on a fresh NB (full and no-op sync, wait=sb on one NB with northd; floor and nbctl each on their own NB without northd).\n\n")
 	fmt.Fprintln(w, "| N | NB rows | full sync | CPU | peak RSS | txns/ops | wait=sb | no-op sync | CPU | peak RSS | txns/ops | floor (1 txn) | ovn-nbctl | full/floor | nbctl/floor |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var notes []string
 	for _, r := range results {
 		if r.skipped != "" {
-			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.skipped))
+			notes = append(notes, fmt.Sprintf("N=%s: %s", r.label(), r.skipped))
 			continue
 		}
 		if r.noopNote != "" {
-			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.noopNote))
+			notes = append(notes, fmt.Sprintf("N=%s: %s", r.label(), r.noopNote))
 		}
 		if r.eventsSkipped != "" {
-			notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, r.eventsSkipped))
+			notes = append(notes, fmt.Sprintf("N=%s: %s", r.label(), r.eventsSkipped))
 		}
 		nbctl := secs(r.nbctl)
 		if r.nbctlNotMeasured != "" {
 			nbctl = "skipped"
-			notes = append(notes, fmt.Sprintf("N=%d: ovn-nbctl not run (%s)", r.n, r.nbctlNotMeasured))
+			notes = append(notes, fmt.Sprintf("N=%s: ovn-nbctl not run (%s)", r.label(), r.nbctlNotMeasured))
 		}
-		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.n, r.rows, secs(r.full.wall), secs(r.full.cpu), mib(r.full.maxRSS), r.fullTx, secs(r.waitSB),
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.label(), r.rows, secs(r.full.wall), secs(r.full.cpu), mib(r.full.maxRSS), r.fullTx, secs(r.waitSB),
 			secs(r.noop.wall), secs(r.noop.cpu), mib(r.noop.maxRSS), r.noopTx,
 			secs(r.floor), nbctl, ratio(r.full.wall, r.floor), ratio(r.nbctl, r.floor))
 		for _, k := range slices.Sorted(maps.Keys(r.nbctlSkipped)) {
-			notes = append(notes, fmt.Sprintf("N=%d: ovn-nbctl did not rebuild %d rows of %s", r.n, r.nbctlSkipped[k], k))
+			notes = append(notes, fmt.Sprintf("N=%s: ovn-nbctl did not rebuild %d rows of %s", r.label(), r.nbctlSkipped[k], k))
 		}
 		for _, k := range slices.Sorted(maps.Keys(r.errs)) {
-			notes = append(notes, fmt.Sprintf("N=%d: %s failed: %v", r.n, k, firstLine(r.errs[k].Error())))
+			notes = append(notes, fmt.Sprintf("N=%s: %s failed: %v", r.label(), k, firstLine(r.errs[k].Error())))
 		}
 	}
 	fmt.Fprintln(w)
@@ -129,7 +130,7 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 				}
 				warmRatio = ratio2(e.startup, r.noop.wall)
 			}
-			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.n,
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.label(),
 				cold, secs(r.cold.cpu), mib(r.cold.hwm), ratio2(r.cold.idle, r.full.wall),
 				warm, warmCPU, mib(warmHWM), warmRatio,
 				ratio2(time.Duration(max(r.cold.hwm, warmHWM)), time.Duration(max(r.full.maxRSS, r.noop.maxRSS))))
@@ -154,11 +155,14 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			if e.startupTimeout > 0 {
 				startup = "> " + e.startupTimeout.String()
 			}
-			fmt.Fprintf(w, "| %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.n, startup, secs(e.startupCPU), ratio(e.startup, r.noop.wall), len(e.lat),
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.label(), startup, secs(e.startupCPU), ratio(e.startup, r.noop.wall), len(e.lat),
 				secs(quantile(e.lat, 0.5)), secs(quantile(e.lat, 0.99)), secs(quantile(e.lat, 1)),
 				secs(mean(e.cpu)), secs(quantile(e.cpu, 0.99)), mib(e.hwm))
 			if e.note != "" {
-				notes = append(notes, fmt.Sprintf("N=%d: %s", r.n, e.note))
+				notes = append(notes, fmt.Sprintf("N=%s: %s", r.label(), e.note))
+			}
+			if e.fipReplaced > 0 {
+				notes = append(notes, fmt.Sprintf("N=%s: %d of %d floating IP moves replaced the NAT row instead of updating its logical_ip in place", r.label(), e.fipReplaced, e.fipMoves))
 			}
 		}
 		fmt.Fprintln(w)
@@ -171,8 +175,8 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			}
 		}
 		for _, r := range withEvents {
-			fmt.Fprintf(w, "- N=%d:", r.n)
-			for _, k := range []string{"vm-add", "snat-ip", "router-del", "lsp-del", "nat-del", "router-add"} {
+			fmt.Fprintf(w, "- N=%s:", r.label())
+			for _, k := range []string{"vm-add", "snat-ip", "router-del", "lsp-del", "nat-del", "router-add", "fip-move"} {
 				var lat, cpu []time.Duration
 				for i, kk := range r.ev.kinds {
 					if kk == k {
@@ -185,16 +189,24 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			}
 			fmt.Fprintln(w)
 		}
-		if len(withEvents) > 1 {
-			lo, hi := withEvents[0], withEvents[len(withEvents)-1]
-			fmt.Fprintf(w, "\np99(N=%d)/p99(N=%d) = %s; mean CPU per event N=%d/N=%d = %s\n", hi.n, lo.n,
-				ratio(quantile(hi.ev.lat, 0.99), quantile(lo.ev.lat, 0.99)), hi.n, lo.n, ratio(mean(hi.ev.cpu), mean(lo.ev.cpu)))
+		for _, fips := range []bool{false, true} {
+			var same []*result
+			for _, r := range withEvents {
+				if r.fips == fips {
+					same = append(same, r)
+				}
+			}
+			if len(same) > 1 {
+				lo, hi := same[0], same[len(same)-1]
+				fmt.Fprintf(w, "\np99(N=%s)/p99(N=%s) = %s; mean CPU per event N=%s/N=%s = %s\n", hi.label(), lo.label(),
+					ratio(quantile(hi.ev.lat, 0.99), quantile(lo.ev.lat, 0.99)), hi.label(), lo.label(), ratio(mean(hi.ev.cpu), mean(lo.ev.cpu)))
+			}
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
+	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -fip-nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
 		"Floor: a raw JSON-RPC `transact` over the NB's unix socket of every dumped row (NB_Global excluded) as named-UUID inserts, children referenced from their parents' rows.\n",
-		cfg.nbctlBatch, cfg.nbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
+		cfg.nbctlBatch, cfg.nbctlMax, cfg.fipNbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range notes {
@@ -208,20 +220,20 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		if r.skipped != "" {
 			continue
 		}
-		fmt.Fprintf(w, "N=%d rows=%d full_wall=%.4f full_cpu=%.4f full_maxrss=%d full_txns_ops=%s wait_sb=%.4f noop_wall=%.4f noop_cpu=%.4f noop_maxrss=%d noop_txns_ops=%s floor=%.4f floor_ops=%d nbctl=%.4f nbctl_cmds=%d nbctl_calls=%d\n",
-			r.n, r.rows, r.full.wall.Seconds(), r.full.cpu.Seconds(), r.full.maxRSS, r.fullTx, r.waitSB.Seconds(),
+		fmt.Fprintf(w, "N=%s rows=%d full_wall=%.4f full_cpu=%.4f full_maxrss=%d full_txns_ops=%s wait_sb=%.4f noop_wall=%.4f noop_cpu=%.4f noop_maxrss=%d noop_txns_ops=%s floor=%.4f floor_ops=%d nbctl=%.4f nbctl_cmds=%d nbctl_calls=%d\n",
+			r.rawLabel(), r.rows, r.full.wall.Seconds(), r.full.cpu.Seconds(), r.full.maxRSS, r.fullTx, r.waitSB.Seconds(),
 			r.noop.wall.Seconds(), r.noop.cpu.Seconds(), r.noop.maxRSS, r.noopTx, r.floor.Seconds(), r.floorOps,
 			r.nbctl.Seconds(), r.nbctlCmds, r.nbctlCalls)
 		if c := r.cold; c != nil {
-			fmt.Fprintf(w, "N=%d run_cold_idle=%.4f run_cold_cpu=%.4f run_cold_hwm=%d\n", r.n, c.idle.Seconds(), c.cpu.Seconds(), c.hwm)
+			fmt.Fprintf(w, "N=%s run_cold_idle=%.4f run_cold_cpu=%.4f run_cold_hwm=%d\n", r.rawLabel(), c.idle.Seconds(), c.cpu.Seconds(), c.hwm)
 		}
 		if e := r.ev; e != nil {
-			fmt.Fprintf(w, "N=%d run_start_idle=%.4f run_start_cpu=%.4f run_start_hwm=%d run_hwm=%d\n", r.n, e.startup.Seconds(), e.startupCPU.Seconds(), e.startupHWM, e.hwm)
+			fmt.Fprintf(w, "N=%s run_start_idle=%.4f run_start_cpu=%.4f run_start_hwm=%d run_hwm=%d\n", r.rawLabel(), e.startup.Seconds(), e.startupCPU.Seconds(), e.startupHWM, e.hwm)
 			var parts []string
 			for i := range e.lat {
 				parts = append(parts, fmt.Sprintf("%s:%.4f/%.2f", e.kinds[i], e.lat[i].Seconds(), e.cpu[i].Seconds()))
 			}
-			fmt.Fprintf(w, "N=%d events(kind:latency/cpu)=%s\n", r.n, strings.Join(parts, " "))
+			fmt.Fprintf(w, "N=%s events(kind:latency/cpu)=%s\n", r.rawLabel(), strings.Join(parts, " "))
 		}
 	}
 	fmt.Fprintln(w, "```")

@@ -152,6 +152,25 @@ func (v view) nats(r *nbmodel.LogicalRouter) []*nbmodel.NAT {
 	return out
 }
 
+// fipNAT is router s's dnat_and_snat row of its floating IP; nil if it
+// has none or more than one.
+func (v view) fipNAT(s *routerState) *nbmodel.NAT {
+	r := v.routerNamed(routerRow(routerName(s.index)))
+	if r == nil {
+		return nil
+	}
+	var found *nbmodel.NAT
+	for _, n := range v.nats(r) {
+		if n.Type == nbmodel.NATTypeDNATAndSNAT && n.ExternalIP == fipIP(s.index) {
+			if found != nil {
+				return nil
+			}
+			found = n
+		}
+	}
+	return found
+}
+
 // until waits for cond to hold on the mirror, at most timeout; it returns
 // when it held.
 func (w *nbWatch) until(cond func(view) bool, timeout time.Duration) (time.Time, error) {
