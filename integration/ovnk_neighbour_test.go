@@ -59,11 +59,15 @@ type ovnkView struct {
 	routes   map[string]*nbmodel.LogicalRouterStaticRoute
 	policies map[string]*nbmodel.LogicalRouterPolicy
 	qos      []*nbmodel.QoS
+	dhcp     []*nbmodel.DHCPOptions
 }
 
 // ovnkActs are what the facts ask of the NB, by row UUID.
 type ovnkActs struct {
 	deleteSwitch, deleteRouter map[string]bool
+	// deleteDHCP: DHCP_Options rows (a root table; a port's reference to
+	// one is weak and goes with it).
+	deleteDHCP map[string]bool
 	// removePort: switch -> its ports; removeNAT, removeRoute,
 	// removePolicy: router -> its rows of that column.
 	removePort, removeNAT, removeRoute, removePolicy map[string][]string
@@ -226,6 +230,39 @@ var ovnkFacts = []struct {
 			a.note("legacy NAT external_ids", "NAT", nat.ExternalIP+" "+nat.LogicalIP)
 		}
 	}},
+	// kubevirt/pod.go SyncVirtualMachines, run at every start from
+	// ovn/pods.go syncPods, v1.0.0..master: DHCP_Options rows (table-wide),
+	// and ovn_cluster_router's policies and static routes, that name a
+	// KubeVirt VM (k8s.ovn.org/name "<namespace>/<vm>", or
+	// k8s.ovn.org/namespace with k8s.ovn.org/vm) that does not exist are
+	// deleted. v1.1.0 on also need k8s.ovn.org/zone, v1.3.0 on an owner
+	// controller of theirs; this is v1.0.0's, the widest. The neighbour
+	// knows no VM: every row that names one is stale. The policies and
+	// routes are taken table-wide (DeleteLogicalRouterPoliciesWithPredicate
+	// selects from the whole table) and removed from whichever router holds
+	// them.
+	{"kubevirt stale VMs", func(v *ovnkView, _ ovnkZone, a *ovnkActs) {
+		for _, d := range v.dhcp {
+			if ovnkNamesVM(d.ExternalIDs) {
+				a.deleteDHCP[d.UUID] = true
+				a.note("kubevirt stale VMs", "DHCP_Options", d.Cidr)
+			}
+		}
+		for _, lr := range v.routers {
+			for _, u := range lr.Policies {
+				if p := v.policies[u]; p != nil && ovnkNamesVM(p.ExternalIDs) {
+					a.removePolicy[lr.UUID] = append(a.removePolicy[lr.UUID], u)
+					a.note("kubevirt stale VMs", "Logical_Router_Policy", p.Match)
+				}
+			}
+			for _, u := range lr.StaticRoutes {
+				if r := v.routes[u]; r != nil && ovnkNamesVM(r.ExternalIDs) {
+					a.removeRoute[lr.UUID] = append(a.removeRoute[lr.UUID], u)
+					a.note("kubevirt stale VMs", "Logical_Router_Static_Route", r.IPPrefix+" via "+r.Nexthop)
+				}
+			}
+		}
+	}},
 	// ovn/controller/apbroute/repair.go buildOVNECMPCache and the repair,
 	// v1.0.0..master, with no AdminPolicyBasedExternalRoute existing:
 	// every static route with options:ecmp_symmetric_reply=true and every
@@ -282,6 +319,17 @@ func ovnkCleanupNode(v *ovnkView, a *ovnkActs, ls *nbmodel.LogicalSwitch) {
 	}
 }
 
+// ovnkNamesVM says whether external_ids name a KubeVirt VM as
+// ovn-kubernetes' kubevirt package reads it (extractVMFromExternalIDs).
+func ovnkNamesVM(ids map[string]string) bool {
+	if name, ok := ids[ovnkNameKey]; ok {
+		return len(strings.Split(name, "/")) == 2
+	}
+	_, ns := ids["k8s.ovn.org/namespace"]
+	_, vm := ids["k8s.ovn.org/vm"]
+	return ns && vm
+}
+
 // ovnkScoped is ovn-kubernetes' name of a user-defined network's row for
 // name (util.GetNetworkScopedName's shape).
 func ovnkScoped(network, name string) string {
@@ -315,6 +363,7 @@ var ovnkTables = map[string]model.Model{
 	nbmodel.LogicalRouterStaticRouteTable: &nbmodel.LogicalRouterStaticRoute{},
 	nbmodel.LogicalRouterPolicyTable:      &nbmodel.LogicalRouterPolicy{},
 	nbmodel.QoSTable:                      &nbmodel.QoS{},
+	nbmodel.DHCPOptionsTable:              &nbmodel.DHCPOptions{},
 }
 
 // ovnkDone is what one start of the neighbour did to a zone.
@@ -396,7 +445,7 @@ func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs),
 	var nats []*nbmodel.NAT
 	var routes []*nbmodel.LogicalRouterStaticRoute
 	var policies []*nbmodel.LogicalRouterPolicy
-	for _, l := range []any{&v.switches, &ports, &v.routers, &nats, &routes, &policies, &v.qos} {
+	for _, l := range []any{&v.switches, &ports, &v.routers, &nats, &routes, &policies, &v.qos, &v.dhcp} {
 		require.NoError(t, nb.List(ctx, l))
 	}
 	for _, p := range ports {
@@ -411,7 +460,7 @@ func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs),
 	for _, p := range policies {
 		v.policies[p.UUID] = p
 	}
-	a := &ovnkActs{deleteSwitch: map[string]bool{}, deleteRouter: map[string]bool{},
+	a := &ovnkActs{deleteSwitch: map[string]bool{}, deleteRouter: map[string]bool{}, deleteDHCP: map[string]bool{},
 		removePort: map[string][]string{}, removeNAT: map[string][]string{}, removeRoute: map[string][]string{},
 		removePolicy: map[string][]string{}, renameNAT: map[string]map[string]string{}}
 	facts(v, a)
@@ -470,6 +519,11 @@ func ovnkOps(nb client.Client, v *ovnkView, a *ovnkActs) ([]ovsdb.Operation, []s
 	}
 	for u := range a.deleteRouter {
 		if err := add(nb.Where(&nbmodel.LogicalRouter{UUID: u}).Delete()); err != nil {
+			return nil, nil, err
+		}
+	}
+	for u := range a.deleteDHCP {
+		if err := add(nb.Where(&nbmodel.DHCPOptions{UUID: u}).Delete()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -567,7 +621,9 @@ func ovnkOurs(c client.Client) []string {
 // (other_config:requested-tnl-key, no k8s.ovn.org/network) goes with its
 // port, the same switch with the marker stays; each fact's rows go and its
 // near misses stay; EgressQoS adds its row to every switch it should, ours
-// included; a second start matches and adds nothing.
+// included; a second start matches and adds nothing. Our DHCP_Options row,
+// floating-IP NAT and policies stay beside a stale VM's DHCP options, policy
+// and route that go.
 func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	c := startCentral(t)
 	nbctl(t, c, "set", "NB_Global", ".", "name=hv1")
@@ -615,6 +671,15 @@ func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	nbctl(t, c, "lr-add", "GR_hv9")
 	nbctl(t, c, "lr-add", "GR_hv1")
 	nbctl(t, c, append([]string{"lr-add", "kv-copy", "--", "set", "Logical_Router", "kv-copy"}, ids(ours("copy", false))...)...)
+	nbctl(t, c, "lr-add", "ovn_cluster_router")
+	// DHCP options: ours (a VM port's), a stale VM's, and one that names no
+	// VM (a near miss).
+	dhcpIDs := ours("marked", false)
+	dhcpIDs[translator.KeyDHCPNetwork] = "marked"
+	nbctl(t, c, append(append([]string{"--id=@d", "create", "DHCP_Options", "cidr=10.30.0.0/24", "options:router=10.30.0.1"}, ids(dhcpIDs)...),
+		"--", "set", "Logical_Switch_Port", "kv-marked_default_vm_eth1", "dhcpv4_options=@d")...)
+	nbctl(t, c, "create", "DHCP_Options", "cidr=10.244.1.0/24", `external_ids:k8s.ovn.org/name="ns9/gone-vm"`, "external_ids:k8s.ovn.org/zone=local")
+	nbctl(t, c, "create", "DHCP_Options", "cidr=10.244.2.0/24", "external_ids:k8s.ovn.org/name=gone-vm", "external_ids:k8s.ovn.org/zone=local")
 	for _, row := range [][]string{
 		{"GR_hv1", "nat", "NAT", "type=snat", "external_ip=172.16.0.50", "logical_ip=10.244.1.5", `external_ids:k8s.ovn.org/name="eip1_default/pod1"`},
 		{"GR_hv1", "nat", "NAT", "type=snat", "external_ip=172.16.0.2", "logical_ip=10.244.0.0/16", "external_ids:k8s.ovn.org/name=hv1"},
@@ -625,6 +690,11 @@ func TestOVNKNeighbourHasTeeth(t *testing.T) {
 		{"GR_hv1", "policies", "Logical_Router_Policy", "priority=100", `match="ip4.src == 10.244.1.9"`, "action=allow"},
 		{"kv-copy", "nat", "NAT", "type=snat", "external_ip=172.16.0.100", "logical_ip=10.10.0.0/24", "external_ids:kubevirt-ovn/managed-by=teeth"},
 		{"kv-copy", "static_routes", "Logical_Router_Static_Route", "ip_prefix=0.0.0.0/0", "nexthop=172.16.0.1", "external_ids:kubevirt-ovn/managed-by=teeth"},
+		{"kv-copy", "nat", "NAT", "type=dnat_and_snat", "external_ip=172.16.0.60", "logical_ip=10.30.0.7", "external_ids:kubevirt-ovn/managed-by=teeth", "external_ids:kubevirt-ovn/floating-ip=db-1"},
+		{"kv-copy", "policies", "Logical_Router_Policy", "priority=1001", `match="ip4.src == 10.30.0.7 || ip4.dst == 172.16.0.60"`, "action=allow", "external_ids:kubevirt-ovn/managed-by=teeth", "external_ids:kubevirt-ovn/floating-ip=db-1"},
+		{"kv-copy", "policies", "Logical_Router_Policy", "priority=1000", `match="ip4.src == 10.30.0.0/24 && ip4.dst != 10.30.0.0/24"`, "action=drop", "external_ids:kubevirt-ovn/managed-by=teeth"},
+		{"ovn_cluster_router", "policies", "Logical_Router_Policy", "priority=1", `match="ip4.src == 10.244.1.50"`, "action=allow", `external_ids:k8s.ovn.org/name="ns9/gone-vm"`, "external_ids:k8s.ovn.org/zone=local"},
+		{"ovn_cluster_router", "static_routes", "Logical_Router_Static_Route", "ip_prefix=10.244.1.50", "nexthop=100.64.0.4", "external_ids:k8s.ovn.org/namespace=ns9", "external_ids:k8s.ovn.org/vm=gone-vm"},
 	} {
 		nbctl(t, c, append(append([]string{"--id=@r", "create"}, row[2:]...), "--", "add", "Logical_Router", row[0], row[1], "@r")...)
 	}
@@ -642,7 +712,7 @@ func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	assert.Equal(t, []string{"ext_hv1", "hv1", "join", "kv-marked", "some.net_hv1", "tenant.blue_hv1", "transit_switch"},
 		list("list", "Logical_Switch"), "switches left")
 	assert.Equal(t, []string{"default_pod-live", "k8s-hv1", "kv-marked_default_vm_eth1"}, list("list", "Logical_Switch_Port"), "ports left")
-	assert.Equal(t, []string{"GR_hv1", "kv-copy"}, list("list", "Logical_Router"), "routers left")
+	assert.Equal(t, []string{"GR_hv1", "kv-copy", "ovn_cluster_router"}, list("list", "Logical_Router"), "routers left")
 	assert.Empty(t, strings.TrimSpace(sbctl(t, c, "--bare", "--columns=name", "find", "Chassis", "hostname=hv9")), "the stale node's chassis")
 	nat := func(ip string) string {
 		return strings.TrimSpace(nbctl(t, c, "--bare", "--columns=external_ids", "find", "NAT", "external_ip="+ip))
@@ -651,8 +721,16 @@ func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	assert.Equal(t, "k8s.ovn.org/name=hv1", nat("172.16.0.2"), "a SNAT whose name is no EgressIP's")
 	assert.Contains(t, nat("172.16.0.51"), "k8s.ovn.org/owner-type=EgressIP", "legacy NAT rewritten")
 	assert.Equal(t, "kubevirt-ovn/managed-by=teeth", nat("172.16.0.100"))
+	assert.Contains(t, nat("172.16.0.60"), "kubevirt-ovn/floating-ip=db-1", "our floating IP's dnat_and_snat")
+	cidrs := strings.Fields(nbctl(t, c, "--bare", "--columns=cidr", "list", "DHCP_Options"))
+	slices.Sort(cidrs)
+	assert.Equal(t, []string{"10.244.2.0/24", "10.30.0.0/24"}, cidrs, "DHCP options left: ours and one that names no VM")
+	assert.Equal(t, strings.TrimSpace(nbctl(t, c, "--bare", "--columns=_uuid", "find", "DHCP_Options", "cidr=10.30.0.0/24")),
+		strings.TrimSpace(nbctl(t, c, "--bare", "--columns=dhcpv4_options", "list", "Logical_Switch_Port", "kv-marked_default_vm_eth1")), "our VM port's DHCP options")
 	assert.Equal(t, []string{"0.0.0.0/0", "0.0.0.0/0"}, strings.Fields(nbctl(t, c, "--bare", "--columns=ip_prefix", "list", "Logical_Router_Static_Route")))
-	assert.Equal(t, []string{"100"}, strings.Fields(nbctl(t, c, "--bare", "--columns=priority", "list", "Logical_Router_Policy")))
+	priorities := strings.Fields(nbctl(t, c, "--bare", "--columns=priority", "list", "Logical_Router_Policy"))
+	slices.Sort(priorities)
+	assert.Equal(t, []string{"100", "1000", "1001"}, priorities, "policies left: EgressIP's and ours")
 	var withQoS []string
 	for _, ls := range list("list", "Logical_Switch") {
 		if strings.TrimSpace(nbctl(t, c, "get", "Logical_Switch", ls, "qos_rules")) != "[]" {
@@ -671,5 +749,5 @@ func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	assert.Empty(t, again.Matched, "a third start")
 	assert.Empty(t, again.QoSOn, "a third start")
 	assert.Equal(t, again.OursBefore, again.OursAfter)
-	assert.Len(t, again.OursAfter, 4, "switch kv-marked, router kv-copy, its NAT and route")
+	assert.Len(t, again.OursAfter, 8, "switch kv-marked, its port's DHCP options, router kv-copy, its SNAT, floating IP NAT, two policies and route")
 }
