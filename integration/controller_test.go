@@ -307,9 +307,9 @@ func TestControllerConvergesReportsStatusAndRepairsDrift(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, 1.0, ctrl.metric("kubevirt_ovn_routers_ready"))
 	assert.Equal(t, 1.0, ctrl.metric("kubevirt_ovn_routers_realized"))
-	// 3 switches, 6 switch ports, 1 router, 3 router ports, 2 NAT, 1 route,
-	// 2 gateway chassis.
-	assert.Equal(t, 18.0, ctrl.metric("kubevirt_ovn_owned_rows"), "owned rows")
+	// 3 switches, 6 switch ports, 3 DHCP options, 1 router, 3 router
+	// ports, 2 NAT, 1 route, 2 gateway chassis.
+	assert.Equal(t, 21.0, ctrl.metric("kubevirt_ovn_owned_rows"), "owned rows")
 	_, body := ctrl.get("/metrics")
 	for _, name := range []string{"kubevirt_ovn_queue_depth", "kubevirt_ovn_reconcile_duration_seconds_bucket", `kubevirt_ovn_owned_rows{table="NAT"} 2`} {
 		assert.Contains(t, body, name)

@@ -23,6 +23,7 @@ func TestSyncReportsWhatAnotherToolAddedToOurRows(t *testing.T) {
 	nbctl(t, c, "set", "Logical_Switch", "kv-net-a", "other_config:other-tool=yes")
 	nbctl(t, c, "lr-policy-add", "kv-router1", "100", "ip4.src == 10.10.0.0/24", "allow")
 	added := nbctl(t, c, "--bare", "--columns=_uuid", "list", "Logical_Switch_Port", "other-tool-port")
+	policy := nbctl(t, c, "--bare", "--columns=_uuid", "find", "Logical_Router_Policy", "priority=100")
 
 	r := kubevirtOVN(t, "sync", "--nb", c.NBTCP, "--from-file", ex)
 	assert.Equal(t, 0, r.code)
@@ -30,7 +31,7 @@ func TestSyncReportsWhatAnotherToolAddedToOurRows(t *testing.T) {
 	for _, want := range []string{
 		"note: Logical_Switch kv-net-a holds 1 Logical_Switch_Port row(s) that are not kubevirt-ovn's (" + strings.TrimSpace(added) + "); left as they are",
 		"note: Logical_Switch kv-net-a: column(s) other_config hold values kubevirt-ovn did not write; left as they are",
-		"note: Logical_Router kv-router1: column(s) policies hold values kubevirt-ovn did not write; left as they are",
+		"note: Logical_Router kv-router1 holds 1 Logical_Router_Policy row(s) that are not kubevirt-ovn's (" + strings.TrimSpace(policy) + "); left as they are",
 	} {
 		assert.Contains(t, r.stderr, want)
 	}
