@@ -258,9 +258,13 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 		slices.SortFunc(rows, func(a, b model.Model) int { return strings.Compare(uuidOf(a), uuidOf(b)) })
 		return slices.CompactFunc(rows, func(a, b model.Model) bool { return uuidOf(a) == uuidOf(b) }), nil
 	}
-	probe := t.New()
-	field(probe, "external_ids").Set(reflect.ValueOf(map[string]string{translator.KeyOwner: u.Name}))
-	rows, err := d.v.byProbe(t, probe)
+	// An includes condition on the owner key, which the client index on
+	// that key answers exactly (an empty set for a unit with no rows yet).
+	// A probe model would not: libovsdb falls through to the next index
+	// whose value the probe has, and a probe's nil reference column (an
+	// LSP's dhcpv4_options) finds every port without one: at a cold start,
+	// every unit's lookup copied every such port.
+	rows, err := d.v.byColumnWith(t, "external_ids", ovsdb.ConditionIncludes, ovsdb.OvsMap{GoMap: map[any]any{translator.KeyOwner: u.Name}})
 	if err != nil {
 		return nil, err
 	}

@@ -97,25 +97,6 @@ func (v view) hasRow(t *Table, uuid string) bool {
 	return rc != nil && rc.HasRow(uuid)
 }
 
-// byProbe returns copies of t's rows that an index finds for probe: a
-// schema index, else a client index, whose columns probe sets (the first
-// index probe's value is in decides: see byColumn for an exact lookup).
-func (v view) byProbe(t *Table, probe model.Model) ([]model.Model, error) {
-	rc := v.tables[t]
-	if rc == nil {
-		return nil, nil
-	}
-	found, err := rc.RowsByModels([]model.Model{probe})
-	if err != nil {
-		return nil, fmt.Errorf("looking up %s rows: %w", t.Name, err)
-	}
-	out := make([]model.Model, 0, len(found))
-	for _, m := range found {
-		out = append(out, m)
-	}
-	return out, nil
-}
-
 // byColumn returns copies of t's rows whose column col equals value (in
 // OVSDB notation), through an index on col when there is one, lowest UUID
 // first.
