@@ -232,7 +232,8 @@ func TestFloatingIPHairpin(t *testing.T) {
 
 // TestZonesFloatingIP: on interconnect OVN the floating IP's NAT lives with
 // router1 in its home zone gw1, while vm-a is in zone hv1: from outside to
-// the floating IP reaches vm-a across zones, and vm-a leaves with it.
+// the floating IP reaches vm-a across zones, vm-a leaves with it, gw1 alone
+// answers ARP for it, and vm-b in zone hv2 reaches vm-a through it.
 func TestZonesFloatingIP(t *testing.T) {
 	e := newZoneEnv(t)
 	require.NoError(t, os.WriteFile(filepath.Join(e.manifests, "fip.yaml"), []byte(fipManifest("FloatingIp", fipIP, vmAIP, "vm-a")), 0o644))
@@ -249,4 +250,22 @@ func TestZonesFloatingIP(t *testing.T) {
 
 	e.dnatToVM("gw1", vmA, vmB, 7011, 8011)
 	e.leavesWithFIP("gw1", vmA, 40211, 5211)
+
+	// ARP for it: gw1 answers; gw2's zone has no router and stays silent.
+	skip1, skip2 := count(t, e.wire("gw1")), count(t, e.wire("gw2"))
+	e.inject("gw2", arpForFIP)
+	e.inject("gw1", arpForFIP)
+	got := waitFor(t, e.wire("gw1"), "ARP reply for the floating IP from gw1", skip1, isFIPARPReply)
+	assert.Equal(t, gwPortMAC, got.ARPSHA)
+	requireNone(t, e.wire("gw2"), "gw2 answers ARP for the floating IP", skip2, isFIPARPReply)
+
+	// Hairpin across zones: vm-b (zone hv2, behind SNAT) reaches vm-a
+	// (zone hv1) through its floating IP, from the SNAT IP.
+	skip := count(t, e.vm("hv1", "vm-a"))
+	f := frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIP, DstIP: fipIP, TTL: 64, SPort: 40212, DPort: 5212}
+	require.NoError(t, e.z.Inject("hv2", "vm-b", frameBytes(t, f)))
+	in := waitFor(t, e.vm("hv1", "vm-a"), "vm-b's UDP to vm-a's floating IP at vm-a", skip, func(s seen) bool {
+		return s.IsUDP && s.DstIP == vmAIP && s.DPort == 5212
+	})
+	assert.Equal(t, snatIP, in.SrcIP)
 }
