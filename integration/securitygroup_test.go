@@ -11,12 +11,14 @@ import (
 // Security groups (issue 22): a VM port in a group drops everything but
 // what the group's rules allow, statefully; DHCP still works on it.
 
-// sgVMIs are deploy/examples' VMIs with vm-a bound to groups (annotation
-// value, "" for none).
-func sgVMIs(groups string) string {
-	ann := ""
-	if groups != "" {
-		ann = fmt.Sprintf("\n  annotations:\n    securityGroups: '%s'", groups)
+// sgVMIs are deploy/examples' VMIs with vm-a and vm-b bound to groups
+// (annotation values, "" for none).
+func sgVMIs(groupsA, groupsB string) string {
+	ann := func(groups string) string {
+		if groups == "" {
+			return ""
+		}
+		return fmt.Sprintf("\n  annotations:\n    securityGroups: '%s'", groups)
 	}
 	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
@@ -33,7 +35,9 @@ status:
 ---
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
-metadata: {name: vm-b, namespace: default}
+metadata:
+  name: vm-b
+  namespace: default%s
 spec:
   networks:
     - {name: eth1, multus: {networkName: default/net-b}}
@@ -41,10 +45,11 @@ status:
   nodeName: hv2
   interfaces:
     - {name: eth1, mac: "50:54:00:00:00:06", ipAddress: 10.20.0.6}
-`, ann)
+`, ann(groupsA), ann(groupsB))
 }
 
-// sgWeb is group sg-web admitting UDP to port from anywhere.
+// sgWeb is group sg-web admitting UDP to port from anywhere, and UDP to
+// port 90 from the members of sg-client, which lets everything out.
 func sgWeb(port int) string {
 	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
 kind: SecurityGroup
@@ -55,6 +60,19 @@ apiVersion: kubevirt.io/v1
 kind: SecurityGroupRule
 metadata: {name: sgr-web-in}
 spec: {id: web-in, securityGroupId: sg-web, direction: ingress, etherType: IPv4, protocol: udp, portRangeMin: %d, portRangeMax: %d, remoteIpPrefix: 0.0.0.0/0}
+---
+apiVersion: kubevirt.io/v1
+kind: SecurityGroupRule
+metadata: {name: sgr-web-clients}
+spec: {id: web-clients, securityGroupId: sg-web, direction: ingress, protocol: udp, portRangeMin: 90, remoteGroupId: sg-client}
+---
+apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata: {name: sg-client}
+spec:
+  id: sg-client
+  name: client
+  rules: [{id: client-out, direction: egress}]
 `, port, port)
 }
 
@@ -71,10 +89,12 @@ func arrives(from vmRef, sport, dport uint16) func(seen) bool {
 // TestSecurityGroups: vm-a in sg-web (UDP 80 in): vm-b's UDP to port 80
 // reaches vm-a and vm-a's reply reaches vm-b; vm-b's UDP to port 81 and a
 // new flow from vm-a are dropped; vm-a's DHCP still works. The rule edited
-// to port 81 lets 81 in and 80 no more; vm-a unbound is open again.
+// to port 81 lets 81 in and 80 no more. A remote-group rule (UDP 90 from
+// sg-client) admits vm-b once it is in sg-client, not before. Unbound,
+// both are open again.
 func TestSecurityGroups(t *testing.T) {
 	e := newEnv(t)
-	e.write("vmis.yaml", sgVMIs(`["sg-web"]`))
+	e.write("vmis.yaml", sgVMIs(`["sg-web"]`, ""))
 	e.write("sg.yaml", sgWeb(80))
 	out := e.sync()
 	assert.Contains(t, out, "create Port_Group kv_sg_sg_web.")
@@ -119,8 +139,18 @@ func TestSecurityGroups(t *testing.T) {
 		pass(vmB, vmA, atA, 5005, 81, "barrier: vm-b -> vm-a udp/81")
 	})
 
-	// Unbound: vm-a is open again, both ways.
-	e.write("vmis.yaml", sgVMIs(""))
+	// Remote group: port 90 admits sg-client's members only. vm-b is in
+	// no group: dropped; vm-b joins sg-client (which lets it out): admitted.
+	blocked(vmB, vmA, atA, 5007, 90, "vm-b -> vm-a udp/90, vm-b not in sg-client", func() {
+		pass(vmB, vmA, atA, 5008, 81, "barrier: vm-b -> vm-a udp/81")
+	})
+	e.write("vmis.yaml", sgVMIs(`["sg-web"]`, `["sg-client"]`))
+	e.sync()
+	pass(vmB, vmA, atA, 5009, 90, "vm-b -> vm-a udp/90, vm-b in sg-client")
+	pass(vmA, vmB, atB, 90, 5009, "vm-a's reply into sg-client's vm-b")
+
+	// Unbound: both open again, both ways.
+	e.write("vmis.yaml", sgVMIs("", ""))
 	e.sync()
 	pass(vmA, vmB, atB, 6001, 7001, "vm-a -> vm-b new flow, unbound")
 	pass(vmB, vmA, atA, 5006, 90, "vm-b -> vm-a udp/90, unbound")
