@@ -683,7 +683,9 @@ func (in *Input) Units() []Unit {
 // reconciles them all at once (a start, a resync): first the networks that
 // several routers hang from (an external network), then each router, in
 // name order, right after the networks only it hangs from, then the other
-// networks, the invalid units and the routers only floating IPs name. Taken in batches in this order, a router
+// networks, the security groups (their Port_Groups refer to the networks'
+// VM ports), the invalid units and the routers only floating IPs name.
+// Taken in batches in this order, a router
 // mostly comes with its own networks, whose switches are written in its
 // transaction; one hanging from a shared network written by another batch
 // would have to wait for that batch.
