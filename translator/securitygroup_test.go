@@ -280,3 +280,34 @@ func aclMatches(in *Input, id string) []string {
 	}
 	return out
 }
+
+// TestSecurityGroupInBuildAndOrder: Build lists the groups, their rules'
+// errors among its Errors and their notes among its Notes; a start
+// reconciles the groups after every network (their Port_Groups refer to
+// the networks' VM ports).
+func TestSecurityGroupInBuildAndOrder(t *testing.T) {
+	s := sgSnapshot()
+	s.SecurityGroupRules = append(s.SecurityGroupRules,
+		SecurityGroupRule{Name: "bad", ID: "bad", SecurityGroupID: "sg-web", Direction: "sideways"},
+		SecurityGroupRule{Name: "v6", ID: "v6", SecurityGroupID: "sg-web", Direction: "ingress", EtherType: "IPv6"})
+	p := Build(s, testInstance)
+	require.Len(t, p.SecurityGroups, 2)
+	assert.Empty(t, p.Failed, "a rule's error fails no unit")
+	require.Len(t, p.Errors, 1)
+	assert.EqualError(t, p.Errors[0], `SecurityGroupRule bad: spec.direction "sideways" is neither ingress nor egress`)
+	assert.Contains(t, p.Notes, "SecurityGroup sg-web rule v6: etherType IPv6 is not applied: kubevirt-ovn networks are IPv4 (ONOS installed it as IPv4)")
+
+	order := NewInputFrom(s).ReconcileOrder()
+	lastNetwork, firstGroup := -1, len(order)
+	for i, u := range order {
+		switch u.Kind {
+		case KindNetwork:
+			lastNetwork = i
+		case KindSecurityGroup:
+			firstGroup = min(firstGroup, i)
+		}
+	}
+	assert.Less(t, lastNetwork, firstGroup, "%v", order)
+	assert.Contains(t, order, sgUnit("sg-web"))
+	assert.Contains(t, order, sgUnit("sg-db"))
+}
