@@ -90,8 +90,8 @@ func arrives(from vmRef, sport, dport uint16) func(seen) bool {
 // reaches vm-a and vm-a's reply reaches vm-b; vm-b's UDP to port 81 and a
 // new flow from vm-a are dropped; vm-a's DHCP still works. The rule edited
 // to port 81 lets 81 in and 80 no more. A remote-group rule (UDP 90 from
-// sg-client) admits vm-b once it is in sg-client, not before. Unbound,
-// both are open again.
+// sg-client) admits vm-b once it is in sg-client, not before. vm-a pings
+// its network's gateway, not another. Unbound, both are open again.
 func TestSecurityGroups(t *testing.T) {
 	e := newEnv(t)
 	e.write("vmis.yaml", sgVMIs(`["sg-web"]`, ""))
@@ -130,6 +130,19 @@ func TestSecurityGroups(t *testing.T) {
 	})
 	// DHCP passes on the default-deny port.
 	e.exchange(vmA, "net-a", netAGateway, 0x5000)
+	// Ping to its network's gateway passes, and the router's reply comes
+	// back; ping to the router's address on net-b (not vm-a's network's
+	// gateway) is dropped on the way out.
+	ping := func(dst string, id uint16) func(seen) bool {
+		require.NoError(t, e.l.Inject(vmA.chassis, vmA.port, frameBytes(t, frame{SrcMAC: vmA.mac, DstMAC: routerMAC, SrcIP: vmA.ip, DstIP: dst, TTL: 64, SPort: id, DPort: 1, ICMPEcho: true})))
+		return func(s seen) bool { return s.IsICMP && s.ICMPType == 0 && s.SrcIP == dst && s.SPort == id }
+	}
+	skip := count(t, atA)
+	waitFor(t, atA, "echo reply from net-a's gateway", skip, ping(netAGateway, 0x51))
+	skip = count(t, atA)
+	other := ping(netBGateway, 0x52)
+	waitFor(t, atA, "barrier: echo reply from net-a's gateway", skip, ping(netAGateway, 0x53))
+	requireNone(t, atA, "echo reply from net-b's gateway (not vm-a's network's)", skip, other)
 
 	// The rule edited: 81 in, 80 no more (new flows).
 	e.write("sg.yaml", sgWeb(81))
