@@ -407,12 +407,14 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 			if !had[d.VMInterface] {
 				in.affectedByVM(d, c.affected)
 				affectedByVMGroups(&d.VMInterface, c.affected)
+				in.affectedByAddrGroups(&d.VMInterface, c.affected)
 			}
 			delete(had, d.VMInterface)
 		}
 		for v := range had {
 			in.affectedByVM(&vmDecl{VMInterface: v}, c.affected)
 			affectedByVMGroups(&v, c.affected)
+			in.affectedByAddrGroups(&v, c.affected)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
 	})

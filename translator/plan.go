@@ -200,7 +200,7 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 	case KindRouter:
 		in.planRouter(&up, instance, held)
 	case KindSecurityGroup:
-		in.planSecurityGroup(&up, instance)
+		in.planSecurityGroup(&up, instance, held)
 	}
 	if in.zoned && !up.InInput {
 		in.keys.Release(u)

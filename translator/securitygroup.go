@@ -153,6 +153,16 @@ func affectedByVMGroups(v *VMInterface, affected set[Unit]) {
 	}
 }
 
+// affectedByAddrGroups adds the groups of the VM interfaces that have VM
+// interface v's IP on its network: which of them gets the address (and a
+// port) may change with v. (A MAC shared the same way has no index: a
+// resync catches it.)
+func (in *Input) affectedByAddrGroups(v *VMInterface, affected set[Unit]) {
+	for d := range in.vmAddrs[vmAddrKey(v.Network, normalizeIP(v.IP))] {
+		affectedByVMGroups(&d.VMInterface, affected)
+	}
+}
+
 // affectedByNetworkGroups adds the groups the VM interfaces on network n
 // are bound to: their ports, and their gateway ping, follow the network.
 func (in *Input) affectedByNetworkGroups(n string, affected set[Unit]) {
@@ -179,7 +189,7 @@ func ACLKeyRule(id string) string { return "rule/" + id }
 
 // planSecurityGroup plans security group up.Unit: its Port_Group, its
 // ports and ACLs.
-func (in *Input) planSecurityGroup(up *UnitPlan, instance string) {
+func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	id := up.Unit.Name
 	decls := make([]*sgDecl, 0, len(in.sgs[id]))
 	for d := range in.sgs[id] {
@@ -217,17 +227,25 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string) {
 	pgIDs[KeySecurityGroup] = id
 	sp := &SecurityGroupPlan{ID: id, PortGroup: &nbmodel.PortGroup{Name: pg, ExternalIDs: pgIDs}}
 
-	// Members: the ports their networks plan.
+	// Members: the ports their networks plan (a reference to a port the
+	// NB may not have would fail the group).
 	gateways := set[netip.Addr]{}
+	planned := map[string]set[string]{} // the ports each member network plans
 	for v := range in.sgMembers[id] {
 		n, ok := in.validNetwork(v.Network)
 		if !ok || v.NetworkNamespace != n.Namespace {
 			continue
 		}
-		if _, _, err := validateVM(&v.VMInterface, n); err != nil {
+		ports, ok := planned[n.Name]
+		if !ok {
+			ports = in.plannedVMPorts(n, held)
+			planned[n.Name] = ports
+		}
+		port := VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)
+		if _, ok := ports[port]; !ok {
 			continue
 		}
-		sp.Ports = append(sp.Ports, VMPortName(n.Name, v.Namespace, v.VMI, v.Interface))
+		sp.Ports = append(sp.Ports, port)
 		if n.gateway.IsValid() {
 			gateways.add(n.gateway)
 		}
@@ -303,6 +321,25 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string) {
 		return strings.Compare(a.ExternalIDs[KeySecurityACL], b.ExternalIDs[KeySecurityACL])
 	})
 	up.SecurityGroup = sp
+}
+
+// plannedVMPorts are the VM ports valid network n plans: those of its VM
+// interfaces without an error, its address claims decided as its own plan
+// decides them (planVMPorts). It costs what the network's VMs cost.
+func (in *Input) plannedVMPorts(n *network, held Held) set[string] {
+	vms := make([]*VMInterface, 0, len(in.vms[n.Name]))
+	for d := range in.vms[n.Name] {
+		if d.NetworkNamespace == n.Namespace {
+			vms = append(vms, &d.VMInterface)
+		}
+	}
+	out := set[string]{}
+	for _, vp := range planVMPorts(vms, n, held) {
+		if vp.err == nil {
+			out.add(vp.port)
+		}
+	}
+	return out
 }
 
 // ruleACL is rule r's ACL in group pg (whose SecurityGroup is named

@@ -311,3 +311,19 @@ func TestSecurityGroupInBuildAndOrder(t *testing.T) {
 	assert.Contains(t, order, sgUnit("sg-web"))
 	assert.Contains(t, order, sgUnit("sg-db"))
 }
+
+// TestSecurityGroupMembersArePlannedPorts: a member whose address the
+// network gives another VM has no port, so its group does not refer to
+// it; when the other VM goes, the member's group is re-planned with it.
+func TestSecurityGroupMembersArePlannedPorts(t *testing.T) {
+	s := sgSnapshot()
+	in := NewInput()
+	in.Set("sgs", Objects{SecurityGroups: s.SecurityGroups})
+	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs})
+	// vm-0 on net-a, created first by port name, takes vm-a's IP.
+	thief := VMInterface{Namespace: "default", VMI: "vm-0", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:99", IP: "10.10.0.5"}
+	assert.Contains(t, in.Set("thief", Objects{VMs: []VMInterface{thief}}), sgUnit("sg-web"), "vm-a's groups: its address changes hands")
+	assert.Empty(t, in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup.Ports, "vm-a has no port")
+	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db"), sgUnit("sg-web")}, in.Set("thief", Objects{}))
+	assert.Equal(t, []string{VMPortName("net-a", "default", "vm-a", "eth1")}, in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup.Ports)
+}
