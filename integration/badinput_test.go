@@ -18,7 +18,7 @@ func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
 	t.Helper()
 	var rows []string
 	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Switch", "Logical_Switch_Port",
-		"NAT", "Logical_Router_Static_Route", "Logical_Router_Policy", "Gateway_Chassis", "Static_MAC_Binding", "DHCP_Options"} {
+		"NAT", "Logical_Router_Static_Route", "Logical_Router_Policy", "Gateway_Chassis", "Static_MAC_Binding", "DHCP_Options", "Port_Group", "ACL"} {
 		for _, line := range strings.Split(nbctl(t, c, "--format=csv", "--no-headings", "list", table), "\n") {
 			if !strings.Contains(line, "kubevirt-ovn/owner") && !(table == "Static_MAC_Binding" && strings.Contains(line, "kv-rtoe-")) {
 				continue
@@ -33,7 +33,8 @@ func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
 }
 
 // TestBadInputRejectedWhileManagingHealthyRouters feeds the bad inputs of
-// issue 7 (and the old ones, and issue 20's floating IPs and VM addresses) into a running controller that manages 50
+// issue 7 (and the old ones, issue 20's floating IPs and VM addresses, and
+// issue 22's security groups) into a running controller that manages 50
 // healthy routers: each is rejected with an error naming its object, field
 // and reason, and the rows of every other router and network, and the
 // ovn-kubernetes-like rows, stay byte-identical.
@@ -94,6 +95,18 @@ spec:
   domain: {devices: {interfaces: [{name: eth1, macAddress: "%s"}]}}
 status:
   interfaces: [{name: eth1, mac: "%s", ipAddress: %s}]
+`
+	const newSG = `---
+apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata: {name: %s}
+spec: {id: %s, name: x}
+`
+	const newSGRule = `---
+apiVersion: kubevirt.io/v1
+kind: SecurityGroupRule
+metadata: {name: %s}
+spec: {id: %s, securityGroupId: %s, %s}
 `
 	const poolNetwork = `---
 apiVersion: k8s.cni.cncf.io/v1
@@ -164,6 +177,21 @@ metadata:
 		{name: "VM address declared in the interfaces annotation differs from status",
 			input: fmt.Sprintf(newVMIDeclared, "vm-dup", "net-006", "10.100.6.7", "net-006", "50:54:00:00:06:07", "50:54:00:00:06:07", "10.100.6.8"),
 			want:  []string{"VirtualMachineInstance default/vm-dup", "10.100.6.7 differs from status.interfaces[eth1].ipAddress 10.100.6.8"}},
+		{name: "security group rule with an unknown direction",
+			input: fmt.Sprintf(newSG, "sg-x", "sg-x") + fmt.Sprintf(newSGRule, "sgr-x", "r-x", "sg-x", "direction: sideways"),
+			want:  []string{"SecurityGroupRule sgr-x: spec.direction", "is neither ingress nor egress"},
+			extra: []string{"sg-x"}},
+		{name: "security group rule with a port range upside down",
+			input: fmt.Sprintf(newSG, "sg-x", "sg-x") + fmt.Sprintf(newSGRule, "sgr-x", "r-x", "sg-x", "direction: ingress, protocol: tcp, portRangeMin: 90, portRangeMax: 80"),
+			want:  []string{"SecurityGroupRule sgr-x: spec.portRangeMax 80 is below spec.portRangeMin 90"},
+			extra: []string{"sg-x"}},
+		{name: "security group rule naming an undeclared remote group",
+			input: fmt.Sprintf(newSG, "sg-x", "sg-x") + fmt.Sprintf(newSGRule, "sgr-x", "r-x", "sg-x", "direction: ingress, remoteGroupId: sg-nope"),
+			want:  []string{"SecurityGroupRule sgr-x: spec.remoteGroupId SecurityGroup sg-nope is not declared"},
+			extra: []string{"sg-x"}},
+		{name: "security group spec.id declared twice",
+			input: fmt.Sprintf(newSG, "sg-x", "sg-x") + fmt.Sprintf(newSG, "sg-y", "sg-x"),
+			want:  []string{"SecurityGroup sg-x: spec.id sg-x is declared by 2 SecurityGroups (sg-x, sg-y)"}},
 		{name: "switch name held by another tool",
 			setup: func() {
 				nbctl(t, c, "ls-add", "kv-clash", "--", "set", "Logical_Switch", "kv-clash", "external_ids:owner=someone-else")

@@ -8,6 +8,8 @@ const (
 	ObjNAD           = "NetworkAttachmentDefinition"
 	ObjVMI           = "VirtualMachineInstance"
 	ObjFloatingIP    = "FloatingIp"
+	ObjSecurityGroup = "SecurityGroup"
+	ObjSGRule        = "SecurityGroupRule"
 )
 
 // InputError is bad input. It names the object and the field so that the

@@ -24,6 +24,10 @@ type Objects struct {
 	VMs      []VMInterface
 	// FloatingIPs belong to the unit of the router they name.
 	FloatingIPs []FloatingIP
+	// SecurityGroups and SecurityGroupRules belong to the unit of their
+	// group.
+	SecurityGroups     []SecurityGroup
+	SecurityGroupRules []SecurityGroupRule
 	// Invalid are objects that did not decode: their unit fails and keeps
 	// its rows.
 	Invalid map[Unit]error
@@ -31,12 +35,14 @@ type Objects struct {
 
 // Objects are the declarations of s, as one source's.
 func (s *Snapshot) Objects() Objects {
-	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs, Invalid: s.Invalid}
+	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs,
+		SecurityGroups: s.SecurityGroups, SecurityGroupRules: s.SecurityGroupRules, Invalid: s.Invalid}
 }
 
 // Snapshot is a Snapshot of o alone: no chassis, nothing held.
 func (o Objects) Snapshot() *Snapshot {
-	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, FloatingIPs: o.FloatingIPs, Invalid: o.Invalid}
+	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, FloatingIPs: o.FloatingIPs,
+		SecurityGroups: o.SecurityGroups, SecurityGroupRules: o.SecurityGroupRules, Invalid: o.Invalid}
 }
 
 // Input is the indexed form of the Objects of every source (Set) and the SB
@@ -68,7 +74,15 @@ type Input struct {
 	networks map[string]set[*networkDecl] // by network name
 	vms      map[string]set[*vmDecl]      // by VMInterface.Network
 	fips     map[string]set[*fipDecl]     // by FloatingIP.Router
+	sgs      map[string]set[*sgDecl]      // by SecurityGroup.ID
+	sgRules  map[string]set[*ruleDecl]    // by SecurityGroupRule.SecurityGroupID
 	invalid  map[Unit]map[string]error    // unit, then source
+
+	// sgMembers are the VM interfaces bound to each security group, and
+	// sgRemote the rules (embedded or not) naming each group as their
+	// remote group (securitygroup.go).
+	sgMembers map[string]set[*vmDecl]
+	sgRemote  map[string]set[*ruleDecl]
 
 	// The claims, by normalized SNAT IP and by network name, of every
 	// declaration, eligible or not: who wins is decided when planning.
@@ -136,6 +150,8 @@ type source struct {
 	networks map[string][]*networkDecl
 	vms      map[string][]*vmDecl
 	fips     map[string][]*fipDecl
+	sgs      map[string][]*sgDecl
+	sgRules  map[string][]*ruleDecl
 	invalid  map[Unit]error
 }
 
@@ -182,6 +198,10 @@ func NewInput() *Input {
 		networks:       map[string]set[*networkDecl]{},
 		vms:            map[string]set[*vmDecl]{},
 		fips:           map[string]set[*fipDecl]{},
+		sgs:            map[string]set[*sgDecl]{},
+		sgRules:        map[string]set[*ruleDecl]{},
+		sgMembers:      map[string]set[*vmDecl]{},
+		sgRemote:       map[string]set[*ruleDecl]{},
 		invalid:        map[Unit]map[string]error{},
 		snatClaims:     map[string]set[*routerDecl]{},
 		internalClaims: map[string]set[*routerDecl]{},
@@ -228,6 +248,7 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 	in.replaceNetworks(old, nw, c)
 	in.replaceVMs(old, nw, c)
 	in.replaceFloatingIPs(old, nw, c)
+	in.replaceSecurityGroups(old, nw, c)
 	in.replaceInvalid(name, old, nw, c)
 	if nw.empty() {
 		delete(in.sources, name)
@@ -260,6 +281,8 @@ func newSource(name string, objs Objects) *source {
 		networks: map[string][]*networkDecl{},
 		vms:      map[string][]*vmDecl{},
 		fips:     map[string][]*fipDecl{},
+		sgs:      map[string][]*sgDecl{},
+		sgRules:  map[string][]*ruleDecl{},
 		invalid:  map[Unit]error{},
 	}
 	for i, r := range objs.Routers {
@@ -274,6 +297,12 @@ func newSource(name string, objs Objects) *source {
 	for i, f := range objs.FloatingIPs {
 		s.fips[f.Router] = append(s.fips[f.Router], &fipDecl{FloatingIP: f, pos: pos{name, i}, ip: normalizeIP(f.IP), fixed: normalizeIP(f.FixedIP)})
 	}
+	for i, g := range objs.SecurityGroups {
+		s.sgs[g.ID] = append(s.sgs[g.ID], newSGDecl(g, pos{name, i}))
+	}
+	for i, r := range objs.SecurityGroupRules {
+		s.sgRules[r.SecurityGroupID] = append(s.sgRules[r.SecurityGroupID], &ruleDecl{SecurityGroupRule: r, pos: pos{name, i}})
+	}
 	for u, err := range objs.Invalid {
 		if err != nil {
 			s.invalid[u] = err
@@ -285,7 +314,7 @@ func newSource(name string, objs Objects) *source {
 // empty reports whether the source declares nothing, not even an
 // undecodable object.
 func (s *source) empty() bool {
-	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.invalid) == 0
+	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.sgs)+len(s.sgRules)+len(s.invalid) == 0
 }
 
 // newRouterDecl is a copy of r at p with the SNAT IP it claims.
@@ -368,18 +397,24 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 		for _, d := range olds {
 			removeFrom(in.vms, key, d)
 			in.removeVMAddr(d)
+			in.removeVMGroups(d)
 			had[d.VMInterface] = true
 		}
 		for _, d := range news {
 			addTo(in.vms, key, d)
 			in.addVMAddr(d)
+			in.addVMGroups(d)
 			if !had[d.VMInterface] {
 				in.affectedByVM(d, c.affected)
+				affectedByVMGroups(&d.VMInterface, c.affected)
+				in.affectedByAddrGroups(&d.VMInterface, c.affected)
 			}
 			delete(had, d.VMInterface)
 		}
 		for v := range had {
 			in.affectedByVM(&vmDecl{VMInterface: v}, c.affected)
+			affectedByVMGroups(&v, c.affected)
+			in.affectedByAddrGroups(&v, c.affected)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
 	})
@@ -444,6 +479,7 @@ func (c *setChange) invalidChanged(u Unit) {
 func (in *Input) affectedByNetworks(c *setChange) {
 	for n := range c.networks {
 		c.affected.add(Unit{Kind: KindNetwork, Name: n})
+		in.affectedByNetworkGroups(n, c.affected)
 		in.addRouterNames(c.affected, in.internalClaims[n])
 		in.addRouterNames(c.affected, in.externalDecls[n])
 	}
@@ -636,6 +672,9 @@ func (in *Input) Units() []Unit {
 	for r := range in.fips {
 		units.add(Unit{Kind: KindRouter, Name: r})
 	}
+	for g := range in.sgs {
+		units.add(Unit{Kind: KindSecurityGroup, Name: g})
+	}
 	for u := range in.invalid {
 		units.add(u)
 	}
@@ -646,7 +685,9 @@ func (in *Input) Units() []Unit {
 // reconciles them all at once (a start, a resync): first the networks that
 // several routers hang from (an external network), then each router, in
 // name order, right after the networks only it hangs from, then the other
-// networks, the invalid units and the routers only floating IPs name. Taken in batches in this order, a router
+// networks, the security groups (their Port_Groups refer to the networks'
+// VM ports), the invalid units and the routers only floating IPs name.
+// Taken in batches in this order, a router
 // mostly comes with its own networks, whose switches are written in its
 // transaction; one hanging from a shared network written by another batch
 // would have to wait for that batch.
@@ -696,6 +737,10 @@ func (in *Input) ReconcileOrder() []Unit {
 	}
 	for _, n := range slices.Sorted(maps.Keys(in.networks)) {
 		addNetwork(n)
+	}
+	// Security groups refer to the VM ports of networks: after them.
+	for _, g := range slices.Sorted(maps.Keys(in.sgs)) {
+		add(Unit{Kind: KindSecurityGroup, Name: g})
 	}
 	invalid := set[Unit]{}
 	for u := range in.invalid {

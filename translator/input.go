@@ -9,7 +9,13 @@
 // OVSDB operations, and nb.Commit writes them.
 package translator
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
 
 // Snapshot is everything a one-shot plan (Build) reads: the declarations of
 // every source in the four fields of Objects (Snapshot.Objects), the SB
@@ -21,6 +27,10 @@ type Snapshot struct {
 	VMs      []VMInterface
 	// FloatingIPs belong to their router's unit (FloatingIP.Router).
 	FloatingIPs []FloatingIP
+	// SecurityGroups and SecurityGroupRules belong to the unit of their
+	// group (KindSecurityGroup, named by its spec.id).
+	SecurityGroups     []SecurityGroup
+	SecurityGroupRules []SecurityGroupRule
 	// Chassis are the SB chassis. ChassisKnown is false when no SB was given;
 	// then every router with an external network must name its gateway.
 	Chassis      []Chassis
@@ -223,6 +233,86 @@ type VMInterface struct {
 	// value that differs is an error of the interface.
 	StatusMAC, StatusIP string
 	Node                string
+	// SecurityGroups are the spec.ids of the security groups the VMI's
+	// securityGroups annotation binds its ports to, sorted, without
+	// duplicates, joined by commas (a string keeps VMInterface
+	// comparable); "" for none. Groups lists them.
+	SecurityGroups string
+}
+
+// Groups are the security groups v's port joins (SecurityGroups).
+func (v *VMInterface) Groups() []string {
+	if v.SecurityGroups == "" {
+		return nil
+	}
+	return strings.Split(v.SecurityGroups, ",")
+}
+
+// JoinGroups is the VMInterface.SecurityGroups of ids: sorted, without
+// duplicates or empty ids.
+func JoinGroups(ids []string) string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	out = slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	return strings.Join(out, ",")
+}
+
+// SecurityGroup is a kubevirt.io/v1 SecurityGroup as ONOS
+// kubevirt-networking accepted it: the unit KindSecurityGroup named by its
+// ID, one Port_Group of the VM ports bound to it and its rules' ACLs
+// (securitygroup.go).
+type SecurityGroup struct {
+	// Name is metadata.name, ID spec.id (ONOS's key, what VMs and
+	// remoteGroupId name), DisplayName spec.name.
+	Name        string
+	ID          string
+	DisplayName string
+	Description string
+	// Rules are the rules embedded in spec.rules; their SecurityGroupID
+	// is ID.
+	Rules []SecurityGroupRule
+	// Generation is metadata.generation, for status.
+	Generation int64
+}
+
+// SecurityGroupRule is a kubevirt.io/v1 SecurityGroupRule, or an entry of
+// a SecurityGroup's spec.rules, as ONOS accepted it. Values are as written;
+// the planner checks them.
+type SecurityGroupRule struct {
+	// Name is metadata.name ("" for an embedded rule), ID spec.id.
+	Name            string
+	ID              string
+	SecurityGroupID string
+	// Direction is ingress or egress, EtherType IPv4 or IPv6 (any case).
+	Direction string
+	EtherType string
+	// Protocol is a name (tcp, udp, icmp, sctp, any) or an IP protocol
+	// number, "" for any.
+	Protocol string
+	// PortRangeMin and PortRangeMax: nil when absent. For ICMP, the type
+	// and the code (Neutron's reading, not ONOS's swapped one).
+	PortRangeMin, PortRangeMax *int
+	RemoteIPPrefix             string
+	RemoteGroupID              string
+}
+
+// SecurityGroupPlan is the desired rows of one security group: its
+// Port_Group and the ACLs in it.
+type SecurityGroupPlan struct {
+	ID        string
+	PortGroup *nbmodel.PortGroup
+	// Ports are the VM ports bound to the group (LSP names), sorted.
+	Ports []string
+	// ACLs are the group's ACLs, sorted by key (external_ids
+	// KeySecurityACL).
+	ACLs []*nbmodel.ACL
+	// KeepACLs are the keys of the ACLs of rules whose input is invalid:
+	// an existing row is left as it is; RuleErrors say why.
+	KeepACLs   []string `json:",omitempty"`
+	RuleErrors []error  `json:"-"`
+	// Notes say what was read but not applied (an IPv6 rule).
+	Notes []string `json:",omitempty"`
 }
 
 // FloatingIP is a kubevirt.io/v1 floating IP (kind FloatingIp or

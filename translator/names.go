@@ -1,6 +1,10 @@
 package translator
 
-import "strings"
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+)
 
 // Row names. They are what `ovn-nbctl show` prints, so they are readable and
 // stable, and all start with NamePrefix. Kubernetes names never contain '_',
@@ -57,3 +61,34 @@ func VMPortName(network, namespace, vmi, iface string) string {
 // port name holds no '_' (a Kubernetes name), so its first '_' ends it
 // whatever the chassis is called.
 func GatewayChassisName(port, chassis string) string { return port + "_" + chassis }
+
+// PortGroupPrefix starts the name of every Port_Group kubevirt-ovn writes.
+// Port_Group names are OVN identifiers ([a-zA-Z_.][a-zA-Z_.0-9]*: no '-',
+// which Kubernetes names are full of), also used in ACL matches as
+// @name and $name_ip4.
+const PortGroupPrefix = "kv_sg_"
+
+// PortGroupName is the Port_Group of security group id (its spec.id):
+// kv_sg_<id> when id holds only letters, digits and '_'; otherwise every
+// other character becomes '_' and a '.' and the first 8 hex digits of
+// id's FNV-1a 64 hash follow (sg-web: kv_sg_sg_web.1f0c7e3a). The two forms
+// cannot meet: only the second holds a '.'. Two ids that differ only in
+// their replaced characters differ in the hash (a 32-bit hash: a clash is
+// one in four billion per pair, and the Port_Group name index refuses the
+// second group rather than merging them).
+func PortGroupName(id string) string {
+	clean := []byte(id)
+	changed := false
+	for i, c := range clean {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			clean[i] = '_'
+			changed = true
+		}
+	}
+	if !changed {
+		return PortGroupPrefix + id
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%s%s.%08x", PortGroupPrefix, clean, h.Sum64()>>32)
+}

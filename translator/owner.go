@@ -16,6 +16,13 @@ const (
 	// KeyFloatingIP carries a floating IP's spec.id on its NAT row, for
 	// readability and for who holds its address (Claims.FloatingIPs).
 	KeyFloatingIP = "kubevirt-ovn/floating-ip"
+	// KeySecurityACL identifies an ACL among its security group's:
+	// "rule/<rule spec.id>" for a rule's, "base/<what>" for the ACLs
+	// every group has (default drop, DHCP, gateway ping).
+	KeySecurityACL = "kubevirt-ovn/sg-acl"
+	// KeySecurityGroup carries a security group's spec.id on its
+	// Port_Group.
+	KeySecurityGroup = "kubevirt-ovn/security-group"
 )
 
 // Our switches also carry ovn-kubernetes' network key with a value no
@@ -52,6 +59,9 @@ type OwnerKind string
 const (
 	KindRouter  OwnerKind = "VirtualRouter"
 	KindNetwork OwnerKind = "Network"
+	// KindSecurityGroup owns its Port_Group and the ACLs in it; its name
+	// is the group's spec.id.
+	KindSecurityGroup OwnerKind = "SecurityGroup"
 )
 
 // Unit is what one reconcile computes and one transaction commits: a router
@@ -85,7 +95,7 @@ func OwnerOf(ids map[string]string, instance string) (Unit, bool) {
 		return Unit{}, false
 	}
 	switch k := OwnerKind(ids[KeyOwnerKind]); k {
-	case KindRouter, KindNetwork:
+	case KindRouter, KindNetwork, KindSecurityGroup:
 		return Unit{Kind: k, Name: ids[KeyOwner]}, true
 	}
 	return Unit{}, false

@@ -36,6 +36,8 @@ type Plan struct {
 	// FloatingIPs are the status of every floating IP, by router, then
 	// name.
 	FloatingIPs []FloatingIPStatus `json:",omitempty"`
+	// SecurityGroups are the planned security groups, by spec.id.
+	SecurityGroups []SecurityGroupPlan `json:",omitempty"`
 }
 
 // NetworkPlan is the desired rows of one network.
@@ -119,6 +121,9 @@ type UnitPlan struct {
 	Network *NetworkPlan
 	// Router is the router's plan when it is declared once and valid.
 	Router *RouterPlan
+	// SecurityGroup is the group's plan when it is declared once (and
+	// not in interconnect mode); its rules' own errors are in it.
+	SecurityGroup *SecurityGroupPlan
 	// Errs say why the unit's input is invalid, sorted by message: its rows
 	// are left as they are. A network that did not decode from one source
 	// but is valid in another has both Errs and Network, as in Plan.
@@ -151,6 +156,11 @@ func Build(s *Snapshot, instance string) *Plan {
 		}
 		if up.Router != nil {
 			p.Routers = append(p.Routers, *up.Router)
+		}
+		if sp := up.SecurityGroup; sp != nil {
+			p.SecurityGroups = append(p.SecurityGroups, *sp)
+			p.Errors = append(p.Errors, sp.RuleErrors...)
+			p.Notes = append(p.Notes, sp.Notes...)
 		}
 		p.FloatingIPs = append(p.FloatingIPs, up.FloatingIPs...)
 		for _, st := range up.FloatingIPs {
@@ -189,6 +199,8 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 		in.planNetwork(&up, instance, held)
 	case KindRouter:
 		in.planRouter(&up, instance, held)
+	case KindSecurityGroup:
+		in.planSecurityGroup(&up, instance, held)
 	}
 	if in.zoned && !up.InInput {
 		in.keys.Release(u)

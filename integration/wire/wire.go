@@ -25,6 +25,9 @@ type Frame struct {
 	TTL          uint8
 	SPort, DPort uint16
 	TCP          bool
+	// ICMPEcho: an ICMP echo request with id SPort, sequence DPort,
+	// instead of UDP or TCP.
+	ICMPEcho bool
 	// DHCP, when set, is the UDP payload (instead of a fixed one).
 	DHCP *layers.DHCPv4
 	// ARP
@@ -68,12 +71,17 @@ func (f Frame) Bytes() ([]byte, error) {
 		})
 	} else {
 		ip := &layers.IPv4{Version: 4, TTL: f.TTL, Protocol: layers.IPProtocolUDP, SrcIP: ip4(f.SrcIP), DstIP: ip4(f.DstIP)}
-		if f.TCP {
+		switch {
+		case f.ICMPEcho:
+			ip.Protocol = layers.IPProtocolICMPv4
+			icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: f.SPort, Seq: f.DPort}
+			ls = append(ls, ip, icmp, gopacket.Payload("kubevirt-ovn"))
+		case f.TCP:
 			ip.Protocol = layers.IPProtocolTCP
 			tcp := &layers.TCP{SrcPort: layers.TCPPort(f.SPort), DstPort: layers.TCPPort(f.DPort), SYN: true, Seq: 1, Window: 64240}
 			errs = append(errs, tcp.SetNetworkLayerForChecksum(ip))
 			ls = append(ls, ip, tcp)
-		} else {
+		default:
 			udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
 			errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
 			var payload gopacket.SerializableLayer = gopacket.Payload("kubevirt-ovn")
@@ -143,6 +151,10 @@ type Seen struct {
 	ARPSPA, ARPTPA string
 	IsARP, IsUDP   bool
 	IsTCP, SYN     bool
+	// ICMP: an ICMPv4 packet of ICMPType, its echo id in SPort and
+	// sequence in DPort.
+	IsICMP   bool
+	ICMPType uint8
 	// DHCP is the decoded DHCPv4 message of a UDP packet on port 67 or
 	// 68, nil otherwise.
 	DHCP *layers.DHCPv4
@@ -165,6 +177,9 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if tc, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok {
 		s.IsTCP, s.SPort, s.DPort, s.SYN = true, uint16(tc.SrcPort), uint16(tc.DstPort), tc.SYN
+	}
+	if ic, ok := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4); ok {
+		s.IsICMP, s.ICMPType, s.SPort, s.DPort = true, ic.TypeCode.Type(), ic.Id, ic.Seq
 	}
 	if d, ok := p.Layer(layers.LayerTypeDHCPv4).(*layers.DHCPv4); ok {
 		s.DHCP = d
@@ -189,6 +204,8 @@ func (s Seen) String() string {
 		return fmt.Sprintf("dhcp %s %s > %s%s %s:%d > %s:%d yiaddr=%s", dhcpType(s.DHCP), s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.DHCP.YourClientIP)
 	case s.IsUDP:
 		return fmt.Sprintf("udp %s > %s%s %s:%d > %s:%d ttl=%d", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL)
+	case s.IsICMP:
+		return fmt.Sprintf("icmp type=%d %s > %s%s %s > %s id=%d seq=%d", s.ICMPType, s.SrcMAC, s.DstMAC, v, s.SrcIP, s.DstIP, s.SPort, s.DPort)
 	case s.IsTCP:
 		return fmt.Sprintf("tcp %s > %s%s %s:%d > %s:%d ttl=%d syn=%t", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL, s.SYN)
 	}

@@ -748,6 +748,16 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 				s.log.Info("VM interface left as it is", "error", e.Error())
 			}
 		}
+		// Likewise a security group rule with bad input leaves only its
+		// ACL as it is; a rule read but not applied (IPv6) is a note.
+		if sp := s.up.SecurityGroup; sp != nil {
+			for _, e := range sp.RuleErrors {
+				s.log.Info("security group rule left as it is", "error", e.Error())
+			}
+			for _, n := range sp.Notes {
+				s.log.Info("security group rule not applied", "note", n)
+			}
+		}
 		if s.unitErr == nil && u.Kind == translator.KindNetwork {
 			c.unpark(u.Name)
 		}

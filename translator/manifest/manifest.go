@@ -262,6 +262,8 @@ func (s *Set) merge(objs *translator.Objects, notes []string) {
 	s.Objects.Networks = append(s.Objects.Networks, objs.Networks...)
 	s.Objects.VMs = append(s.Objects.VMs, objs.VMs...)
 	s.Objects.FloatingIPs = append(s.Objects.FloatingIPs, objs.FloatingIPs...)
+	s.Objects.SecurityGroups = append(s.Objects.SecurityGroups, objs.SecurityGroups...)
+	s.Objects.SecurityGroupRules = append(s.Objects.SecurityGroupRules, objs.SecurityGroupRules...)
 	for u, err := range objs.Invalid {
 		s.invalid(u, err)
 	}
@@ -324,6 +326,10 @@ func (s *Set) addObject(where string, raw json.RawMessage) error {
 		return s.addVMI(where, raw)
 	case meta.APIVersion == KubevirtV1 && isFloatingIP(meta.Kind):
 		return s.addFloatingIP(where, raw)
+	case meta.APIVersion == KubevirtV1 && meta.Kind == KindSecurityGroup:
+		return s.addSecurityGroup(where, raw)
+	case meta.APIVersion == KubevirtV1 && meta.Kind == KindSecurityGroupRule:
+		return s.addSecurityGroupRule(where, raw)
 	}
 	s.ignored(where, &meta.TypeMeta, &meta.ObjectMeta)
 	return nil
@@ -501,6 +507,10 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 	var out []translator.VMInterface
 	var notes []string
 	var declared []InterfaceAddress
+	groups, note := securityGroupsOf(vmi.Annotations, ns, vmi.Name)
+	if note != "" {
+		notes = append(notes, note)
+	}
 	if text, ok := vmi.Annotations[InterfacesAnnotation]; ok {
 		if err := json.Unmarshal([]byte(text), &declared); err != nil {
 			notes = append(notes, fmt.Sprintf("%s %s/%s: metadata.annotations[%s] is not a JSON list of {network, ipAddress}, ignored: %v", KindVMI, ns, vmi.Name, InterfacesAnnotation, err))
@@ -522,6 +532,7 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 			Network:          netName,
 			NetworkNamespace: netNS,
 			Node:             vmi.Status.NodeName,
+			SecurityGroups:   groups,
 		}
 		var statusMAC, statusIP string
 		var statusIPs []string

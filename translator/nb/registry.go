@@ -564,6 +564,27 @@ var Default = MustRegistry(
 		},
 		Describe: func(m model.Model) string { return "mac=" + m.(*nbmodel.StaticMACBinding).MAC },
 	},
+	&Table{
+		// A security group's Port_Group: its ports are VM ports of the
+		// networks' units (weak references in the schema: a port deleted
+		// leaves the group by itself). The schema indexes its name.
+		Name: nbmodel.PortGroupTable, New: func() model.Model { return &nbmodel.PortGroup{} },
+		Identity:   []string{"name"},
+		Columns:    []string{"name", "external_ids"},
+		References: []Reference{{Column: "ports", Table: nbmodel.LogicalSwitchPortTable}},
+	},
+	&Table{
+		// A security group's ACLs, identified by the rule they are of (or
+		// the base ACL they are): editing a rule updates its ACL in place.
+		Name: nbmodel.ACLTable, New: func() model.Model { return &nbmodel.ACL{} },
+		Identity: []string{"external_ids:" + translator.KeySecurityACL},
+		Columns:  []string{"direction", "priority", "match", "action", "external_ids"},
+		Parent:   nbmodel.PortGroupTable, ParentColumn: "acls",
+		Describe: func(m model.Model) string {
+			a := m.(*nbmodel.ACL)
+			return fmt.Sprintf("%s priority=%d %s match=%q", a.Direction, a.Priority, a.Action, a.Match)
+		},
+	},
 )
 
 // natIdentity: a dnat_and_snat row is identified by its external IP, the

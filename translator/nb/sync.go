@@ -136,6 +136,8 @@ func WorkOf(up translator.UnitPlan, zone string) Work {
 		w.Rows, w.Keep = up.Network.Rows(), up.Network.KeepPorts
 	case up.Router != nil:
 		w.Rows = up.Router.Rows()
+	case up.SecurityGroup != nil:
+		w.Rows, w.Keep = up.SecurityGroup.Rows(), up.SecurityGroup.KeepACLs
 	}
 	if zr != nil {
 		w.Rows, w.Keep = zr.Rows, zr.Keep
@@ -154,6 +156,10 @@ func PlanWork(plan *translator.Plan, units []translator.Unit, zone string) []Wor
 	for i := range plan.Routers {
 		routers[plan.Routers[i].Name] = &plan.Routers[i]
 	}
+	groups := map[string]*translator.SecurityGroupPlan{}
+	for i := range plan.SecurityGroups {
+		groups[plan.SecurityGroups[i].ID] = &plan.SecurityGroups[i]
+	}
 	out := make([]Work, 0, len(units))
 	for _, u := range units {
 		up := translator.UnitPlan{Unit: u, Errs: plan.Failed[u]}
@@ -162,6 +168,8 @@ func PlanWork(plan *translator.Plan, units []translator.Unit, zone string) []Wor
 			up.Network = networks[u.Name]
 		case translator.KindRouter:
 			up.Router = routers[u.Name]
+		case translator.KindSecurityGroup:
+			up.SecurityGroup = groups[u.Name]
 		}
 		out = append(out, WorkOf(up, zone))
 	}
@@ -184,6 +192,9 @@ func Sync(ctx context.Context, c client.Client, plan *translator.Plan, opts Sync
 	}
 	for _, r := range plan.Routers {
 		units = append(units, translator.Unit{Kind: translator.KindRouter, Name: r.Name})
+	}
+	for _, g := range plan.SecurityGroups {
+		units = append(units, translator.Unit{Kind: translator.KindSecurityGroup, Name: g.ID})
 	}
 	for u := range plan.Failed {
 		units = append(units, u)
@@ -220,7 +231,9 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 		switch {
 		case w.Unit.Kind == translator.KindNetwork && len(w.Rows) > 0:
 			return 0
-		case w.Unit.Kind == translator.KindRouter && len(w.Rows) > 0:
+		case w.Unit.Kind != translator.KindNetwork && len(w.Rows) > 0:
+			// Routers, and security groups (their Port_Groups refer
+			// to VM ports).
 			return 1
 		case w.Unit.Kind == translator.KindRouter:
 			return 2

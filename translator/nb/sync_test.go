@@ -660,7 +660,7 @@ func TestUnitThatCannotBeDiffedFailsAlone(t *testing.T) {
 	work := nb.PlanWork(plan, units, "")
 	for i := range work {
 		if work[i].Unit.Name == "net-c" {
-			work[i].Rows = append(work[i].Rows, tr.Row{Model: &nbmodel.ACL{Action: "drop"}})
+			work[i].Rows = append(work[i].Rows, tr.Row{Model: &nbmodel.QoS{Action: map[string]int{"dscp": 1}}})
 		}
 	}
 	res, err := nb.SyncWork(context.Background(), ours, work, nb.SyncOptions{Instance: instance})
@@ -668,7 +668,7 @@ func TestUnitThatCannotBeDiffedFailsAlone(t *testing.T) {
 	failed := res.Failed()
 	require.Len(t, failed, 1)
 	assert.Contains(t, failed[0].Error(), "Network net-c")
-	assert.Contains(t, failed[0].Error(), "kubevirt-ovn does not write rows of *nbmodel.ACL")
+	assert.Contains(t, failed[0].Error(), "kubevirt-ovn does not write rows of *nbmodel.QoS")
 	assert.Contains(t, lrByName(t, raw), "kv-router1", "the other units committed")
 	assert.Contains(t, lsByName(t, raw), "kv-net-a")
 	assert.NotContains(t, lsByName(t, raw), "kv-net-c")

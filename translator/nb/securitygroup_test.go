@@ -1,0 +1,120 @@
+package nb_test
+
+import (
+	"testing"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
+)
+
+// withSecurityGroups is example() with vm-a in sg-web and sg-db, vm-b in
+// sg-db, sg-db's port open to sg-web's members.
+func withSecurityGroups() *tr.Snapshot {
+	s := example()
+	s.VMs[0].SecurityGroups = "sg-db,sg-web"
+	s.VMs[1].SecurityGroups = "sg-db"
+	http, pg := 80, 5432
+	s.SecurityGroups = []tr.SecurityGroup{
+		{Name: "sg-web", ID: "sg-web", Rules: []tr.SecurityGroupRule{{ID: "web-http", Direction: "ingress", Protocol: "tcp", PortRangeMin: &http}}},
+		{Name: "sg-db", ID: "sg-db"},
+	}
+	s.SecurityGroupRules = []tr.SecurityGroupRule{{Name: "db-pg", ID: "db-pg", SecurityGroupID: "sg-db", Direction: "ingress", Protocol: "tcp", PortRangeMin: &pg, RemoteGroupID: "sg-web"}}
+	return s
+}
+
+func portGroups(t *testing.T, raw client.Client) map[string]*nbmodel.PortGroup {
+	return byName(t, raw, func(p *nbmodel.PortGroup) string { return p.Name })
+}
+
+// portNames are the names of the switch ports pg refers to.
+func portNames(t *testing.T, raw client.Client, pg *nbmodel.PortGroup) []string {
+	t.Helper()
+	byUUID := map[string]string{}
+	for _, p := range list[nbmodel.LogicalSwitchPort](t, raw) {
+		byUUID[p.UUID] = p.Name
+	}
+	var out []string
+	for _, u := range pg.Ports {
+		out = append(out, byUUID[u])
+	}
+	return out
+}
+
+// TestSyncSecurityGroups: each group is a Port_Group of its VM ports with
+// its ACLs, written with the networks' ports in one sync; a second sync
+// writes nothing; a rule edit is one update of its ACL in place; a VM
+// leaving a group leaves its Port_Group; a group deleted takes its ACLs.
+func TestSyncSecurityGroups(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := withSecurityGroups()
+	requireNoFailures(t, sync(t, ours, s))
+	pgs := portGroups(t, raw)
+	web, db := pgs[tr.PortGroupName("sg-web")], pgs[tr.PortGroupName("sg-db")]
+	require.NotNil(t, web)
+	require.NotNil(t, db)
+	portA := tr.VMPortName("net-a", "default", "vm-a", "eth1")
+	portB := tr.VMPortName("net-b", "default", "vm-b", "eth1")
+	assert.Equal(t, []string{portA}, portNames(t, raw, web))
+	assert.ElementsMatch(t, []string{portA, portB}, portNames(t, raw, db))
+	assert.Len(t, web.ACLs, 5, "drop both ways, DHCP, gateway ping, web-http")
+	assert.Len(t, db.ACLs, 5, "drop both ways, DHCP, gateway ping, db-pg")
+	assert.Len(t, list[nbmodel.ACL](t, raw), 10)
+	requireIdle(t, ours, s)
+
+	// A rule edit: its ACL's match, in place.
+	var before *nbmodel.ACL
+	for _, a := range list[nbmodel.ACL](t, raw) {
+		if a.ExternalIDs[tr.KeySecurityACL] == "rule/web-http" {
+			before = a
+		}
+	}
+	require.NotNil(t, before)
+	https := 443
+	s.SecurityGroups[0].Rules[0].PortRangeMin = &https
+	res := sync(t, ours, s)
+	requireNoFailures(t, res)
+	changes := changeList(res)
+	require.Len(t, changes, 1)
+	assert.Equal(t, nb.Update, changes[0].Action)
+	assert.Equal(t, nbmodel.ACLTable, changes[0].Table)
+	assert.Contains(t, changes[0].Detail, "tcp.dst == 443")
+	var after *nbmodel.ACL
+	for _, a := range list[nbmodel.ACL](t, raw) {
+		if a.ExternalIDs[tr.KeySecurityACL] == "rule/web-http" {
+			after = a
+		}
+	}
+	require.NotNil(t, after)
+	assert.Equal(t, before.UUID, after.UUID, "updated in place")
+	assert.Equal(t, "outport == @"+tr.PortGroupName("sg-web")+" && ip4 && tcp && tcp.dst == 443", after.Match)
+	requireIdle(t, ours, s)
+
+	// vm-a leaves sg-db.
+	s.VMs[0].SecurityGroups = "sg-web"
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Equal(t, []string{portB}, portNames(t, raw, portGroups(t, raw)[tr.PortGroupName("sg-db")]))
+	assert.Contains(t, byName(t, raw, func(p *nbmodel.LogicalSwitchPort) string { return p.Name }), portA, "its port stays")
+	requireIdle(t, ours, s)
+
+	// vm-b goes: its port leaves sg-db in the same sync (the network
+	// deletes the port, the group drops its reference).
+	s.VMs = s.VMs[:1]
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Empty(t, portGroups(t, raw)[tr.PortGroupName("sg-db")].Ports)
+	requireIdle(t, ours, s)
+
+	// sg-db goes: sg-web's rules do not name it; its rows go, its
+	// rule object with it (a rule of an undeclared group plans nothing).
+	s.SecurityGroups = s.SecurityGroups[:1]
+	s.SecurityGroupRules = nil
+	requireNoFailures(t, sync(t, ours, s))
+	pgs = portGroups(t, raw)
+	assert.NotContains(t, pgs, tr.PortGroupName("sg-db"))
+	assert.Len(t, list[nbmodel.ACL](t, raw), 5)
+	requireIdle(t, ours, s)
+}

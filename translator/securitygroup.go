@@ -1,0 +1,512 @@
+package translator
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
+
+// Security groups (kubevirt.io/v1 SecurityGroup and SecurityGroupRule, as
+// ONOS kubevirt-networking had them, with Neutron's semantics) are units of
+// their own (KindSecurityGroup, named by the group's spec.id). A group is
+// one Port_Group (PortGroupName) whose ports are the VM ports bound to it
+// by their VMI's securityGroups annotation (references to the switch ports
+// their networks' units own), and whose acls are:
+//
+//   - per valid IPv4 rule, one allow-related ACL (SGRulePriority): ingress
+//     is to-lport "outport == @pg && ip4 && ...", egress from-lport
+//     "inport == @pg && ip4 && ..."; a remote prefix matches the other
+//     end's address, a remote group its Port_Group's address set
+//     ($<pg>_ip4, which OVN keeps for every Port_Group); ports match the
+//     destination port in both directions, ICMP min/max are type/code;
+//   - the group's default drop, both directions (SGDropPriority), and the
+//     base allows ONOS handled before its ACL tables (SGBasePriority): a
+//     DHCP request, and ping to the gateway of a member port's network.
+//
+// Every group carries its own drop and base ACLs rather than sharing one
+// drop group (Neutron's neutron_pg_drop): OVN applies the ACLs of every
+// group a port is in as one list by priority, so a port in two groups is
+// dropped unless a rule of either allows (a union), and no unit's plan
+// depends on the ports of every other group. A port in no group is not
+// touched.
+//
+// A rule's own error leaves its ACL as it is in the NB (KeepACLs) and is
+// reported; the group's other rows are planned.
+
+// ACL priorities of a security group.
+const (
+	SGDropPriority = 1000
+	SGBasePriority = 1001
+	SGRulePriority = 1002
+)
+
+type sgDecl struct {
+	SecurityGroup
+	pos
+	rules []*ruleDecl // the embedded rules
+}
+
+type ruleDecl struct {
+	SecurityGroupRule
+	pos
+	embedded bool
+}
+
+func newSGDecl(g SecurityGroup, p pos) *sgDecl {
+	d := &sgDecl{SecurityGroup: g, pos: p}
+	d.Rules = nil
+	for _, r := range g.Rules {
+		if r.SecurityGroupID == "" {
+			r.SecurityGroupID = g.ID
+		}
+		d.rules = append(d.rules, &ruleDecl{SecurityGroupRule: r, pos: p, embedded: true})
+	}
+	return d
+}
+
+func (in *Input) addSecurityGroup(d *sgDecl) {
+	addTo(in.sgs, d.ID, d)
+	for _, r := range d.rules {
+		in.addRuleRemote(r)
+	}
+}
+
+func (in *Input) removeSecurityGroup(d *sgDecl) {
+	removeFrom(in.sgs, d.ID, d)
+	for _, r := range d.rules {
+		in.removeRuleRemote(r)
+	}
+}
+
+func (in *Input) addRuleRemote(r *ruleDecl) {
+	if r.RemoteGroupID != "" {
+		addTo(in.sgRemote, r.RemoteGroupID, r)
+	}
+}
+
+func (in *Input) removeRuleRemote(r *ruleDecl) {
+	if r.RemoteGroupID != "" {
+		removeFrom(in.sgRemote, r.RemoteGroupID, r)
+	}
+}
+
+// affectedBySecurityGroup adds group id and the groups with a rule whose
+// remote group it is (their rules check that it is declared).
+func (in *Input) affectedBySecurityGroup(id string, affected set[Unit]) {
+	affected.add(Unit{Kind: KindSecurityGroup, Name: id})
+	for r := range in.sgRemote[id] {
+		affected.add(Unit{Kind: KindSecurityGroup, Name: r.SecurityGroupID})
+	}
+}
+
+// replaceSecurityGroups moves the groups and rules that changed from old
+// to nw in the indexes; their groups are affected.
+func (in *Input) replaceSecurityGroups(old, nw *source, c *setChange) {
+	sameSG := func(a, b *sgDecl) bool { return reflect.DeepEqual(a.SecurityGroup, b.SecurityGroup) }
+	replaceChanged(old.sgs, nw.sgs, sameSG, func(key string, olds, news []*sgDecl) {
+		for _, d := range olds {
+			in.removeSecurityGroup(d)
+		}
+		for _, d := range news {
+			in.addSecurityGroup(d)
+		}
+		in.affectedBySecurityGroup(key, c.affected)
+	})
+	sameRule := func(a, b *ruleDecl) bool { return reflect.DeepEqual(a.SecurityGroupRule, b.SecurityGroupRule) }
+	replaceChanged(old.sgRules, nw.sgRules, sameRule, func(key string, olds, news []*ruleDecl) {
+		for _, d := range olds {
+			removeFrom(in.sgRules, key, d)
+			in.removeRuleRemote(d)
+		}
+		for _, d := range news {
+			addTo(in.sgRules, key, d)
+			in.addRuleRemote(d)
+		}
+		c.affected.add(Unit{Kind: KindSecurityGroup, Name: key})
+	})
+}
+
+// addVMGroups and removeVMGroups keep the members index (sgMembers): the
+// VM interfaces bound to each group.
+func (in *Input) addVMGroups(d *vmDecl) {
+	for _, g := range d.Groups() {
+		addTo(in.sgMembers, g, d)
+	}
+}
+
+func (in *Input) removeVMGroups(d *vmDecl) {
+	for _, g := range d.Groups() {
+		removeFrom(in.sgMembers, g, d)
+	}
+}
+
+// affectedByVMGroups adds the groups VM interface v is bound to.
+func affectedByVMGroups(v *VMInterface, affected set[Unit]) {
+	for _, g := range v.Groups() {
+		affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+	}
+}
+
+// affectedByAddrGroups adds the groups of the VM interfaces that have VM
+// interface v's IP on its network: which of them gets the address (and a
+// port) may change with v. (A MAC shared the same way has no index: a
+// resync catches it.)
+func (in *Input) affectedByAddrGroups(v *VMInterface, affected set[Unit]) {
+	for d := range in.vmAddrs[vmAddrKey(v.Network, normalizeIP(v.IP))] {
+		affectedByVMGroups(&d.VMInterface, affected)
+	}
+}
+
+// affectedByNetworkGroups adds the groups the VM interfaces on network n
+// are bound to: their ports, and their gateway ping, follow the network.
+func (in *Input) affectedByNetworkGroups(n string, affected set[Unit]) {
+	for d := range in.vms[n] {
+		affectedByVMGroups(&d.VMInterface, affected)
+	}
+}
+
+func sgErr(name, field, format string, args ...any) *InputError {
+	return &InputError{Kind: ObjSecurityGroup, Object: name, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ruleErr names rule r: a SecurityGroupRule by its metadata.name, an
+// embedded one as its group's spec.rules entry.
+func ruleErr(r *ruleDecl, group, field, format string, args ...any) *InputError {
+	if r.embedded {
+		return &InputError{Kind: ObjSecurityGroup, Object: group, Field: "spec.rules[" + r.ID + "]." + strings.TrimPrefix(field, "spec."), Msg: fmt.Sprintf(format, args...)}
+	}
+	return &InputError{Kind: ObjSGRule, Object: r.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ACLKeyRule is the KeySecurityACL value of the ACL of rule id.
+func ACLKeyRule(id string) string { return "rule/" + id }
+
+// planSecurityGroup plans security group up.Unit: its Port_Group, its
+// ports and ACLs.
+func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
+	id := up.Unit.Name
+	decls := make([]*sgDecl, 0, len(in.sgs[id]))
+	for d := range in.sgs[id] {
+		decls = append(decls, d)
+	}
+	if len(decls) == 0 {
+		return
+	}
+	up.InInput = true
+	slices.SortFunc(decls, func(a, b *sgDecl) int { return cmp.Or(strings.Compare(a.Name, b.Name), a.pos.compare(b.pos)) })
+	if len(decls) > 1 {
+		names := make([]string, len(decls))
+		for i, d := range decls {
+			names[i] = d.Name
+		}
+		for _, d := range decls {
+			up.Errs = append(up.Errs, sgErr(d.Name, "spec.id", "%s is declared by %d SecurityGroups (%s); a spec.id names one group", id, len(decls), strings.Join(names, ", ")))
+		}
+		return
+	}
+	g := decls[0]
+	up.Generation = g.Generation
+	if in.zoned {
+		up.Errs = append(up.Errs, sgErr(g.Name, "", "security groups are not supported in interconnect mode yet"))
+		return
+	}
+	pg := PortGroupName(id)
+	u := Unit{Kind: KindSecurityGroup, Name: id}
+	ids := func(key string) map[string]string {
+		m := OwnerIDs(instance, u)
+		m[KeySecurityACL] = key
+		return m
+	}
+	pgIDs := OwnerIDs(instance, u)
+	pgIDs[KeySecurityGroup] = id
+	sp := &SecurityGroupPlan{ID: id, PortGroup: &nbmodel.PortGroup{Name: pg, ExternalIDs: pgIDs}}
+
+	// Members: the ports their networks plan (a reference to a port the
+	// NB may not have would fail the group).
+	gateways := set[netip.Addr]{}
+	planned := map[string]set[string]{} // the ports each member network plans
+	for v := range in.sgMembers[id] {
+		n, ok := in.validNetwork(v.Network)
+		if !ok || v.NetworkNamespace != n.Namespace {
+			continue
+		}
+		ports, ok := planned[n.Name]
+		if !ok {
+			ports = in.plannedVMPorts(n, held)
+			planned[n.Name] = ports
+		}
+		port := VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)
+		if _, ok := ports[port]; !ok {
+			continue
+		}
+		sp.Ports = append(sp.Ports, port)
+		if n.gateway.IsValid() {
+			gateways.add(n.gateway)
+		}
+	}
+	slices.Sort(sp.Ports)
+	sp.Ports = slices.Compact(sp.Ports)
+
+	// The base ACLs.
+	in4, out4 := "inport == @"+pg, "outport == @"+pg
+	sp.ACLs = append(sp.ACLs,
+		&nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGDropPriority, Match: in4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-egress")},
+		&nbmodel.ACL{Direction: nbmodel.ACLDirectionToLport, Priority: SGDropPriority, Match: out4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-ingress")},
+		&nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority, Match: in4 + " && ip4 && udp.src == 68 && udp.dst == 67", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/dhcp")},
+	)
+	if len(gateways) > 0 {
+		gws := make([]string, 0, len(gateways))
+		for _, a := range slices.SortedFunc(func(yield func(netip.Addr) bool) {
+			for a := range gateways {
+				if !yield(a) {
+					return
+				}
+			}
+		}, netip.Addr.Compare) {
+			gws = append(gws, a.String())
+		}
+		dst := gws[0]
+		if len(gws) > 1 {
+			dst = "{" + strings.Join(gws, ", ") + "}"
+		}
+		sp.ACLs = append(sp.ACLs, &nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority,
+			Match: in4 + " && ip4.dst == " + dst + " && icmp4 && icmp4.type == 8", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/ping-gateway")})
+	}
+
+	// The rules: embedded ones, then SecurityGroupRule objects.
+	rules := slices.Clone(g.rules)
+	for r := range in.sgRules[id] {
+		rules = append(rules, r)
+	}
+	slices.SortFunc(rules, func(a, b *ruleDecl) int { return cmp.Or(strings.Compare(a.ID, b.ID), a.pos.compare(b.pos)) })
+	count := map[string]int{}
+	for _, r := range rules {
+		count[r.ID]++
+	}
+	for _, r := range rules {
+		key := ACLKeyRule(r.ID)
+		var err *InputError
+		var acl *nbmodel.ACL
+		var note string
+		switch {
+		case r.ID == "":
+			err = ruleErr(r, g.Name, "spec.id", "is required")
+		case count[r.ID] > 1:
+			err = ruleErr(r, g.Name, "spec.id", "%s is declared %d times in SecurityGroup %s", r.ID, count[r.ID], id)
+		case r.SecurityGroupID != id:
+			err = ruleErr(r, g.Name, "spec.securityGroupId", "%s is not its group %s", r.SecurityGroupID, id)
+		default:
+			acl, note, err = in.ruleACL(r, g.Name, pg)
+		}
+		switch {
+		case err != nil:
+			if r.ID != "" && !slices.Contains(sp.KeepACLs, key) {
+				sp.KeepACLs = append(sp.KeepACLs, key)
+			}
+			sp.RuleErrors = append(sp.RuleErrors, err)
+		case note != "":
+			sp.Notes = append(sp.Notes, note)
+		default:
+			acl.ExternalIDs = ids(key)
+			sp.ACLs = append(sp.ACLs, acl)
+		}
+	}
+	slices.SortFunc(sp.ACLs, func(a, b *nbmodel.ACL) int {
+		return strings.Compare(a.ExternalIDs[KeySecurityACL], b.ExternalIDs[KeySecurityACL])
+	})
+	up.SecurityGroup = sp
+}
+
+// plannedVMPorts are the VM ports valid network n plans: those of its VM
+// interfaces without an error, its address claims decided as its own plan
+// decides them (planVMPorts). It costs what the network's VMs cost.
+func (in *Input) plannedVMPorts(n *network, held Held) set[string] {
+	vms := make([]*VMInterface, 0, len(in.vms[n.Name]))
+	for d := range in.vms[n.Name] {
+		if d.NetworkNamespace == n.Namespace {
+			vms = append(vms, &d.VMInterface)
+		}
+	}
+	out := set[string]{}
+	for _, vp := range planVMPorts(vms, n, held) {
+		if vp.err == nil {
+			out.add(vp.port)
+		}
+	}
+	return out
+}
+
+// ruleACL is rule r's ACL in group pg (whose SecurityGroup is named
+// group), or a note why an accepted rule has none (IPv6), or its error.
+func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *InputError) {
+	acl := &nbmodel.ACL{Priority: SGRulePriority, Action: nbmodel.ACLActionAllowRelated}
+	var m []string
+	remote := "ip4.src"
+	switch strings.ToLower(r.Direction) {
+	case "ingress":
+		acl.Direction = nbmodel.ACLDirectionToLport
+		m = append(m, "outport == @"+pg)
+	case "egress":
+		acl.Direction = nbmodel.ACLDirectionFromLport
+		m = append(m, "inport == @"+pg)
+		remote = "ip4.dst"
+	case "":
+		return nil, "", ruleErr(r, group, "spec.direction", "is required: ingress or egress")
+	default:
+		return nil, "", ruleErr(r, group, "spec.direction", "%q is neither ingress nor egress", r.Direction)
+	}
+	switch strings.ToLower(r.EtherType) {
+	case "", "ipv4":
+	case "ipv6":
+		return nil, fmt.Sprintf("%s rule %s: etherType IPv6 is not applied: kubevirt-ovn networks are IPv4 (ONOS installed it as IPv4)", ObjSecurityGroup+" "+group, r.ID), nil
+	default:
+		return nil, "", ruleErr(r, group, "spec.etherType", "%q is neither IPv4 nor IPv6", r.EtherType)
+	}
+	m = append(m, "ip4")
+	switch {
+	case r.RemoteIPPrefix != "" && r.RemoteGroupID != "":
+		return nil, "", ruleErr(r, group, "spec.remoteGroupId", "and spec.remoteIpPrefix are both set; a rule has one remote")
+	case r.RemoteIPPrefix != "":
+		p, err := parseRemotePrefix(r.RemoteIPPrefix)
+		if err != nil {
+			return nil, "", ruleErr(r, group, "spec.remoteIpPrefix", "%v", err)
+		}
+		if p.Bits() > 0 {
+			s := p.String()
+			if p.IsSingleIP() {
+				s = p.Addr().String()
+			}
+			m = append(m, remote+" == "+s)
+		}
+	case r.RemoteGroupID != "":
+		if len(in.sgs[r.RemoteGroupID]) == 0 {
+			return nil, "", ruleErr(r, group, "spec.remoteGroupId", "SecurityGroup %s is not declared", r.RemoteGroupID)
+		}
+		m = append(m, remote+" == $"+PortGroupName(r.RemoteGroupID)+"_ip4")
+	}
+	proto, err := protocolMatch(r, group)
+	if err != nil {
+		return nil, "", err
+	}
+	m = append(m, proto...)
+	acl.Match = strings.Join(m, " && ")
+	return acl, "", nil
+}
+
+// parseRemotePrefix reads an IPv4 prefix or address (a /32); host bits
+// are cleared, as Neutron does.
+func parseRemotePrefix(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		a, err := parseIPv4(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return netip.PrefixFrom(a, 32), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("%q is not an IPv4 prefix", s)
+	}
+	return p.Masked(), nil
+}
+
+// IP protocols by the names ONOS accepted.
+var protocolNumbers = map[string]int{"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132}
+
+// protocolMatch is the match of rule r's protocol and port range: the
+// destination port in both directions (ONOS matched the source port of
+// egress rules), ICMP type and code (ONOS swapped them).
+func protocolMatch(r *ruleDecl, group string) ([]string, *InputError) {
+	p := strings.ToLower(strings.TrimSpace(r.Protocol))
+	num := -1
+	switch {
+	case p == "" || p == "any":
+	case protocolNumbers[p] != 0:
+		num = protocolNumbers[p]
+	default:
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > 255 {
+			return nil, ruleErr(r, group, "spec.protocol", "%q is none of tcp, udp, icmp, sctp, any or an IP protocol number 0-255", r.Protocol)
+		}
+		if n > 0 {
+			num = n
+		}
+	}
+	lo, hi := r.PortRangeMin, r.PortRangeMax
+	switch num {
+	case -1:
+		if lo != nil || hi != nil {
+			return nil, ruleErr(r, group, "spec.portRangeMin", "needs a spec.protocol (tcp, udp, sctp or icmp)")
+		}
+		return nil, nil
+	case 6, 17, 132:
+		name := map[int]string{6: "tcp", 17: "udp", 132: "sctp"}[num]
+		if lo == nil && hi == nil {
+			return []string{name}, nil
+		}
+		if lo == nil {
+			return nil, ruleErr(r, group, "spec.portRangeMin", "is required with spec.portRangeMax")
+		}
+		max := *lo
+		if hi != nil {
+			max = *hi
+		}
+		switch {
+		case *lo < 1 || *lo > 65535:
+			return nil, ruleErr(r, group, "spec.portRangeMin", "%d is not a port (1-65535)", *lo)
+		case max < 1 || max > 65535:
+			return nil, ruleErr(r, group, "spec.portRangeMax", "%d is not a port (1-65535)", max)
+		case max < *lo:
+			return nil, ruleErr(r, group, "spec.portRangeMax", "%d is below spec.portRangeMin %d", max, *lo)
+		case max == *lo:
+			return []string{name, fmt.Sprintf("%s.dst == %d", name, *lo)}, nil
+		case *lo == 1 && max == 65535:
+			return []string{name}, nil
+		}
+		return []string{name, fmt.Sprintf("%s.dst >= %d", name, *lo), fmt.Sprintf("%s.dst <= %d", name, max)}, nil
+	case 1:
+		out := []string{"icmp4"}
+		if lo != nil {
+			if *lo < 0 || *lo > 255 {
+				return nil, ruleErr(r, group, "spec.portRangeMin", "%d is not an ICMP type (0-255)", *lo)
+			}
+			out = append(out, fmt.Sprintf("icmp4.type == %d", *lo))
+		}
+		if hi != nil {
+			switch {
+			case lo == nil:
+				return nil, ruleErr(r, group, "spec.portRangeMax", "(the ICMP code) needs spec.portRangeMin (the ICMP type)")
+			case *hi < 0 || *hi > 255:
+				return nil, ruleErr(r, group, "spec.portRangeMax", "%d is not an ICMP code (0-255)", *hi)
+			}
+			out = append(out, fmt.Sprintf("icmp4.code == %d", *hi))
+		}
+		return out, nil
+	}
+	if lo != nil || hi != nil {
+		return nil, ruleErr(r, group, "spec.portRangeMin", "is for tcp, udp, sctp and icmp, not protocol %d", num)
+	}
+	return []string{fmt.Sprintf("ip.proto == %d", num)}, nil
+}
+
+// Rows are the desired rows of security group sp: its Port_Group, which
+// refers to its ports (rows of their networks' units) by name, and its
+// ACLs.
+func (sp *SecurityGroupPlan) Rows() []Row {
+	rows := make([]Row, 0, 1+len(sp.ACLs))
+	pg := Row{Model: sp.PortGroup}
+	for _, p := range sp.Ports {
+		pg.Refs = append(pg.Refs, Ref{Column: "ports", Key: p})
+	}
+	rows = append(rows, pg)
+	for _, a := range sp.ACLs {
+		rows = append(rows, Row{Model: a, Parent: sp.PortGroup.Name})
+	}
+	return rows
+}
