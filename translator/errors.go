@@ -8,6 +8,7 @@ const (
 	ObjNAD           = "NetworkAttachmentDefinition"
 	ObjVMI           = "VirtualMachineInstance"
 	ObjFloatingIP    = "FloatingIp"
+	ObjLoadBalancer  = "LoadBalancer"
 )
 
 // InputError is bad input. It names the object and the field so that the

@@ -24,6 +24,8 @@ type Objects struct {
 	VMs      []VMInterface
 	// FloatingIPs belong to the unit of the router they name.
 	FloatingIPs []FloatingIP
+	// LoadBalancers belong to the unit of the router of their network.
+	LoadBalancers []LoadBalancer
 	// Invalid are objects that did not decode: their unit fails and keeps
 	// its rows.
 	Invalid map[Unit]error
@@ -31,12 +33,12 @@ type Objects struct {
 
 // Objects are the declarations of s, as one source's.
 func (s *Snapshot) Objects() Objects {
-	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs, Invalid: s.Invalid}
+	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs, LoadBalancers: s.LoadBalancers, Invalid: s.Invalid}
 }
 
 // Snapshot is a Snapshot of o alone: no chassis, nothing held.
 func (o Objects) Snapshot() *Snapshot {
-	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, FloatingIPs: o.FloatingIPs, Invalid: o.Invalid}
+	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, FloatingIPs: o.FloatingIPs, LoadBalancers: o.LoadBalancers, Invalid: o.Invalid}
 }
 
 // Input is the indexed form of the Objects of every source (Set) and the SB
@@ -68,6 +70,10 @@ type Input struct {
 	networks map[string]set[*networkDecl] // by network name
 	vms      map[string]set[*vmDecl]      // by VMInterface.Network
 	fips     map[string]set[*fipDecl]     // by FloatingIP.Router
+	lbs      map[string]set[*lbDecl]      // by LoadBalancer.Network
+	lbNames  map[string]set[*lbDecl]      // by LoadBalancer.Name
+	// rejectEmptyLB: see Snapshot.RejectEmptyLB.
+	rejectEmptyLB bool
 	invalid  map[Unit]map[string]error    // unit, then source
 
 	// The claims, by normalized SNAT IP and by network name, of every
@@ -136,6 +142,7 @@ type source struct {
 	networks map[string][]*networkDecl
 	vms      map[string][]*vmDecl
 	fips     map[string][]*fipDecl
+	lbs      map[string][]*lbDecl // by LoadBalancer.Name
 	invalid  map[Unit]error
 }
 
@@ -168,6 +175,11 @@ type vmDecl struct {
 	pos
 }
 
+type lbDecl struct {
+	LoadBalancer
+	pos
+}
+
 type fipDecl struct {
 	FloatingIP
 	pos
@@ -182,6 +194,8 @@ func NewInput() *Input {
 		networks:       map[string]set[*networkDecl]{},
 		vms:            map[string]set[*vmDecl]{},
 		fips:           map[string]set[*fipDecl]{},
+		lbs:            map[string]set[*lbDecl]{},
+		lbNames:        map[string]set[*lbDecl]{},
 		invalid:        map[Unit]map[string]error{},
 		snatClaims:     map[string]set[*routerDecl]{},
 		internalClaims: map[string]set[*routerDecl]{},
@@ -204,6 +218,7 @@ func NewInputFrom(s *Snapshot) *Input {
 	for _, source := range slices.Sorted(maps.Keys(s.ForeignKeys)) {
 		in.SetForeignKeys(source, s.ForeignKeys[source])
 	}
+	in.rejectEmptyLB = s.RejectEmptyLB
 	in.Set("snapshot", s.Objects())
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in
@@ -228,6 +243,7 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 	in.replaceNetworks(old, nw, c)
 	in.replaceVMs(old, nw, c)
 	in.replaceFloatingIPs(old, nw, c)
+	in.replaceLoadBalancers(old, nw, c)
 	in.replaceInvalid(name, old, nw, c)
 	if nw.empty() {
 		delete(in.sources, name)
@@ -260,6 +276,7 @@ func newSource(name string, objs Objects) *source {
 		networks: map[string][]*networkDecl{},
 		vms:      map[string][]*vmDecl{},
 		fips:     map[string][]*fipDecl{},
+		lbs:      map[string][]*lbDecl{},
 		invalid:  map[Unit]error{},
 	}
 	for i, r := range objs.Routers {
@@ -274,6 +291,12 @@ func newSource(name string, objs Objects) *source {
 	for i, f := range objs.FloatingIPs {
 		s.fips[f.Router] = append(s.fips[f.Router], &fipDecl{FloatingIP: f, pos: pos{name, i}, ip: normalizeIP(f.IP), fixed: normalizeIP(f.FixedIP)})
 	}
+	for i, lb := range objs.LoadBalancers {
+		d := &lbDecl{LoadBalancer: lb, pos: pos{name, i}}
+		d.Members = slices.Clone(lb.Members)
+		d.Rules = slices.Clone(lb.Rules)
+		s.lbs[lb.Name] = append(s.lbs[lb.Name], d)
+	}
 	for u, err := range objs.Invalid {
 		if err != nil {
 			s.invalid[u] = err
@@ -285,7 +308,7 @@ func newSource(name string, objs Objects) *source {
 // empty reports whether the source declares nothing, not even an
 // undecodable object.
 func (s *source) empty() bool {
-	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.invalid) == 0
+	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.lbs)+len(s.invalid) == 0
 }
 
 // newRouterDecl is a copy of r at p with the SNAT IP it claims.
@@ -382,6 +405,11 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 			in.affectedByVM(&vmDecl{VMInterface: v}, c.affected)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
+		// Members and VIPs of the network's load balancers are checked
+		// against its VM ports.
+		if len(in.lbs[key]) > 0 {
+			in.addRouterNames(c.affected, in.internalClaims[key])
+		}
 	})
 }
 

@@ -57,3 +57,9 @@ func VMPortName(network, namespace, vmi, iface string) string {
 // port name holds no '_' (a Kubernetes name), so its first '_' ends it
 // whatever the chassis is called.
 func GatewayChassisName(port, chassis string) string { return port + "_" + chassis }
+
+// LoadBalancerName is the Load_Balancer row of a LoadBalancer for one
+// protocol (tcp, udp, or icmp for its port-less VIP). The LoadBalancer's
+// name holds no '_' (a Kubernetes name), so the row names of two
+// LoadBalancers never meet.
+func LoadBalancerName(lb, proto string) string { return NamePrefix + "lb-" + lb + "_" + proto }

@@ -16,6 +16,10 @@ const (
 	// KeyFloatingIP carries a floating IP's spec.id on its NAT row, for
 	// readability and for who holds its address (Claims.FloatingIPs).
 	KeyFloatingIP = "kubevirt-ovn/floating-ip"
+	// KeyLoadBalancer carries a LoadBalancer's metadata.name on its
+	// Load_Balancer rows, KeyLoadBalancerID its spec.name (ONOS's key).
+	KeyLoadBalancer   = "kubevirt-ovn/load-balancer"
+	KeyLoadBalancerID = "kubevirt-ovn/load-balancer-id"
 )
 
 // Our switches also carry ovn-kubernetes' network key with a value no

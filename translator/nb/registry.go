@@ -457,6 +457,8 @@ var Default = MustRegistry(
 		Identity: []string{"name"},
 		Columns:  []string{"name", "options", "external_ids"},
 		Guard:    true,
+		// The load balancers of its internal networks (its unit's).
+		References: []Reference{{Column: "load_balancer", Table: nbmodel.LoadBalancerTable}},
 		Describe: func(m model.Model) string {
 			return "options=" + formatValue(m.(*nbmodel.LogicalRouter).Options)
 		},
@@ -527,6 +529,27 @@ var Default = MustRegistry(
 		Columns:     []string{"name", "other_config", "external_ids"},
 		PartialMaps: map[string][]string{"other_config": {translator.KeyTunnel}},
 		Guard:       true,
+		// Its network's load balancers, which its router's unit owns:
+		// the VIP from inside the network.
+		References: []Reference{{Column: "load_balancer", Table: nbmodel.LoadBalancerTable}},
+	},
+	&Table{
+		// A load balancer's row for one protocol: a root, which the
+		// router of its network and the network's switch refer to.
+		Name: nbmodel.LoadBalancerTable, New: func() model.Model { return &nbmodel.LoadBalancer{} },
+		Identity: []string{"name"},
+		Columns:  []string{"name", "protocol", "vips", "options", "external_ids"},
+		Describe: func(m model.Model) string {
+			lb := m.(*nbmodel.LoadBalancer)
+			s := "vips=" + formatValue(lb.Vips)
+			if lb.Protocol != nil {
+				s = "protocol=" + *lb.Protocol + " " + s
+			}
+			if len(lb.Options) > 0 {
+				s += " options=" + formatValue(lb.Options)
+			}
+			return s
+		},
 	},
 	&Table{
 		// A network's DHCP options, which its VM ports refer to. Its CIDR

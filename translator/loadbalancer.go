@@ -1,0 +1,349 @@
+package translator
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
+
+// Load balancers (kubevirt.io/v1 LoadBalancer, as ONOS kubevirt-networking
+// had them) belong to the unit of the router that has their network
+// (spec.networkId) as an internal network, as floating IPs belong to the
+// router they name. A valid load balancer is one Load_Balancer row per
+// protocol of its rules (LoadBalancerName), referenced from the router's
+// load_balancer column: on a router with a distributed gateway port OVN
+// balances on the gateway chassis, ONOS's centralized semantics. Its VIP
+// keys are "<vip>:<port>" for every port of its tcp and udp rules (ranges
+// expanded up to LBMaxPortRange ports), and a port-less "<vip>" on an
+// icmp row: OVN cannot balance ICMP alone, a port-less VIP takes all IP
+// traffic to the VIP (NOTES §7.3). A member's port is the VIP's port (no
+// port translation, as ONOS).
+//
+// A floating IP whose fixed IP is a valid load balancer's VIP gets no NAT
+// row: a router NAT does not chain into a load balancer. Its address
+// becomes an extra VIP key "<floatingIp>:<port>" on the same rows, which
+// nat-addresses=router answers ARP for on the gateway chassis.
+//
+// The network's switch refers to the rows too (its unit, the network's,
+// plans that reference: planNetwork), so that the VIP works from inside
+// the network, where the router balances nothing (it balances only on the
+// gateway chassis).
+//
+// A load balancer's own error never fails its router or its network: it
+// is reported in its status and its rows are left out.
+
+// LBMaxPortRange is the most ports a tcp or udp rule's range may span: OVN
+// has no range VIPs, each port is one VIP key (and one set of flows).
+const LBMaxPortRange = 64
+
+// Load balancer protocols as rows name them.
+const (
+	lbTCP  = "tcp"
+	lbUDP  = "udp"
+	lbICMP = "icmp"
+)
+
+func (in *Input) addLoadBalancer(d *lbDecl) {
+	addTo(in.lbs, d.Network, d)
+	addTo(in.lbNames, d.Name, d)
+}
+
+func (in *Input) removeLoadBalancer(d *lbDecl) {
+	removeFrom(in.lbs, d.Network, d)
+	removeFrom(in.lbNames, d.Name, d)
+}
+
+// replaceLoadBalancers moves the load balancers that changed from old to
+// nw in the load balancer indexes; the units of their networks and of the
+// routers on them are affected, and those of the load balancers of the
+// same name (a name declared twice is an error of each).
+func (in *Input) replaceLoadBalancers(old, nw *source, c *setChange) {
+	same := func(a, b *lbDecl) bool { return sameLoadBalancer(&a.LoadBalancer, &b.LoadBalancer) }
+	replaceChanged(old.lbs, nw.lbs, same, func(key string, olds, news []*lbDecl) {
+		for _, d := range olds {
+			in.removeLoadBalancer(d)
+			in.affectedByLoadBalancer(d, c.affected)
+		}
+		for _, d := range news {
+			in.addLoadBalancer(d)
+			in.affectedByLoadBalancer(d, c.affected)
+		}
+		for d := range in.lbNames[key] {
+			in.affectedByLoadBalancer(d, c.affected)
+		}
+	})
+}
+
+func (in *Input) affectedByLoadBalancer(d *lbDecl, affected set[Unit]) {
+	affected.add(Unit{Kind: KindNetwork, Name: d.Network})
+	in.addRouterNames(affected, in.internalClaims[d.Network])
+}
+
+func sameLoadBalancer(a, b *LoadBalancer) bool {
+	x, y := *a, *b
+	x.Created, y.Created = time.Time{}, time.Time{}
+	return reflect.DeepEqual(x, y) && a.Created.Equal(b.Created)
+}
+
+func lbErr(name, field, format string, args ...any) *InputError {
+	return &InputError{Kind: ObjLoadBalancer, Object: name, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// plannedLB is a load balancer that passed its checks.
+type plannedLB struct {
+	d       *lbDecl
+	vip     netip.Addr
+	members []string // normalized, sorted
+	// ports are the VIP ports by protocol (tcp, udp), sorted; icmp: a
+	// port-less VIP.
+	ports map[string][]int
+	icmp  bool
+	// fips are the floating IPs bound to its VIP (external IPs), sorted.
+	fips []string
+}
+
+// lbDecls are the load balancers on network name, by name then position.
+func (in *Input) lbDecls(network string) []*lbDecl {
+	out := make([]*lbDecl, 0, len(in.lbs[network]))
+	for d := range in.lbs[network] {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *lbDecl) int { return cmp.Or(strings.Compare(a.Name, b.Name), a.pos.compare(b.pos)) })
+	return out
+}
+
+// planLoadBalancers checks the load balancers on the internal networks of
+// router r: their status, by name, and the valid ones, by name.
+func (in *Input) planLoadBalancers(r *router) ([]LoadBalancerStatus, []*plannedLB) {
+	var statuses []LoadBalancerStatus
+	var valid []*plannedLB
+	for _, n := range r.internal {
+		for _, d := range in.lbDecls(n.Name) {
+			st := LoadBalancerStatus{Name: d.Name, Generation: d.Generation, Router: r.Name}
+			lb, err := in.checkLoadBalancer(d, n)
+			if err == nil && in.zoned {
+				err = lbErr(d.Name, "", "load balancers are not planned in interconnect mode yet")
+			}
+			if err != nil {
+				st.Reason, st.Err = err.Error(), err
+			} else {
+				st.Ready = true
+				valid = append(valid, lb)
+			}
+			statuses = append(statuses, st)
+		}
+	}
+	slices.SortStableFunc(statuses, func(a, b LoadBalancerStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(valid, func(a, b *plannedLB) int { return strings.Compare(a.d.Name, b.d.Name) })
+	return statuses, valid
+}
+
+// switchLoadBalancers are the keys of the Load_Balancer rows network n's
+// switch refers to: those of its valid load balancers, when a router
+// claims n as an internal network (whose unit plans the rows). Central
+// mode only.
+func (in *Input) switchLoadBalancers(n *network) []string {
+	if in.zoned || len(in.internalClaims[n.Name]) == 0 {
+		return nil
+	}
+	var keys []string
+	for _, d := range in.lbDecls(n.Name) {
+		lb, err := in.checkLoadBalancer(d, n)
+		if err != nil {
+			continue
+		}
+		for _, proto := range lb.protocols() {
+			keys = append(keys, LoadBalancerName(d.Name, proto))
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// checkLoadBalancer checks load balancer d on its valid network n: its
+// name, its VIP, its members (VM ports on n) and its rules.
+func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputError) {
+	if k := len(in.lbNames[d.Name]); k > 1 {
+		return nil, lbErr(d.Name, "metadata.name", "is declared %d times", k)
+	}
+	if msg := badName(d.Name, validation.IsDNS1123Subdomain); msg != "" {
+		return nil, lbErr(d.Name, "metadata.name", "%s", msg)
+	}
+	if d.ID == "" {
+		return nil, lbErr(d.Name, "spec.name", "is required")
+	}
+	lb := &plannedLB{d: d, ports: map[string][]int{}}
+	vip, err := parseIPv4(d.VIP)
+	switch {
+	case err != nil:
+		return nil, lbErr(d.Name, "spec.vip", "%v", err)
+	case !hostIn(n.prefix, vip):
+		return nil, lbErr(d.Name, "spec.vip", "%s is outside network %s (%s)", vip, n.Name, n.prefix)
+	case n.gateway.IsValid() && vip == n.gateway:
+		return nil, lbErr(d.Name, "spec.vip", "%s is the gatewayIp of network %s", vip, n.Name)
+	}
+	for o := range in.lbs[n.Name] {
+		if o != d && o.Name < d.Name && normalizeIP(o.VIP) == vip.String() {
+			return nil, lbErr(d.Name, "spec.vip", "%s is already the VIP of LoadBalancer %s", vip, o.Name)
+		}
+	}
+	if port := in.vmPortOf(n, vip); port != "" {
+		return nil, lbErr(d.Name, "spec.vip", "%s is the address of VM port %s on network %s", vip, port, n.Name)
+	}
+	lb.vip = vip
+	for i, m := range d.Members {
+		field := fmt.Sprintf("spec.members[%d]", i)
+		ip, err := parseIPv4(m)
+		if err != nil {
+			return nil, lbErr(d.Name, field, "%v", err)
+		}
+		if ip == vip {
+			return nil, lbErr(d.Name, field, "%s is the VIP", ip)
+		}
+		if in.vmPortOf(n, ip) == "" {
+			return nil, lbErr(d.Name, field, "%s is no VM port on network %s", ip, n.Name)
+		}
+		if slices.Contains(lb.members, ip.String()) {
+			return nil, lbErr(d.Name, field, "%s is listed twice", ip)
+		}
+		lb.members = append(lb.members, ip.String())
+	}
+	slices.SortFunc(lb.members, func(a, b string) int {
+		return netip.MustParseAddr(a).Compare(netip.MustParseAddr(b))
+	})
+	for i, r := range d.Rules {
+		field := fmt.Sprintf("spec.rules[%d]", i)
+		proto := strings.ToLower(r.Protocol)
+		switch proto {
+		case lbICMP:
+			lb.icmp = true
+			continue
+		case lbTCP, lbUDP:
+		case "":
+			return nil, lbErr(d.Name, field+".protocol", "is required (tcp, udp or icmp)")
+		default:
+			return nil, lbErr(d.Name, field+".protocol", "%q is not tcp, udp or icmp", r.Protocol)
+		}
+		hi := r.PortMax
+		if hi == 0 {
+			hi = r.PortMin
+		}
+		switch {
+		case r.PortMin < 1 || r.PortMin > 65535:
+			return nil, lbErr(d.Name, field+".portRangeMin", "%d is not a port (1-65535)", r.PortMin)
+		case hi < r.PortMin || hi > 65535:
+			return nil, lbErr(d.Name, field+".portRangeMax", "%d is not a port from portRangeMin %d to 65535", r.PortMax, r.PortMin)
+		case hi-r.PortMin+1 > LBMaxPortRange:
+			return nil, lbErr(d.Name, field+".portRangeMax", "range %d-%d spans %d ports: OVN has no range VIPs and kubevirt-ovn expands at most %d", r.PortMin, hi, hi-r.PortMin+1, LBMaxPortRange)
+		}
+		for p := r.PortMin; p <= hi; p++ {
+			if !slices.Contains(lb.ports[proto], p) {
+				lb.ports[proto] = append(lb.ports[proto], p)
+			}
+		}
+	}
+	if len(lb.ports) == 0 && !lb.icmp {
+		return nil, lbErr(d.Name, "spec.rules", "is empty: nothing to balance")
+	}
+	for _, ps := range lb.ports {
+		slices.Sort(ps)
+	}
+	return lb, nil
+}
+
+// vmPortOf is the VM port on valid network n that has address ip, "" for
+// none.
+func (in *Input) vmPortOf(n *network, ip netip.Addr) string {
+	var ports []string
+	for v := range in.vmAddrs[vmAddrKey(n.Name, ip.String())] {
+		if v.NetworkNamespace != n.Namespace {
+			continue
+		}
+		if _, _, err := validateVM(&v.VMInterface, n); err != nil {
+			continue
+		}
+		ports = append(ports, VMPortName(n.Name, v.Namespace, v.VMI, v.Interface))
+	}
+	if len(ports) == 0 {
+		return ""
+	}
+	return slices.Min(ports)
+}
+
+// protocols are the protocols lb has a row for, sorted.
+func (lb *plannedLB) protocols() []string {
+	var out []string
+	if lb.icmp {
+		out = append(out, lbICMP)
+	}
+	for _, p := range []string{lbTCP, lbUDP} {
+		if len(lb.ports[p]) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// loadBalancerRows adds the Load_Balancer rows of router r's valid load
+// balancers to rp, one per protocol, sorted by name.
+func loadBalancerRows(rp *RouterPlan, r *router, ids func() map[string]string, reject bool) {
+	for _, lb := range r.lbs {
+		for _, proto := range lb.protocols() {
+			lbIDs := ids()
+			lbIDs[KeyLoadBalancer] = lb.d.Name
+			lbIDs[KeyLoadBalancerID] = lb.d.ID
+			if lb.d.Description != "" {
+				lbIDs[KeyDescription] = lb.d.Description
+			}
+			row := &nbmodel.LoadBalancer{
+				Name:        LoadBalancerName(lb.d.Name, proto),
+				Vips:        map[string]string{},
+				ExternalIDs: lbIDs,
+			}
+			addrs := append([]string{lb.vip.String()}, lb.fips...)
+			if proto == lbICMP {
+				for _, a := range addrs {
+					row.Vips[a] = strings.Join(lb.members, ",")
+				}
+			} else {
+				p := proto
+				row.Protocol = &p
+				for _, port := range lb.ports[proto] {
+					ps := strconv.Itoa(port)
+					backends := make([]string, len(lb.members))
+					for i, m := range lb.members {
+						backends[i] = m + ":" + ps
+					}
+					for _, a := range addrs {
+						row.Vips[a+":"+ps] = strings.Join(backends, ",")
+					}
+				}
+			}
+			if reject && len(lb.members) == 0 {
+				row.Options = map[string]string{"reject": "true"}
+			}
+			rp.LoadBalancers = append(rp.LoadBalancers, row)
+		}
+	}
+	slices.SortFunc(rp.LoadBalancers, func(a, b *nbmodel.LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// lbOfVIP is the valid load balancer of router r whose VIP is ip on
+// network n, nil for none.
+func lbOfVIP(lbs []*plannedLB, n *network, ip netip.Addr) *plannedLB {
+	for _, lb := range lbs {
+		if lb.d.Network == n.Name && lb.vip == ip {
+			return lb
+		}
+	}
+	return nil
+}
