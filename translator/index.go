@@ -74,7 +74,7 @@ type Input struct {
 	lbNames  map[string]set[*lbDecl]      // by LoadBalancer.Name
 	// rejectEmptyLB: see Snapshot.RejectEmptyLB.
 	rejectEmptyLB bool
-	invalid  map[Unit]map[string]error    // unit, then source
+	invalid       map[Unit]map[string]error // unit, then source
 
 	// The claims, by normalized SNAT IP and by network name, of every
 	// declaration, eligible or not: who wins is decided when planning.
