@@ -105,8 +105,10 @@ func TestLoadBalancers(t *testing.T) {
 			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.members[0] 10.20.0.6 is no VM port on network net-a"},
 		},
 		{
-			name:   "a range beyond the limit",
-			edit:   func(s *Snapshot) { s.LoadBalancers[0].Rules = []LBRule{{Protocol: "tcp", PortMin: 7000, PortMax: 8000}} },
+			name: "a range beyond the limit",
+			edit: func(s *Snapshot) {
+				s.LoadBalancers[0].Rules = []LBRule{{Protocol: "tcp", PortMin: 7000, PortMax: 8000}}
+			},
 			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.rules[0].portRangeMax range 7000-8000 spans 1001 ports: OVN has no range VIPs and kubevirt-ovn expands at most 64"},
 		},
 		{
@@ -130,8 +132,11 @@ func TestLoadBalancers(t *testing.T) {
 			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.vip 10.20.0.100 is outside network net-a (10.10.0.0/24)"},
 		},
 		{
-			name:   "a VIP that is a VM's address",
-			edit:   func(s *Snapshot) { s.LoadBalancers[0].VIP = "10.10.0.5"; s.LoadBalancers[0].Members = []string{"10.10.0.6"} },
+			name: "a VIP that is a VM's address",
+			edit: func(s *Snapshot) {
+				s.LoadBalancers[0].VIP = "10.10.0.5"
+				s.LoadBalancers[0].Members = []string{"10.10.0.6"}
+			},
 			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.vip 10.10.0.5 is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
 		},
 		{
@@ -146,7 +151,7 @@ func TestLoadBalancers(t *testing.T) {
 				b.Name, b.ID = "api", "api"
 				s.LoadBalancers = append(s.LoadBalancers, b)
 			},
-			want: []*nbmodel.LoadBalancer{{Name: "kv-lb-api_tcp", Protocol: ptr("tcp"), Vips: map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"}, ExternalIDs: lbIDs("r1", "api")}},
+			want:   []*nbmodel.LoadBalancer{{Name: "kv-lb-api_tcp", Protocol: ptr("tcp"), Vips: map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"}, ExternalIDs: lbIDs("r1", "api")}},
 			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.vip 10.10.0.100 is already the VIP of LoadBalancer api"},
 		},
 	}
