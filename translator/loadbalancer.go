@@ -33,10 +33,10 @@ import (
 // becomes an extra VIP key "<floatingIp>:<port>" on the same rows, which
 // nat-addresses=router answers ARP for on the gateway chassis.
 //
-// The network's switch refers to the rows too (its unit, the network's,
-// plans that reference: planNetwork), so that the VIP works from inside
-// the network, where the router balances nothing (it balances only on the
-// gateway chassis).
+// The network's switch has rows of its own with the VIP keys (the
+// network's unit plans them: switchLoadBalancers), so that the VIP works
+// from inside the network, where the router balances nothing (it balances
+// only on the gateway chassis).
 //
 // A load balancer's own error never fails its router or its network: it
 // is reported in its status and its rows are left out.
@@ -145,28 +145,6 @@ func (in *Input) planLoadBalancers(r *router) ([]LoadBalancerStatus, []*plannedL
 	slices.SortStableFunc(statuses, func(a, b LoadBalancerStatus) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(valid, func(a, b *plannedLB) int { return strings.Compare(a.d.Name, b.d.Name) })
 	return statuses, valid
-}
-
-// switchLoadBalancers are the keys of the Load_Balancer rows network n's
-// switch refers to: those of its valid load balancers, when a router
-// claims n as an internal network (whose unit plans the rows). Central
-// mode only.
-func (in *Input) switchLoadBalancers(n *network) []string {
-	if in.zoned || len(in.internalClaims[n.Name]) == 0 {
-		return nil
-	}
-	var keys []string
-	for _, d := range in.lbDecls(n.Name) {
-		lb, err := in.checkLoadBalancer(d, n)
-		if err != nil {
-			continue
-		}
-		for _, proto := range lb.protocols() {
-			keys = append(keys, LoadBalancerName(d.Name, proto))
-		}
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // checkLoadBalancer checks load balancer d on its valid network n: its
@@ -294,47 +272,76 @@ func (lb *plannedLB) protocols() []string {
 }
 
 // loadBalancerRows adds the Load_Balancer rows of router r's valid load
-// balancers to rp, one per protocol, sorted by name.
+// balancers to rp, one per protocol, sorted by name: VIP keys for the VIP
+// and for the floating IPs bound to it.
 func loadBalancerRows(rp *RouterPlan, r *router, ids func() map[string]string, reject bool) {
 	for _, lb := range r.lbs {
+		addrs := append([]string{lb.vip.String()}, lb.fips...)
 		for _, proto := range lb.protocols() {
-			lbIDs := ids()
-			lbIDs[KeyLoadBalancer] = lb.d.Name
-			lbIDs[KeyLoadBalancerID] = lb.d.ID
-			if lb.d.Description != "" {
-				lbIDs[KeyDescription] = lb.d.Description
-			}
-			row := &nbmodel.LoadBalancer{
-				Name:        LoadBalancerName(lb.d.Name, proto),
-				Vips:        map[string]string{},
-				ExternalIDs: lbIDs,
-			}
-			addrs := append([]string{lb.vip.String()}, lb.fips...)
-			if proto == lbICMP {
-				for _, a := range addrs {
-					row.Vips[a] = strings.Join(lb.members, ",")
-				}
-			} else {
-				p := proto
-				row.Protocol = &p
-				for _, port := range lb.ports[proto] {
-					ps := strconv.Itoa(port)
-					backends := make([]string, len(lb.members))
-					for i, m := range lb.members {
-						backends[i] = m + ":" + ps
-					}
-					for _, a := range addrs {
-						row.Vips[a+":"+ps] = strings.Join(backends, ",")
-					}
-				}
-			}
-			if reject && len(lb.members) == 0 {
-				row.Options = map[string]string{"reject": "true"}
-			}
-			rp.LoadBalancers = append(rp.LoadBalancers, row)
+			rp.LoadBalancers = append(rp.LoadBalancers, lb.row(LoadBalancerName(lb.d.Name, proto), proto, addrs, ids(), reject))
 		}
 	}
 	slices.SortFunc(rp.LoadBalancers, func(a, b *nbmodel.LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// switchLoadBalancers are the Load_Balancer rows of network n's switch:
+// one per protocol of each valid load balancer on n, VIP keys for the VIP
+// only, sorted by name. They are the network's own rows, not the router's:
+// a row of the router's unit that the switch referred to would make each
+// unit wait for the other (the router's ports need the network's switch,
+// the switch would need the router's row), and the VIP works from inside
+// the network also without a router. Central mode only.
+func (in *Input) switchLoadBalancers(n *network, instance string) []*nbmodel.LoadBalancer {
+	if in.zoned {
+		return nil
+	}
+	var out []*nbmodel.LoadBalancer
+	for _, d := range in.lbDecls(n.Name) {
+		lb, err := in.checkLoadBalancer(d, n)
+		if err != nil {
+			continue
+		}
+		for _, proto := range lb.protocols() {
+			ids := OwnerIDs(instance, Unit{Kind: KindNetwork, Name: n.Name})
+			out = append(out, lb.row(SwitchLoadBalancerName(d.Name, proto), proto, []string{lb.vip.String()}, ids, in.rejectEmptyLB))
+		}
+	}
+	slices.SortFunc(out, func(a, b *nbmodel.LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// row is lb's Load_Balancer row name for proto, with VIP keys for addrs
+// (each with every port of proto's rules, or port-less for icmp) and
+// owner keys ids.
+func (lb *plannedLB) row(name, proto string, addrs []string, ids map[string]string, reject bool) *nbmodel.LoadBalancer {
+	ids[KeyLoadBalancer] = lb.d.Name
+	ids[KeyLoadBalancerID] = lb.d.ID
+	if lb.d.Description != "" {
+		ids[KeyDescription] = lb.d.Description
+	}
+	row := &nbmodel.LoadBalancer{Name: name, Vips: map[string]string{}, ExternalIDs: ids}
+	if proto == lbICMP {
+		for _, a := range addrs {
+			row.Vips[a] = strings.Join(lb.members, ",")
+		}
+	} else {
+		p := proto
+		row.Protocol = &p
+		for _, port := range lb.ports[proto] {
+			ps := strconv.Itoa(port)
+			backends := make([]string, len(lb.members))
+			for i, m := range lb.members {
+				backends[i] = m + ":" + ps
+			}
+			for _, a := range addrs {
+				row.Vips[a+":"+ps] = strings.Join(backends, ",")
+			}
+		}
+	}
+	if reject && len(lb.members) == 0 {
+		row.Options = map[string]string{"reject": "true"}
+	}
+	return row
 }
 
 // lbOfVIP is the valid load balancer of router r whose VIP is ip on

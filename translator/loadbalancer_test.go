@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,9 +50,6 @@ func TestLoadBalancers(t *testing.T) {
 		edit   func(s *Snapshot)
 		want   []*nbmodel.LoadBalancer
 		status LoadBalancerStatus // Router r1 unless said
-		// switchRefs: the keys net-a's switch refers to (default: want's
-		// names).
-		switchRefs []string
 	}{
 		{
 			name:   "one tcp port over two members, sorted",
@@ -165,13 +163,23 @@ func TestLoadBalancers(t *testing.T) {
 			require.Empty(t, p.Failed)
 			rp := lbRouterPlan(t, p, "r1")
 			assert.Equal(t, tt.want, rp.LoadBalancers)
-			refs := tt.switchRefs
-			if refs == nil {
-				for _, lb := range tt.want {
-					refs = append(refs, lb.Name)
+			// net-a's own rows: the router's without floating IPs.
+			var want []*nbmodel.LoadBalancer
+			for _, lb := range tt.want {
+				sw := *lb
+				sw.Name += "_switch"
+				sw.ExternalIDs = OwnerIDs(testInstance, Unit{KindNetwork, "net-a"})
+				sw.ExternalIDs[KeyLoadBalancer] = lb.ExternalIDs[KeyLoadBalancer]
+				sw.ExternalIDs[KeyLoadBalancerID] = lb.ExternalIDs[KeyLoadBalancerID]
+				sw.Vips = map[string]string{}
+				for k, v := range lb.Vips {
+					if strings.HasPrefix(k, "10.") {
+						sw.Vips[k] = v
+					}
 				}
+				want = append(want, &sw)
 			}
-			assert.Equal(t, refs, lbNetworkPlan(t, p, "net-a").LoadBalancers, "net-a's switch refers to the rows")
+			assert.Equal(t, want, lbNetworkPlan(t, p, "net-a").LoadBalancers, "net-a's switch has rows of its own")
 			st := tt.status
 			st.Router = "r1"
 			var got *LoadBalancerStatus
@@ -217,18 +225,21 @@ func TestLoadBalancerFloatingIPHasNoNAT(t *testing.T) {
 }
 
 // TestLoadBalancerWithoutRouter: a load balancer on a network no router
-// has is planned by nobody, and the network's switch refers to nothing.
+// has still has its switch's row (the VIP from inside the network); no
+// router plans it, and none reports its status yet.
 func TestLoadBalancerWithoutRouter(t *testing.T) {
 	s := lbSnapshot()
 	s.Routers[0].Internal = []string{"net-b"}
 	p := Build(s, testInstance)
 	assert.Empty(t, lbRouterPlan(t, p, "r1").LoadBalancers)
-	assert.Empty(t, lbNetworkPlan(t, p, "net-a").LoadBalancers)
+	rows := lbNetworkPlan(t, p, "net-a").LoadBalancers
+	require.Len(t, rows, 1)
+	assert.Equal(t, "kv-lb-web_tcp_switch", rows[0].Name)
 	assert.Empty(t, p.LoadBalancers)
 }
 
 // TestLoadBalancerRows: the router refers to its rows, which are roots;
-// the switch of the network refers to them too.
+// the switch of the network to its own.
 func TestLoadBalancerRows(t *testing.T) {
 	p := Build(lbSnapshot(), testInstance)
 	rows := lbRouterPlan(t, p, "r1").Rows()
@@ -242,7 +253,9 @@ func TestLoadBalancerRows(t *testing.T) {
 	require.Len(t, lbRows, 1)
 	assert.Empty(t, lbRows[0].Parent, "a root")
 	np := lbNetworkPlan(t, p, "net-a")
-	assert.Equal(t, []Ref{{Column: "load_balancer", Key: "kv-lb-web_tcp"}}, np.Rows()[0].Refs)
+	nrows := np.Rows()
+	assert.Equal(t, []Ref{{Column: "load_balancer", Key: "kv-lb-web_tcp_switch"}}, nrows[0].Refs)
+	assert.Equal(t, Row{Model: np.LoadBalancers[0]}, nrows[1], "a root of the network's unit")
 }
 
 // TestLoadBalancerIncremental: a change of a member's VM, of the load

@@ -63,3 +63,7 @@ func GatewayChassisName(port, chassis string) string { return port + "_" + chass
 // name holds no '_' (a Kubernetes name), so the row names of two
 // LoadBalancers never meet.
 func LoadBalancerName(lb, proto string) string { return NamePrefix + "lb-" + lb + "_" + proto }
+
+// SwitchLoadBalancerName is the Load_Balancer row of a LoadBalancer for
+// one protocol on its network's switch (the VIP from inside the network).
+func SwitchLoadBalancerName(lb, proto string) string { return LoadBalancerName(lb, proto) + "_switch" }

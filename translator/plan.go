@@ -55,10 +55,10 @@ type NetworkPlan struct {
 	// DHCP is the network's DHCP options, which its VM ports refer to;
 	// nil for a network without gatewayIp (no DHCP).
 	DHCP *nbmodel.DHCPOptions `json:",omitempty"`
-	// LoadBalancers are the keys (names) of the Load_Balancer rows its
-	// switch refers to: its load balancers', which its router's unit
-	// plans (loadbalancer.go).
-	LoadBalancers []string `json:",omitempty"`
+	// LoadBalancers are the Load_Balancer rows its switch refers to, one
+	// per protocol of each of its valid load balancers, sorted by name
+	// (loadbalancer.go).
+	LoadBalancers []*nbmodel.LoadBalancer `json:",omitempty"`
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`
@@ -280,7 +280,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		vms[i] = &d.VMInterface
 	}
 	up.Network = networkPlan(n, vms, instance, held)
-	up.Network.LoadBalancers = in.switchLoadBalancers(n)
+	up.Network.LoadBalancers = in.switchLoadBalancers(n, instance)
 	if in.zoned {
 		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
 			up.Errs = append(up.Errs, err)

@@ -30,12 +30,15 @@ type Ref struct {
 
 // Rows are the desired rows of network np, parents first.
 func (np *NetworkPlan) Rows() []Row {
-	rows := make([]Row, 0, 2+len(np.Ports))
+	rows := make([]Row, 0, 2+len(np.Ports)+len(np.LoadBalancers))
 	sw := Row{Model: np.Switch}
 	for _, lb := range np.LoadBalancers {
-		sw.Refs = append(sw.Refs, Ref{Column: "load_balancer", Key: lb})
+		sw.Refs = append(sw.Refs, Ref{Column: "load_balancer", Key: lb.Name})
 	}
 	rows = append(rows, sw)
+	for _, lb := range np.LoadBalancers {
+		rows = append(rows, Row{Model: lb})
+	}
 	if np.DHCP != nil {
 		rows = append(rows, Row{Model: np.DHCP})
 	}

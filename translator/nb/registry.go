@@ -529,13 +529,14 @@ var Default = MustRegistry(
 		Columns:     []string{"name", "other_config", "external_ids"},
 		PartialMaps: map[string][]string{"other_config": {translator.KeyTunnel}},
 		Guard:       true,
-		// Its network's load balancers, which its router's unit owns:
-		// the VIP from inside the network.
+		// Its network's load balancers (its unit's own rows): the VIP
+		// from inside the network.
 		References: []Reference{{Column: "load_balancer", Table: nbmodel.LoadBalancerTable}},
 	},
 	&Table{
 		// A load balancer's row for one protocol: a root, which the
-		// router of its network and the network's switch refer to.
+		// router of its network refers to (the router's unit's row) or
+		// the network's switch (the network's unit's row).
 		Name: nbmodel.LoadBalancerTable, New: func() model.Model { return &nbmodel.LoadBalancer{} },
 		Identity: []string{"name"},
 		Columns:  []string{"name", "protocol", "vips", "options", "external_ids"},

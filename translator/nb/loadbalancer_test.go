@@ -1,0 +1,151 @@
+package nb_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
+)
+
+// withLoadBalancer is example() with a second VM on net-a and load
+// balancer web (VIP 10.10.0.100, tcp 80 over both VMs) exposed through
+// floating IP fip-web.
+func withLoadBalancer() *tr.Snapshot {
+	s := example()
+	s.VMs = append(s.VMs, tr.VMInterface{Namespace: "default", VMI: "vm-a2", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:16", IP: "10.10.0.6"})
+	s.LoadBalancers = []tr.LoadBalancer{{Name: "web", ID: "web", Network: "net-a", VIP: "10.10.0.100", Members: []string{"10.10.0.5", "10.10.0.6"},
+		Rules: []tr.LBRule{{Protocol: "tcp", PortMin: 80}}}}
+	s.FloatingIPs = []tr.FloatingIP{{Name: "fip-web", ID: "fip-web", Router: "router1", Network: "public", IP: "172.16.0.60", FixedIP: "10.10.0.100"}}
+	return s
+}
+
+func lbRows(t *testing.T, raw client.Client) map[string]*nbmodel.LoadBalancer {
+	t.Helper()
+	return byName(t, raw, func(lb *nbmodel.LoadBalancer) string { return lb.Name })
+}
+
+// TestSyncLoadBalancer: a load balancer is a root row of its router's
+// unit that the router refers to (its VIP and the floating IP on it) and
+// one of its network's unit that the network's switch refers to (its
+// VIP); a floating IP on the VIP has no NAT; a second sync writes nothing;
+// a member change updates both rows in place; another tool's load
+// balancer on our switch stays; a deleted load balancer goes with its
+// references.
+func TestSyncLoadBalancer(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := withLoadBalancer()
+	requireNoFailures(t, sync(t, ours, s))
+	lbs := lbRows(t, raw)
+	require.Len(t, lbs, 2)
+	web, webSw := lbs["kv-lb-web_tcp"], lbs["kv-lb-web_tcp_switch"]
+	require.NotNil(t, web)
+	require.NotNil(t, webSw)
+	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80", "172.16.0.60:80": "10.10.0.5:80,10.10.0.6:80"}, web.Vips)
+	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"}, webSw.Vips)
+	require.NotNil(t, web.Protocol)
+	assert.Equal(t, "tcp", *web.Protocol)
+	assert.Equal(t, "router1", web.ExternalIDs[tr.KeyOwner])
+	assert.Equal(t, "net-a", webSw.ExternalIDs[tr.KeyOwner])
+	assert.Equal(t, []string{web.UUID}, lrByName(t, raw)["kv-router1"].LoadBalancer, "the router refers to its row")
+	assert.Equal(t, []string{webSw.UUID}, lsByName(t, raw)["kv-net-a"].LoadBalancer, "net-a's switch refers to its row")
+	assert.Empty(t, lsByName(t, raw)["kv-net-b"].LoadBalancer)
+	assert.Empty(t, dnatRows(t, raw), "a floating IP on a VIP has no NAT row")
+	requireIdle(t, ours, s)
+
+	// Another tool's load balancer on our switch.
+	foreign := &nbmodel.LoadBalancer{UUID: "foreign", Name: "other-lb", Vips: map[string]string{"10.10.0.200:22": "10.10.0.5:22"}}
+	ops, err := raw.Create(foreign)
+	require.NoError(t, err)
+	sw := lsByName(t, raw)["kv-net-a"]
+	mut, err := raw.Where(sw).Mutate(sw, model.Mutation{Field: &sw.LoadBalancer, Mutator: ovsdb.MutateOperationInsert, Value: []string{"foreign"}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ops = append(ops, mut...)
+	results, err := raw.Transact(ctx, ops...)
+	require.NoError(t, err)
+	_, err = ovsdb.CheckOperationResults(results, ops)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var rows []*nbmodel.LogicalSwitch
+		_ = ours.List(ctx, &rows)
+		for _, r := range rows {
+			if r.Name == "kv-net-a" {
+				return len(r.LoadBalancer) == 2
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "our client sees the other tool's reference")
+	foreignUUID := lbRows(t, raw)["other-lb"].UUID
+	requireIdle(t, ours, s)
+
+	// A member goes from the load balancer: both rows are updated in
+	// place.
+	s.LoadBalancers[0].Members = []string{"10.10.0.6"}
+	res := sync(t, ours, s)
+	requireNoFailures(t, res)
+	assert.ElementsMatch(t, []nb.Change{
+		{Action: nb.Update, Table: nbmodel.LoadBalancerTable, Name: "kv-lb-web_tcp",
+			Detail: `vips: {10.10.0.100:80="10.10.0.5:80,10.10.0.6:80", 172.16.0.60:80="10.10.0.5:80,10.10.0.6:80"} -> {10.10.0.100:80="10.10.0.6:80", 172.16.0.60:80="10.10.0.6:80"}`},
+		{Action: nb.Update, Table: nbmodel.LoadBalancerTable, Name: "kv-lb-web_tcp_switch",
+			Detail: `vips: {10.10.0.100:80="10.10.0.5:80,10.10.0.6:80"} -> {10.10.0.100:80="10.10.0.6:80"}`},
+	}, changeList(res))
+	lbs = lbRows(t, raw)
+	assert.Equal(t, web.UUID, lbs["kv-lb-web_tcp"].UUID, "updated in place")
+	assert.Equal(t, webSw.UUID, lbs["kv-lb-web_tcp_switch"].UUID, "updated in place")
+	assert.ElementsMatch(t, []string{webSw.UUID, foreignUUID}, lsByName(t, raw)["kv-net-a"].LoadBalancer, "the other tool's reference stays")
+	requireIdle(t, ours, s)
+
+	// Deleted: its rows go, and their references; the other tool's stay.
+	s.LoadBalancers = nil
+	s.FloatingIPs = nil
+	requireNoFailures(t, sync(t, ours, s))
+	lbs = lbRows(t, raw)
+	assert.Len(t, lbs, 1)
+	assert.Contains(t, lbs, "other-lb")
+	assert.Empty(t, lrByName(t, raw)["kv-router1"].LoadBalancer)
+	assert.Equal(t, []string{foreignUUID}, lsByName(t, raw)["kv-net-a"].LoadBalancer)
+	requireIdle(t, ours, s)
+}
+
+// TestSyncLoadBalancerUnitsApart: the network's and the router's units
+// each write their own rows and references, in either order, apart (a
+// reference from the switch to the router's row would make each wait for
+// the other: the router's port needs the switch).
+func TestSyncLoadBalancerUnitsApart(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := withLoadBalancer()
+	netA, router1 := tr.Unit{Kind: tr.KindNetwork, Name: "net-a"}, tr.Unit{Kind: tr.KindRouter, Name: "router1"}
+	syncUnits := func(s *tr.Snapshot, units ...tr.Unit) *nb.SyncResult {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := nb.SyncUnits(ctx, ours, tr.Build(s, instance), units, nb.SyncOptions{Instance: instance})
+		require.NoError(t, err)
+		return res
+	}
+	requireNoFailures(t, syncUnits(s, netA))
+	assert.Equal(t, []string{lbRows(t, raw)["kv-lb-web_tcp_switch"].UUID}, lsByName(t, raw)["kv-net-a"].LoadBalancer)
+	requireNoFailures(t, syncUnits(s, tr.Unit{Kind: tr.KindNetwork, Name: "public"}, tr.Unit{Kind: tr.KindNetwork, Name: "net-b"}))
+	requireNoFailures(t, syncUnits(s, router1))
+	assert.Equal(t, []string{lbRows(t, raw)["kv-lb-web_tcp"].UUID}, lrByName(t, raw)["kv-router1"].LoadBalancer)
+	requireIdle(t, ours, s)
+
+	// The load balancer goes: the router's unit alone drops its row.
+	s.LoadBalancers = nil
+	requireNoFailures(t, syncUnits(s, router1))
+	assert.NotContains(t, lbRows(t, raw), "kv-lb-web_tcp")
+	assert.Contains(t, lbRows(t, raw), "kv-lb-web_tcp_switch")
+	requireNoFailures(t, syncUnits(s, netA))
+	assert.Empty(t, lbRows(t, raw))
+	assert.Empty(t, lsByName(t, raw)["kv-net-a"].LoadBalancer)
+	requireIdle(t, ours, s)
+}
