@@ -354,3 +354,23 @@ func lbOfVIP(lbs []*plannedLB, n *network, ip netip.Addr) *plannedLB {
 	}
 	return nil
 }
+
+// SetRejectEmptyLB says whether a load balancer without members rejects
+// (options:reject=true: TCP RST, ICMP unreachable) rather than drops, as
+// ONOS did; it returns the networks and routers with load balancers, whose
+// plans change.
+func (in *Input) SetRejectEmptyLB(reject bool) []Unit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.rejectEmptyLB == reject {
+		return nil
+	}
+	in.rejectEmptyLB = reject
+	affected := set[Unit]{}
+	for _, decls := range in.lbs {
+		for d := range decls {
+			in.affectedByLoadBalancer(d, affected)
+		}
+	}
+	return sortedUnits(affected)
+}

@@ -356,3 +356,18 @@ func lbNetworkPlan(t *testing.T, p *Plan, name string) *NetworkPlan {
 	require.FailNow(t, "no plan of network "+name)
 	return nil
 }
+
+// TestSetRejectEmptyLB: the flag reaches the units with load balancers,
+// once.
+func TestSetRejectEmptyLB(t *testing.T) {
+	s := lbSnapshot()
+	s.LoadBalancers[0].Members = nil
+	in := NewInputFrom(s)
+	assert.Equal(t, []Unit{{KindNetwork, "net-a"}, {KindRouter, "r1"}}, in.SetRejectEmptyLB(true))
+	assert.Empty(t, in.SetRejectEmptyLB(true))
+	up := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	require.NotNil(t, up.Router)
+	assert.Equal(t, map[string]string{"reject": "true"}, up.Router.LoadBalancers[0].Options)
+	np := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	assert.Equal(t, map[string]string{"reject": "true"}, np.Network.LoadBalancers[0].Options)
+}
