@@ -1,0 +1,149 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Load balancers (issue 22) on deploy/examples: load balancer web on net-a
+// (router1's), VIP 10.10.0.100, members vm-a (10.10.0.5 on hv1) and vm-c
+// (10.10.0.7 on hv2), UDP 8080, exposed through floating IP 172.16.0.160.
+
+const (
+	lbVIP     = "10.10.0.100"
+	lbFIP     = "172.16.0.160"
+	lbPort    = 8080
+	vmLBCMAC  = "50:54:00:00:00:17"
+	vmLBCIP   = "10.10.0.7"
+	vmLBCPort = "kv-net-a_default_vm-c_eth1"
+)
+
+var vmLBC = vmRef{"hv2", "vm-c", vmLBCMAC, vmLBCIP}
+
+const lbManifests = `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm-c
+  namespace: default
+spec:
+  networks:
+    - name: eth1
+      multus:
+        networkName: net-a
+status:
+  nodeName: hv2
+  interfaces:
+    - name: eth1
+      mac: "` + vmLBCMAC + `"
+      ipAddress: ` + vmLBCIP + `
+---
+apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata:
+  name: web
+spec:
+  name: web
+  networkId: net-a
+  vip: ` + lbVIP + `
+  members: [10.10.0.5, ` + vmLBCIP + `]
+  rules:
+  - {protocol: udp, portRangeMin: 8080, portRangeMax: 8080}
+---
+apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata:
+  name: fip-web
+spec:
+  id: fip-web
+  routerName: router1
+  networkName: public
+  floatingIp: ` + lbFIP + `
+  fixedIp: ` + lbVIP + `
+`
+
+// TestLoadBalancerFromOutside: flows from outside to the floating IP on
+// the VIP spread over the members (each member sees some, DNATed to its
+// own address, the VIP's port), a flow stays on its member, a member's
+// reply leaves with the floating IP; the floating IP has no NAT row.
+func TestLoadBalancerFromOutside(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
+	e.write("lb.yaml", lbManifests)
+	out := e.sync()
+	assert.Contains(t, out, "create Load_Balancer kv-lb-web_udp")
+	assert.NotContains(t, out, "dnat_and_snat", "a floating IP on a VIP has no NAT row")
+	e.ready("gw1", "hv1", "hv2")
+	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+
+	members := []vmRef{vmA, vmLBC}
+	skips := map[string]int{}
+	for _, m := range members {
+		skips[m.port] = count(t, e.vm(m.chassis, m.port))
+	}
+	// Where flow sport landed: the member that received it.
+	landed := func(sport uint16, skip map[string]int) vmRef {
+		t.Helper()
+		in := func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == sport && s.DPort == lbPort }
+		var got []vmRef
+		// Each flow reaches one member: wait for it at either.
+		waitFor(t, capture{name: "vm-a or vm-c", read: func() ([]seen, error) {
+			var all []seen
+			got = got[:0]
+			for _, m := range members {
+				ps, err := e.vm(m.chassis, m.port).read()
+				if err != nil {
+					return nil, err
+				}
+				for _, p := range ps[skip[m.port]:] {
+					if in(p) {
+						got = append(got, m)
+						assert.Equal(t, m.ip, p.DstIP, "DNATed to the member's own address")
+					}
+				}
+				all = append(all, ps[skip[m.port]:]...)
+			}
+			return all, nil
+		}}, fmt.Sprintf("flow %d at a member", sport), 0, in)
+		require.Len(t, got, 1, "flow %d reached one member", sport)
+		return got[0]
+	}
+	seenBy := map[string]int{}
+	first := map[uint16]string{}
+	for sport := uint16(7100); sport < 7116; sport++ {
+		e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort})
+		m := landed(sport, skips)
+		seenBy[m.port]++
+		first[sport] = m.port
+		for _, mm := range members {
+			skips[mm.port] = count(t, e.vm(mm.chassis, mm.port))
+		}
+	}
+	t.Logf("flows per member: %v", seenBy)
+	assert.Len(t, seenBy, 2, "every member gets flows: %v", seenBy)
+
+	// The same flow again: the same member.
+	for _, sport := range []uint16{7100, 7101, 7102} {
+		e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort})
+		assert.Equal(t, first[sport], landed(sport, skips).port, "flow %d stays on its member", sport)
+		for _, mm := range members {
+			skips[mm.port] = count(t, e.vm(mm.chassis, mm.port))
+		}
+	}
+
+	// A member's reply leaves with the floating IP and the VIP's port.
+	m := vmA
+	if first[7100] == vmLBC.port {
+		m = vmLBC
+	}
+	skip := count(t, e.wire("gw1"))
+	f := frame{SrcMAC: m.mac, DstMAC: routerMAC, SrcIP: m.ip, DstIP: remoteIP, TTL: 64, SPort: lbPort, DPort: 7100}
+	require.NoError(t, e.l.Inject(m.chassis, m.port, frameBytes(t, f)))
+	got := waitFor(t, e.wire("gw1"), "the member's reply leaving", skip, func(s seen) bool {
+		return s.IsUDP && s.DstIP == remoteIP && s.DPort == 7100
+	})
+	assert.Equal(t, lbFIP, got.SrcIP, "the reply leaves with the floating IP")
+	assert.Equal(t, uint16(lbPort), got.SPort)
+}
