@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,4 +147,34 @@ func TestLoadBalancerFromOutside(t *testing.T) {
 	})
 	assert.Equal(t, lbFIP, got.SrcIP, "the reply leaves with the floating IP")
 	assert.Equal(t, uint16(lbPort), got.SPort)
+}
+
+// TestLoadBalancerFromInside: a VM on the load balancer's network that is
+// no member (vm-a, with vm-c the only member) gets the router's MAC for the
+// VIP by ARP and reaches the member through the VIP; the member sees vm-a's
+// own address.
+func TestLoadBalancerFromInside(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
+	e.write("lb.yaml", strings.Replace(lbManifests, "members: [10.10.0.5, "+vmLBCIP+"]", "members: ["+vmLBCIP+"]", 1))
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+
+	skip := count(t, e.vm("hv1", "vm-a"))
+	arp := frame{SrcMAC: vmAMAC, DstMAC: "ff:ff:ff:ff:ff:ff", ARPOp: 1, ARPSHA: vmAMAC, ARPSPA: vmAIP, ARPTHA: "00:00:00:00:00:00", ARPTPA: lbVIP}
+	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, arp)))
+	reply := waitFor(t, e.vm("hv1", "vm-a"), "ARP reply for the VIP", skip, func(s seen) bool { return s.IsARP && s.ARPOp == 2 && s.ARPSPA == lbVIP })
+	assert.Equal(t, routerMAC, reply.ARPSHA, "the router answers for the VIP")
+
+	for sport := uint16(7200); sport < 7204; sport++ {
+		skipC := count(t, e.vm("hv2", "vm-c"))
+		f := frame{SrcMAC: vmAMAC, DstMAC: reply.ARPSHA, SrcIP: vmAIP, DstIP: lbVIP, TTL: 64, SPort: sport, DPort: lbPort}
+		require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, f)))
+		got := waitFor(t, e.vm("hv2", "vm-c"), fmt.Sprintf("vm-a's flow %d to the VIP at vm-c", sport), skipC, func(s seen) bool {
+			return s.IsUDP && s.SPort == sport && s.DPort == lbPort
+		})
+		assert.Equal(t, vmLBCIP, got.DstIP, "DNATed to the member")
+		assert.Equal(t, vmAIP, got.SrcIP, "the member sees the client's address")
+	}
 }
