@@ -295,6 +295,10 @@ func newSource(name string, objs Objects) *source {
 		d := &lbDecl{LoadBalancer: lb, pos: pos{name, i}}
 		d.Members = slices.Clone(lb.Members)
 		d.Rules = slices.Clone(lb.Rules)
+		if lb.HealthCheck != nil {
+			hc := *lb.HealthCheck
+			d.HealthCheck = &hc
+		}
 		s.lbs[lb.Name] = append(s.lbs[lb.Name], d)
 	}
 	for u, err := range objs.Invalid {

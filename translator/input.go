@@ -313,6 +313,9 @@ type LoadBalancer struct {
 	VIP     string
 	Members []string
 	Rules   []LBRule
+	// HealthCheck is spec.healthCheck, a kubevirt-ovn extension (ONOS had
+	// no health checks): nil for none.
+	HealthCheck *LBHealthCheck
 	// Created and Generation as FloatingIP's.
 	Created    time.Time
 	Generation int64
@@ -324,6 +327,18 @@ type LoadBalancer struct {
 type LBRule struct {
 	Protocol         string
 	PortMin, PortMax int
+}
+
+// LBHealthCheck says how OVN probes a load balancer's members on its tcp
+// and udp ports: from SourceIP, an address of the network that is nobody
+// else's (no VM's, not the gateway, outside the ipPool), every Interval
+// seconds, a probe failing after Timeout seconds; SuccessCount probes in
+// a row bring a member back, FailureCount take it out. Zero: OVN's
+// defaults (LBHealthDefaults).
+type LBHealthCheck struct {
+	SourceIP                   string
+	Interval, Timeout          int
+	SuccessCount, FailureCount int
 }
 
 // LoadBalancerStatus is what a plan says of one load balancer: its rows

@@ -41,6 +41,18 @@ import (
 // A load balancer's own error never fails its router or its network: it
 // is reported in its status and its rows are left out.
 
+// LBHealthDefaults are OVN's defaults of a health check's options
+// (ovn-nb(5), Load_Balancer_Health_Check), written explicitly where a
+// LoadBalancer's spec.healthCheck leaves them out.
+var LBHealthDefaults = LBHealthCheck{Interval: 5, Timeout: 20, SuccessCount: 3, FailureCount: 3}
+
+// LBHealthCheckRow is a Load_Balancer_Health_Check row and the key (name)
+// of the Load_Balancer row holding it.
+type LBHealthCheckRow struct {
+	LoadBalancer string
+	Row          *nbmodel.LoadBalancerHealthCheck
+}
+
 // LBMaxPortRange is the most ports a tcp or udp rule's range may span: OVN
 // has no range VIPs, each port is one VIP key (and one set of flows).
 const LBMaxPortRange = 64
@@ -109,6 +121,11 @@ type plannedLB struct {
 	icmp  bool
 	// fips are the floating IPs bound to its VIP (external IPs), sorted.
 	fips []string
+	// ports are the members' VM ports, by member; hc its health check
+	// (defaults filled in) and hcSource its source IP, nil and "" for
+	// none.
+	memberPorts map[string]string
+	hc          *LBHealthCheck
 }
 
 // lbDecls are the load balancers on network name, by name then position.
@@ -159,7 +176,7 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 	if d.ID == "" {
 		return nil, lbErr(d.Name, "spec.name", "is required")
 	}
-	lb := &plannedLB{d: d, ports: map[string][]int{}}
+	lb := &plannedLB{d: d, ports: map[string][]int{}, memberPorts: map[string]string{}}
 	vip, err := parseIPv4(d.VIP)
 	switch {
 	case err != nil:
@@ -187,13 +204,15 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 		if ip == vip {
 			return nil, lbErr(d.Name, field, "%s is the VIP", ip)
 		}
-		if in.vmPortOf(n, ip) == "" {
+		port := in.vmPortOf(n, ip)
+		if port == "" {
 			return nil, lbErr(d.Name, field, "%s is no VM port on network %s", ip, n.Name)
 		}
 		if slices.Contains(lb.members, ip.String()) {
 			return nil, lbErr(d.Name, field, "%s is listed twice", ip)
 		}
 		lb.members = append(lb.members, ip.String())
+		lb.memberPorts[ip.String()] = port
 	}
 	slices.SortFunc(lb.members, func(a, b string) int {
 		return netip.MustParseAddr(a).Compare(netip.MustParseAddr(b))
@@ -232,10 +251,59 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 	if len(lb.ports) == 0 && !lb.icmp {
 		return nil, lbErr(d.Name, "spec.rules", "is empty: nothing to balance")
 	}
+	if d.HealthCheck != nil {
+		hc, err := in.checkHealthCheck(d, n, vip, lb)
+		if err != nil {
+			return nil, err
+		}
+		lb.hc = hc
+	}
 	for _, ps := range lb.ports {
 		slices.Sort(ps)
 	}
 	return lb, nil
+}
+
+// checkHealthCheck checks load balancer d's health check on network n:
+// its source IP is an address of n that is nobody else's, its numbers are
+// not negative and, with tcp or udp rules, there is something to probe.
+// It returns the health check with OVN's defaults filled in.
+func (in *Input) checkHealthCheck(d *lbDecl, n *network, vip netip.Addr, lb *plannedLB) (*LBHealthCheck, *InputError) {
+	hc := *d.HealthCheck
+	const f = "spec.healthCheck."
+	src, err := parseIPv4(hc.SourceIP)
+	switch {
+	case err != nil:
+		return nil, lbErr(d.Name, f+"sourceIp", "%v", err)
+	case !hostIn(n.prefix, src):
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is outside network %s (%s): OVN probes the members from the subnet", src, n.Name, n.prefix)
+	case n.gateway.IsValid() && src == n.gateway:
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is the gatewayIp of network %s", src, n.Name)
+	case src == vip:
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is the VIP", src)
+	case n.poolStart.IsValid() && !src.Less(n.poolStart) && !n.poolEnd.Less(src):
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is in the ipPool %s-%s of network %s, which VMs get their addresses from", src, n.poolStart, n.poolEnd, n.Name)
+	case len(lb.ports) == 0:
+		return nil, lbErr(d.Name, "spec.healthCheck", "needs a tcp or udp rule: OVN probes ports, not ICMP")
+	}
+	if port := in.vmPortOf(n, src); port != "" {
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is the address of VM port %s on network %s", src, port, n.Name)
+	}
+	for _, v := range []struct {
+		field string
+		v     *int
+		def   int
+	}{{"interval", &hc.Interval, LBHealthDefaults.Interval}, {"timeout", &hc.Timeout, LBHealthDefaults.Timeout},
+		{"successCount", &hc.SuccessCount, LBHealthDefaults.SuccessCount}, {"failureCount", &hc.FailureCount, LBHealthDefaults.FailureCount}} {
+		switch {
+		case *v.v < 0:
+			return nil, lbErr(d.Name, f+v.field, "%d is negative", *v.v)
+		case *v.v == 0:
+			*v.v = v.def
+		}
+	}
+	hc.SourceIP = src.String()
+	return &hc, nil
 }
 
 // vmPortOf is the VM port on valid network n that has address ip, "" for
@@ -278,10 +346,13 @@ func loadBalancerRows(rp *RouterPlan, r *router, ids func() map[string]string, r
 	for _, lb := range r.lbs {
 		addrs := append([]string{lb.vip.String()}, lb.fips...)
 		for _, proto := range lb.protocols() {
-			rp.LoadBalancers = append(rp.LoadBalancers, lb.row(LoadBalancerName(lb.d.Name, proto), proto, addrs, ids(), reject))
+			row, hcs := lb.row(LoadBalancerName(lb.d.Name, proto), proto, addrs, ids, reject)
+			rp.LoadBalancers = append(rp.LoadBalancers, row)
+			rp.LBHealthChecks = append(rp.LBHealthChecks, hcs...)
 		}
 	}
 	slices.SortFunc(rp.LoadBalancers, func(a, b *nbmodel.LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
+	sortHealthChecks(rp.LBHealthChecks)
 }
 
 // switchLoadBalancers are the Load_Balancer rows of network n's switch:
@@ -291,29 +362,41 @@ func loadBalancerRows(rp *RouterPlan, r *router, ids func() map[string]string, r
 // unit wait for the other (the router's ports need the network's switch,
 // the switch would need the router's row), and the VIP works from inside
 // the network also without a router. Central mode only.
-func (in *Input) switchLoadBalancers(n *network, instance string) []*nbmodel.LoadBalancer {
+func (in *Input) switchLoadBalancers(n *network, instance string) ([]*nbmodel.LoadBalancer, []LBHealthCheckRow) {
 	if in.zoned {
-		return nil
+		return nil, nil
 	}
 	var out []*nbmodel.LoadBalancer
+	var hcs []LBHealthCheckRow
 	for _, d := range in.lbDecls(n.Name) {
 		lb, err := in.checkLoadBalancer(d, n)
 		if err != nil {
 			continue
 		}
+		ids := func() map[string]string { return OwnerIDs(instance, Unit{Kind: KindNetwork, Name: n.Name}) }
 		for _, proto := range lb.protocols() {
-			ids := OwnerIDs(instance, Unit{Kind: KindNetwork, Name: n.Name})
-			out = append(out, lb.row(SwitchLoadBalancerName(d.Name, proto), proto, []string{lb.vip.String()}, ids, in.rejectEmptyLB))
+			row, rowHCs := lb.row(SwitchLoadBalancerName(d.Name, proto), proto, []string{lb.vip.String()}, ids, in.rejectEmptyLB)
+			out = append(out, row)
+			hcs = append(hcs, rowHCs...)
 		}
 	}
 	slices.SortFunc(out, func(a, b *nbmodel.LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	sortHealthChecks(hcs)
+	return out, hcs
+}
+
+func sortHealthChecks(hcs []LBHealthCheckRow) {
+	slices.SortFunc(hcs, func(a, b LBHealthCheckRow) int {
+		return cmp.Or(strings.Compare(a.LoadBalancer, b.LoadBalancer), strings.Compare(a.Row.Vip, b.Row.Vip))
+	})
 }
 
 // row is lb's Load_Balancer row name for proto, with VIP keys for addrs
 // (each with every port of proto's rules, or port-less for icmp) and
-// owner keys ids.
-func (lb *plannedLB) row(name, proto string, addrs []string, ids map[string]string, reject bool) *nbmodel.LoadBalancer {
+// owner keys from ids; with a health check, its members' ip_port_mappings
+// and one Load_Balancer_Health_Check per tcp or udp VIP key.
+func (lb *plannedLB) row(name, proto string, addrs []string, newIDs func() map[string]string, reject bool) (*nbmodel.LoadBalancer, []LBHealthCheckRow) {
+	ids := newIDs()
 	ids[KeyLoadBalancer] = lb.d.Name
 	ids[KeyLoadBalancerID] = lb.d.ID
 	if lb.d.Description != "" {
@@ -341,7 +424,32 @@ func (lb *plannedLB) row(name, proto string, addrs []string, ids map[string]stri
 	if reject && len(lb.members) == 0 {
 		row.Options = map[string]string{"reject": "true"}
 	}
-	return row
+	if lb.hc == nil || proto == lbICMP {
+		return row, nil
+	}
+	if len(lb.members) > 0 {
+		row.IPPortMappings = map[string]string{}
+		for _, m := range lb.members {
+			row.IPPortMappings[m] = lb.memberPorts[m] + ":" + lb.hc.SourceIP
+		}
+	}
+	var hcs []LBHealthCheckRow
+	for vip := range row.Vips {
+		hcIDs := newIDs()
+		hcIDs[KeyLoadBalancer] = lb.d.Name
+		hcs = append(hcs, LBHealthCheckRow{LoadBalancer: name, Row: &nbmodel.LoadBalancerHealthCheck{
+			Vip: vip,
+			Options: map[string]string{
+				"interval":      strconv.Itoa(lb.hc.Interval),
+				"timeout":       strconv.Itoa(lb.hc.Timeout),
+				"success_count": strconv.Itoa(lb.hc.SuccessCount),
+				"failure_count": strconv.Itoa(lb.hc.FailureCount),
+			},
+			ExternalIDs: hcIDs,
+		}})
+	}
+	sortHealthChecks(hcs)
+	return row, hcs
 }
 
 // lbOfVIP is the valid load balancer of router r whose VIP is ip on

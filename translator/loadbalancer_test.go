@@ -313,6 +313,7 @@ func TestGoldenLoadBalancers(t *testing.T) {
 		Rules: []LBRule{{Protocol: "udp", PortMin: 53}, {Protocol: "tcp", PortMin: 53}, {Protocol: "icmp"}}, Created: t0}
 	bad := LoadBalancer{Name: "bad", ID: "bad", Network: "net-a", VIP: "10.10.0.101", Members: []string{"10.10.0.99"},
 		Rules: []LBRule{{Protocol: "tcp", PortMin: 443}}, Created: t0}
+	lb2.HealthCheck = &LBHealthCheck{SourceIP: "10.20.0.250", Interval: 2}
 	s.LoadBalancers = append(s.LoadBalancers, lb2, bad)
 	s.FloatingIPs = []FloatingIP{fip("fip-web", "172.16.0.60", "10.10.0.100", "")}
 	p := Build(s, testInstance)
@@ -370,4 +371,72 @@ func TestSetRejectEmptyLB(t *testing.T) {
 	assert.Equal(t, map[string]string{"reject": "true"}, up.Router.LoadBalancers[0].Options)
 	np := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
 	assert.Equal(t, map[string]string{"reject": "true"}, np.Network.LoadBalancers[0].Options)
+}
+
+// TestLoadBalancerHealthCheck: spec.healthCheck gives every tcp/udp row
+// the members' ip_port_mappings (their VM port and the source IP) and a
+// Load_Balancer_Health_Check per VIP key (the floating IP's too), with
+// OVN's defaults where the spec is silent; icmp rows get none. Its errors
+// are the load balancer's.
+func TestLoadBalancerHealthCheck(t *testing.T) {
+	s := lbSnapshot()
+	s.LoadBalancers[0].Rules = append(s.LoadBalancers[0].Rules, LBRule{Protocol: "icmp"})
+	s.LoadBalancers[0].HealthCheck = &LBHealthCheck{SourceIP: "10.10.0.250", Interval: 2, FailureCount: 2}
+	s.FloatingIPs = []FloatingIP{fip("fip-web", "172.16.0.60", "10.10.0.100", "")}
+	p := Build(s, testInstance)
+	require.Empty(t, p.Errors)
+	rp := lbRouterPlan(t, p, "r1")
+	require.Len(t, rp.LoadBalancers, 2)
+	assert.Nil(t, rp.LoadBalancers[0].IPPortMappings, "icmp: nothing to probe")
+	assert.Equal(t, map[string]string{"10.10.0.5": "kv-net-a_default_vm-a_eth1:10.10.0.250", "10.10.0.6": "kv-net-a_default_vm-a2_eth1:10.10.0.250"},
+		rp.LoadBalancers[1].IPPortMappings)
+	opts := map[string]string{"interval": "2", "timeout": "20", "success_count": "3", "failure_count": "2"}
+	hcIDs := lbIDs("r1", "web")
+	delete(hcIDs, KeyLoadBalancerID)
+	assert.Equal(t, []LBHealthCheckRow{
+		{LoadBalancer: "kv-lb-web_tcp", Row: &nbmodel.LoadBalancerHealthCheck{Vip: "10.10.0.100:80", Options: opts, ExternalIDs: hcIDs}},
+		{LoadBalancer: "kv-lb-web_tcp", Row: &nbmodel.LoadBalancerHealthCheck{Vip: "172.16.0.60:80", Options: opts, ExternalIDs: hcIDs}},
+	}, rp.LBHealthChecks)
+	np := lbNetworkPlan(t, p, "net-a")
+	require.Len(t, np.LBHealthChecks, 1)
+	assert.Equal(t, "kv-lb-web_tcp_switch", np.LBHealthChecks[0].LoadBalancer)
+	assert.Equal(t, "10.10.0.100:80", np.LBHealthChecks[0].Row.Vip)
+	assert.Equal(t, rp.LoadBalancers[1].IPPortMappings, np.LoadBalancers[1].IPPortMappings)
+	var children []Row
+	for _, r := range rp.Rows() {
+		if _, ok := r.Model.(*nbmodel.LoadBalancerHealthCheck); ok {
+			children = append(children, r)
+		}
+	}
+	require.Len(t, children, 2)
+	assert.Equal(t, "kv-lb-web_tcp", children[0].Parent, "a child of its row")
+
+	for name, c := range map[string]struct {
+		hc   LBHealthCheck
+		edit func(s *Snapshot)
+		want string
+	}{
+		"no source":     {LBHealthCheck{}, nil, "spec.healthCheck.sourceIp is empty"},
+		"outside":       {LBHealthCheck{SourceIP: "10.20.0.250"}, nil, "spec.healthCheck.sourceIp 10.20.0.250 is outside network net-a (10.10.0.0/24): OVN probes the members from the subnet"},
+		"gateway":       {LBHealthCheck{SourceIP: "10.10.0.1"}, nil, "spec.healthCheck.sourceIp 10.10.0.1 is the gatewayIp of network net-a"},
+		"the VIP":       {LBHealthCheck{SourceIP: "10.10.0.100"}, nil, "spec.healthCheck.sourceIp 10.10.0.100 is the VIP"},
+		"a VM's":        {LBHealthCheck{SourceIP: "10.10.0.5"}, nil, "spec.healthCheck.sourceIp 10.10.0.5 is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
+		"negative":      {LBHealthCheck{SourceIP: "10.10.0.250", Timeout: -1}, nil, "spec.healthCheck.timeout -1 is negative"},
+		"icmp only":     {LBHealthCheck{SourceIP: "10.10.0.250"}, func(s *Snapshot) { s.LoadBalancers[0].Rules = []LBRule{{Protocol: "icmp"}} }, "spec.healthCheck needs a tcp or udp rule: OVN probes ports, not ICMP"},
+		"in the ipPool": {LBHealthCheck{SourceIP: "10.10.0.250"}, func(s *Snapshot) { s.Networks[1].IPPool = &IPPool{Start: "10.10.0.2", End: "10.10.0.254"} }, "spec.healthCheck.sourceIp 10.10.0.250 is in the ipPool 10.10.0.2-10.10.0.254 of network net-a, which VMs get their addresses from"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := lbSnapshot()
+			hc := c.hc
+			s.LoadBalancers[0].HealthCheck = &hc
+			if c.edit != nil {
+				c.edit(s)
+			}
+			require.Equal(t, "net-a", s.Networks[1].Name, "precondition")
+			p := Build(s, testInstance)
+			assert.Equal(t, []string{"LoadBalancer web: " + c.want}, errTexts(p.Errors))
+			assert.Empty(t, lbRouterPlan(t, p, "r1").LoadBalancers)
+			assert.Empty(t, lbNetworkPlan(t, p, "net-a").LBHealthChecks)
+		})
+	}
 }

@@ -59,6 +59,8 @@ type NetworkPlan struct {
 	// per protocol of each of its valid load balancers, sorted by name
 	// (loadbalancer.go).
 	LoadBalancers []*nbmodel.LoadBalancer `json:",omitempty"`
+	// LBHealthChecks are their health checks, by row, then VIP.
+	LBHealthChecks []LBHealthCheckRow `json:",omitempty"`
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`
@@ -89,6 +91,8 @@ type RouterPlan struct {
 	// LoadBalancers are the load balancers of its internal networks, one
 	// row per protocol, sorted by name; the router refers to them.
 	LoadBalancers []*nbmodel.LoadBalancer `json:",omitempty"`
+	// LBHealthChecks are their health checks, by row, then VIP.
+	LBHealthChecks []LBHealthCheckRow `json:",omitempty"`
 	// Gateway is the chassis chosen to be active and its failover order.
 	Gateway *GatewayChoice
 	// SNATIP is the router's SNAT IP, empty without an external network.
@@ -280,7 +284,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		vms[i] = &d.VMInterface
 	}
 	up.Network = networkPlan(n, vms, instance, held)
-	up.Network.LoadBalancers = in.switchLoadBalancers(n, instance)
+	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
 	if in.zoned {
 		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
 			up.Errs = append(up.Errs, err)

@@ -39,6 +39,9 @@ func (np *NetworkPlan) Rows() []Row {
 	for _, lb := range np.LoadBalancers {
 		rows = append(rows, Row{Model: lb})
 	}
+	for _, hc := range np.LBHealthChecks {
+		rows = append(rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+	}
 	if np.DHCP != nil {
 		rows = append(rows, Row{Model: np.DHCP})
 	}
@@ -72,6 +75,9 @@ func (rp *RouterPlan) Rows() []Row {
 	rows = append(rows, router)
 	for _, lb := range rp.LoadBalancers {
 		rows = append(rows, Row{Model: lb})
+	}
+	for _, hc := range rp.LBHealthChecks {
+		rows = append(rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
 	}
 	for _, p := range rp.Ports {
 		rows = append(rows, Row{Model: p, Parent: lr})

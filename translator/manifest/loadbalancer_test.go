@@ -26,6 +26,7 @@ spec:
   - {protocol: tcp, portRangeMin: 80, portRangeMax: 80}
   - {protocol: udp, portRangeMin: "53"}
   - {protocol: icmp}
+  healthCheck: {sourceIp: 10.10.0.250, interval: 2, failureCount: "2"}
 ---
 apiVersion: kubevirt.io/v1
 kind: FloatingIp
@@ -37,7 +38,8 @@ spec: {id: fip-lb-web, routerName: router1, networkName: public, floatingIp: 172
 	require.Len(t, s.Objects.LoadBalancers, 1)
 	assert.Equal(t, translator.LoadBalancer{Name: "lb-web", ID: "lb-web", Description: "web tier", Network: "net-a", VIP: "10.10.0.100",
 		Members: []string{"10.10.0.5", "10.10.0.6"}, Generation: 2,
-		Rules: []translator.LBRule{{Protocol: "tcp", PortMin: 80, PortMax: 80}, {Protocol: "udp", PortMin: 53}, {Protocol: "icmp"}}},
+		Rules:       []translator.LBRule{{Protocol: "tcp", PortMin: 80, PortMax: 80}, {Protocol: "udp", PortMin: 53}, {Protocol: "icmp"}},
+		HealthCheck: &translator.LBHealthCheck{SourceIP: "10.10.0.250", Interval: 2, FailureCount: 2}},
 		s.Objects.LoadBalancers[0])
 	require.Len(t, s.Objects.FloatingIPs, 1, "the file's other objects are read too")
 	assert.Empty(t, s.Notes)
@@ -51,6 +53,8 @@ func TestAdd_LoadBalancerErrors(t *testing.T) {
 			"LoadBalancer (unnamed): metadata.name is empty"},
 		"no network": {`{"apiVersion": "kubevirt.io/v1", "kind": "LoadBalancer", "metadata": {"name": "lb"}, "spec": {"vip": "10.0.0.9"}}`,
 			"LoadBalancer lb: spec.networkId is required"},
+		"health check count not a number": {`{"apiVersion": "kubevirt.io/v1", "kind": "LoadBalancer", "metadata": {"name": "lb"}, "spec": {"networkId": "n", "healthCheck": {"timeout": "soon"}}}`,
+			`LoadBalancer lb: spec.healthCheck.timeout "soon" is not a number`},
 		"port not a number": {`{"apiVersion": "kubevirt.io/v1", "kind": "LoadBalancer", "metadata": {"name": "lb"}, "spec": {"networkId": "n", "rules": [{"protocol": "tcp", "portRangeMin": "http"}]}}`,
 			`LoadBalancer lb: spec.rules[0].portRangeMin "http" is not a number`},
 	} {

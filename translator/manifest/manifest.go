@@ -626,6 +626,19 @@ type LoadBalancerSpec struct {
 	VIP         string             `json:"vip,omitempty"`
 	Members     []string           `json:"members,omitempty"`
 	Rules       []LoadBalancerRule `json:"rules,omitempty"`
+	// HealthCheck is a kubevirt-ovn extension: ONOS had no health
+	// checks.
+	HealthCheck *LoadBalancerHealthCheck `json:"healthCheck,omitempty"`
+}
+
+// LoadBalancerHealthCheck is spec.healthCheck; numbers as numbers or
+// strings.
+type LoadBalancerHealthCheck struct {
+	SourceIP     string     `json:"sourceIp,omitempty"`
+	Interval     flexString `json:"interval,omitempty"`
+	Timeout      flexString `json:"timeout,omitempty"`
+	SuccessCount flexString `json:"successCount,omitempty"`
+	FailureCount flexString `json:"failureCount,omitempty"`
 }
 
 // LoadBalancerRule is an entry of spec.rules; ports as numbers or
@@ -695,6 +708,25 @@ func LoadBalancerFrom(obj *LoadBalancer) (translator.LoadBalancer, error) {
 			*p.into = n
 		}
 		lb.Rules = append(lb.Rules, rule)
+	}
+	if h := obj.Spec.HealthCheck; h != nil {
+		hc := &translator.LBHealthCheck{SourceIP: h.SourceIP}
+		for _, p := range []struct {
+			field string
+			v     flexString
+			into  *int
+		}{{"interval", h.Interval, &hc.Interval}, {"timeout", h.Timeout, &hc.Timeout},
+			{"successCount", h.SuccessCount, &hc.SuccessCount}, {"failureCount", h.FailureCount, &hc.FailureCount}} {
+			if p.v == "" {
+				continue
+			}
+			n, err := strconv.Atoi(string(p.v))
+			if err != nil {
+				return bad("spec.healthCheck."+p.field, fmt.Sprintf("%q is not a number", string(p.v)))
+			}
+			*p.into = n
+		}
+		lb.HealthCheck = hc
 	}
 	return lb, nil
 }

@@ -149,3 +149,49 @@ func TestSyncLoadBalancerUnitsApart(t *testing.T) {
 	assert.Empty(t, lsByName(t, raw)["kv-net-a"].LoadBalancer)
 	requireIdle(t, ours, s)
 }
+
+// TestSyncLoadBalancerHealthCheck: health checks are children of their
+// load balancer's rows: created with them, a second sync writes nothing,
+// an edit of the interval updates them in place, and they go when the
+// health check does, the rows staying.
+func TestSyncLoadBalancerHealthCheck(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := withLoadBalancer()
+	s.LoadBalancers[0].HealthCheck = &tr.LBHealthCheck{SourceIP: "10.10.0.250", Interval: 2}
+	requireNoFailures(t, sync(t, ours, s))
+	hcs := list[nbmodel.LoadBalancerHealthCheck](t, raw)
+	require.Len(t, hcs, 3, "the router row's VIP and floating IP keys, the switch row's VIP key")
+	lbs := lbRows(t, raw)
+	webUUID := lbs["kv-lb-web_tcp"].UUID
+	assert.Len(t, lbs["kv-lb-web_tcp"].HealthCheck, 2)
+	assert.Len(t, lbs["kv-lb-web_tcp_switch"].HealthCheck, 1)
+	assert.Equal(t, map[string]string{"10.10.0.5": "kv-net-a_default_vm-a_eth1:10.10.0.250", "10.10.0.6": "kv-net-a_default_vm-a2_eth1:10.10.0.250"},
+		lbs["kv-lb-web_tcp"].IPPortMappings)
+	requireIdle(t, ours, s)
+
+	s.LoadBalancers[0].HealthCheck.Interval = 3
+	res := sync(t, ours, s)
+	requireNoFailures(t, res)
+	for _, c := range changeList(res) {
+		assert.Equal(t, nb.Update, c.Action, "%s", c)
+		assert.Equal(t, nbmodel.LoadBalancerHealthCheckTable, c.Table, "%s", c)
+	}
+	assert.Len(t, changeList(res), 3)
+	var uuids []string
+	for _, hc := range hcs {
+		uuids = append(uuids, hc.UUID)
+	}
+	for _, hc := range list[nbmodel.LoadBalancerHealthCheck](t, raw) {
+		assert.Contains(t, uuids, hc.UUID, "updated in place")
+		assert.Equal(t, "3", hc.Options["interval"])
+	}
+	requireIdle(t, ours, s)
+
+	s.LoadBalancers[0].HealthCheck = nil
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Empty(t, list[nbmodel.LoadBalancerHealthCheck](t, raw))
+	lbs = lbRows(t, raw)
+	assert.Equal(t, webUUID, lbs["kv-lb-web_tcp"].UUID, "the row stays")
+	assert.Empty(t, lbs["kv-lb-web_tcp"].IPPortMappings)
+	requireIdle(t, ours, s)
+}

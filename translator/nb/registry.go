@@ -539,7 +539,7 @@ var Default = MustRegistry(
 		// the network's switch (the network's unit's row).
 		Name: nbmodel.LoadBalancerTable, New: func() model.Model { return &nbmodel.LoadBalancer{} },
 		Identity: []string{"name"},
-		Columns:  []string{"name", "protocol", "vips", "options", "external_ids"},
+		Columns:  []string{"name", "protocol", "vips", "options", "ip_port_mappings", "external_ids"},
 		Describe: func(m model.Model) string {
 			lb := m.(*nbmodel.LoadBalancer)
 			s := "vips=" + formatValue(lb.Vips)
@@ -561,6 +561,16 @@ var Default = MustRegistry(
 		Describe: func(m model.Model) string {
 			d := m.(*nbmodel.DHCPOptions)
 			return "cidr=" + d.Cidr + " options=" + formatValue(d.Options)
+		},
+	},
+	&Table{
+		// A health check of one VIP key of a load balancer's row.
+		Name: nbmodel.LoadBalancerHealthCheckTable, New: func() model.Model { return &nbmodel.LoadBalancerHealthCheck{} },
+		Identity: []string{"vip"},
+		Columns:  []string{"vip", "options", "external_ids"},
+		Parent:   nbmodel.LoadBalancerTable, ParentColumn: "health_check",
+		Describe: func(m model.Model) string {
+			return "options=" + formatValue(m.(*nbmodel.LoadBalancerHealthCheck).Options)
 		},
 	},
 	&Table{
