@@ -2,8 +2,11 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,4 +180,152 @@ func TestLoadBalancerFromInside(t *testing.T) {
 		assert.Equal(t, vmLBCIP, got.DstIP, "DNATed to the member")
 		assert.Equal(t, vmAIP, got.SrcIP, "the member sees the client's address")
 	}
+}
+
+// healthResponder answers OVN's TCP health-check probes (SYNs from src to
+// port) on the members it is told to, as a live service would: a SYN-ACK
+// acknowledging the probe. It polls the members' captures until the test
+// ends.
+type healthResponder struct {
+	e       *env
+	src     string
+	port    uint16
+	mu      sync.Mutex
+	answers map[string]bool // by VM port
+	done    map[string]int  // packets looked at, by VM port
+}
+
+func startHealthResponder(e *env, src string, port uint16, members ...vmRef) *healthResponder {
+	h := &healthResponder{e: e, src: src, port: port, answers: map[string]bool{}, done: map[string]int{}}
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for _, m := range members {
+				h.answer(m)
+			}
+		}
+	}()
+	e.t.Cleanup(func() { close(stop); <-finished })
+	return h
+}
+
+func (h *healthResponder) set(m vmRef, answer bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answers[m.port] = answer
+}
+
+func (h *healthResponder) answer(m vmRef) {
+	ps, err := h.e.vm(m.chassis, m.port).read()
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	from, on := h.done[m.port], h.answers[m.port]
+	h.done[m.port] = len(ps)
+	h.mu.Unlock()
+	for _, p := range ps[from:] {
+		if !on || !p.IsTCP || !p.SYN || p.ACK || p.SrcIP != h.src || p.DPort != h.port {
+			continue
+		}
+		f := frame{SrcMAC: m.mac, DstMAC: p.SrcMAC, SrcIP: m.ip, DstIP: h.src, TTL: 64, SPort: h.port, DPort: p.SPort,
+			TCP: true, SYNACK: true, Ack: p.Seq + 1}
+		b, err := f.Bytes()
+		if err == nil {
+			_ = h.e.l.Inject(m.chassis, m.port, b)
+		}
+	}
+}
+
+// waitMonitor waits until the SB's service monitor of member ip says
+// status.
+func waitMonitor(t *testing.T, e *env, ip, status string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out := strings.Fields(sbctl(t, e.l, "--bare", "--columns=status", "find", "Service_Monitor", "ip="+ip))
+		if len(out) > 0 && !slices.ContainsFunc(out, func(s string) bool { return s != status }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			require.FailNowf(t, "service monitor", "member %s: status %v, want %s; Service_Monitor:\n%s", ip, out, status, sbctl(t, e.l, "list", "Service_Monitor"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLoadBalancerHealthCheck: with a TCP health check, a member that
+// does not answer the probes is taken out (every new flow from outside
+// through the floating IP lands on the other), and once it answers again
+// it gets flows again.
+func TestLoadBalancerHealthCheck(t *testing.T) {
+	const src = "10.10.0.250"
+	e := newEnv(t)
+	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
+	m := strings.Replace(lbManifests, "protocol: udp", "protocol: tcp", 1)
+	m = strings.Replace(m, "  rules:\n", "  healthCheck: {sourceIp: "+src+", interval: 1, timeout: 1, successCount: 1, failureCount: 1}\n  rules:\n", 1)
+	e.write("lb.yaml", m)
+	hr := startHealthResponder(e, src, lbPort, vmA, vmLBC)
+	hr.set(vmA, true)
+	out := e.sync()
+	assert.Contains(t, out, "create Load_Balancer_Health_Check")
+	e.ready("gw1", "hv1", "hv2")
+	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+
+	toFIP := func(sport uint16) frame {
+		return frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort, TCP: true}
+	}
+	flowAt := func(sport uint16) func(seen) bool {
+		return func(s seen) bool {
+			return s.IsTCP && s.SYN && s.SrcIP == remoteIP && s.SPort == sport && s.DPort == lbPort
+		}
+	}
+
+	// vm-c does not answer: out.
+	waitMonitor(t, e, vmAIP, "online")
+	waitMonitor(t, e, vmLBCIP, "offline")
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+	skipC := count(t, e.vm(vmLBC.chassis, vmLBC.port))
+	for sport := uint16(7300); sport < 7310; sport++ {
+		skipA := count(t, e.vm(vmA.chassis, vmA.port))
+		e.inject("gw1", toFIP(sport))
+		waitFor(t, e.vm(vmA.chassis, vmA.port), fmt.Sprintf("flow %d at vm-a, the only member online", sport), skipA, flowAt(sport))
+	}
+	requireNone(t, e.vm(vmLBC.chassis, vmLBC.port), "a flow at vm-c, whose health check fails", skipC, func(s seen) bool {
+		return s.IsTCP && s.SrcIP == remoteIP && s.DPort == lbPort
+	})
+
+	// vm-c answers again: back.
+	hr.set(vmLBC, true)
+	waitMonitor(t, e, vmLBCIP, "online")
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+	seenC := false
+	skipC = count(t, e.vm(vmLBC.chassis, vmLBC.port))
+	for sport := uint16(7400); sport < 7432 && !seenC; sport++ {
+		e.inject("gw1", toFIP(sport))
+		waitFor(t, capture{name: "vm-a or vm-c", read: func() ([]seen, error) {
+			a, err := e.vm(vmA.chassis, vmA.port).read()
+			if err != nil {
+				return nil, err
+			}
+			c, err := e.vm(vmLBC.chassis, vmLBC.port).read()
+			if err != nil {
+				return nil, err
+			}
+			if slices.ContainsFunc(c[skipC:], flowAt(sport)) {
+				seenC = true
+			}
+			return append(a, c...), nil
+		}}, fmt.Sprintf("flow %d at a member", sport), 0, flowAt(sport))
+	}
+	assert.True(t, seenC, "vm-c gets flows again once its health check passes")
 }

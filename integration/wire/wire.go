@@ -25,6 +25,10 @@ type Frame struct {
 	TTL          uint8
 	SPort, DPort uint16
 	TCP          bool
+	// SYNACK makes the TCP segment a SYN-ACK acknowledging Ack (a reply
+	// to a SYN whose sequence number is Ack-1).
+	SYNACK bool
+	Ack    uint32
 	// DHCP, when set, is the UDP payload (instead of a fixed one).
 	DHCP *layers.DHCPv4
 	// ARP
@@ -71,6 +75,9 @@ func (f Frame) Bytes() ([]byte, error) {
 		if f.TCP {
 			ip.Protocol = layers.IPProtocolTCP
 			tcp := &layers.TCP{SrcPort: layers.TCPPort(f.SPort), DstPort: layers.TCPPort(f.DPort), SYN: true, Seq: 1, Window: 64240}
+			if f.SYNACK {
+				tcp.ACK, tcp.Ack = true, f.Ack
+			}
 			errs = append(errs, tcp.SetNetworkLayerForChecksum(ip))
 			ls = append(ls, ip, tcp)
 		} else {
@@ -143,6 +150,9 @@ type Seen struct {
 	ARPSPA, ARPTPA string
 	IsARP, IsUDP   bool
 	IsTCP, SYN     bool
+	// ACK and Seq of a TCP segment.
+	ACK bool
+	Seq uint32
 	// DHCP is the decoded DHCPv4 message of a UDP packet on port 67 or
 	// 68, nil otherwise.
 	DHCP *layers.DHCPv4
@@ -165,6 +175,7 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if tc, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok {
 		s.IsTCP, s.SPort, s.DPort, s.SYN = true, uint16(tc.SrcPort), uint16(tc.DstPort), tc.SYN
+		s.ACK, s.Seq = tc.ACK, tc.Seq
 	}
 	if d, ok := p.Layer(layers.LayerTypeDHCPv4).(*layers.DHCPv4); ok {
 		s.DHCP = d
