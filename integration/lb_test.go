@@ -329,3 +329,38 @@ func TestLoadBalancerHealthCheck(t *testing.T) {
 	}
 	assert.True(t, seenC, "vm-c gets flows again once its health check passes")
 }
+
+// TestLoadBalancerEmpty: a load balancer without members drops what
+// reaches its floating IP, as ONOS's empty group did; with
+// --lb-reject-empty it answers a TCP SYN with a RST from the floating IP.
+func TestLoadBalancerEmpty(t *testing.T) {
+	for _, reject := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reject=%v", reject), func(t *testing.T) {
+			e := newEnv(t)
+			if reject {
+				e.flags = []string{"--lb-reject-empty"}
+			}
+			m := strings.Replace(lbManifests, "members: [10.10.0.5, "+vmLBCIP+"]", "members: []", 1)
+			e.write("lb.yaml", strings.Replace(m, "protocol: udp", "protocol: tcp", 1))
+			out := e.sync()
+			assert.Equal(t, reject, strings.Contains(out, "reject"), "options:reject only with the flag:\n%s", out)
+			e.ready("gw1", "hv1", "hv2")
+
+			skip := count(t, e.wire("gw1"))
+			e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: 7500, DPort: lbPort, TCP: true})
+			rst := func(s seen) bool {
+				return s.IsTCP && s.RST && s.SrcIP == lbFIP && s.DstIP == remoteIP && s.DPort == 7500
+			}
+			if reject {
+				waitFor(t, e.wire("gw1"), "a RST from the floating IP", skip, rst)
+				return
+			}
+			// Barrier: vm-a's traffic leaves SNATed after the SYN went in.
+			e.send("hv1", "vm-a", vmAMAC, vmAIP, 40300, 5300)
+			waitFor(t, e.wire("gw1"), "vm-a leaving SNATed (barrier)", skip, snated(5300))
+			requireNone(t, e.wire("gw1"), "an answer to a SYN to an empty load balancer", skip, func(s seen) bool {
+				return s.IsTCP && s.SrcIP == lbFIP
+			})
+		})
+	}
+}

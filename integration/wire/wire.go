@@ -150,9 +150,9 @@ type Seen struct {
 	ARPSPA, ARPTPA string
 	IsARP, IsUDP   bool
 	IsTCP, SYN     bool
-	// ACK and Seq of a TCP segment.
-	ACK bool
-	Seq uint32
+	// ACK, RST and Seq of a TCP segment.
+	ACK, RST bool
+	Seq      uint32
 	// DHCP is the decoded DHCPv4 message of a UDP packet on port 67 or
 	// 68, nil otherwise.
 	DHCP *layers.DHCPv4
@@ -175,7 +175,7 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if tc, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok {
 		s.IsTCP, s.SPort, s.DPort, s.SYN = true, uint16(tc.SrcPort), uint16(tc.DstPort), tc.SYN
-		s.ACK, s.Seq = tc.ACK, tc.Seq
+		s.ACK, s.RST, s.Seq = tc.ACK, tc.RST, tc.Seq
 	}
 	if d, ok := p.Layer(layers.LayerTypeDHCPv4).(*layers.DHCPv4); ok {
 		s.DHCP = d
