@@ -764,6 +764,12 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 			s.log.Info("floating IP not bound", "floatingIP", st.Name, "reason", st.Reason)
 		}
 	}
+	// Likewise a load balancer left out (no status writer yet).
+	for _, st := range s.up.LoadBalancers {
+		if !st.Ready {
+			s.log.Info("load balancer not planned", "loadBalancer", st.Name, "reason", st.Reason)
+		}
+	}
 	return c.reportRouter(ctx, s.up, s.work, s.before, s.nbCfg, s.unitErr)
 }
 
