@@ -71,9 +71,20 @@ spec:
 // TestLoadBalancerFromOutside: flows from outside to the floating IP on
 // the VIP spread over the members (each member sees some, DNATed to its
 // own address, the VIP's port), a flow stays on its member, a member's
-// reply leaves with the floating IP; the floating IP has no NAT row.
+// reply leaves with the floating IP; the floating IP has no NAT row. Also
+// on a router with enableSnat false, whose policies let the members'
+// replies out.
 func TestLoadBalancerFromOutside(t *testing.T) {
+	for _, snat := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enableSnat=%v", snat), func(t *testing.T) { testLoadBalancerFromOutside(t, snat) })
+	}
+}
+
+func testLoadBalancerFromOutside(t *testing.T, snat bool) {
 	e := newEnv(t)
+	if !snat {
+		e.edit("router.yaml", "enableSnat: true", "enableSnat: false")
+	}
 	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
 	e.write("lb.yaml", lbManifests)
 	out := e.sync()
