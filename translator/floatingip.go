@@ -197,8 +197,7 @@ func (in *Input) planFloatingIPs(r *router, held Held) ([]FloatingIPStatus, []bo
 			// No VM port has a VIP: the floating IP is the load
 			// balancer's.
 			c.st.Ready, c.st.LoadBalancer = true, lb.d.Name
-			lb.fips = append(lb.fips, c.d.ip)
-			slices.Sort(lb.fips)
+			lb.fips, lb.fipIDs = append(lb.fips, c.d.ip), append(lb.fipIDs, c.d.ID)
 			bound = append(bound, boundFIP{id: c.d.ID, ip: c.d.ip, fixed: c.fixed.String(), lb: lb})
 			continue
 		}

@@ -119,8 +119,10 @@ type plannedLB struct {
 	// port-less VIP.
 	ports map[string][]int
 	icmp  bool
-	// fips are the floating IPs bound to its VIP (external IPs), sorted.
-	fips []string
+	// fips are the floating IPs bound to its VIP (external IPs), sorted;
+	// fipIDs their spec.id, in the same order.
+	fips   []string
+	fipIDs []string
 	// ports are the members' VM ports, by member; hc its health check
 	// (defaults filled in) and hcSource its source IP, nil and "" for
 	// none.
@@ -347,6 +349,11 @@ func loadBalancerRows(rp *RouterPlan, r *router, ids func() map[string]string, r
 		addrs := append([]string{lb.vip.String()}, lb.fips...)
 		for _, proto := range lb.protocols() {
 			row, hcs := lb.row(LoadBalancerName(lb.d.Name, proto), proto, addrs, ids, reject)
+			if len(lb.fips) == 1 {
+				row.ExternalIDs[KeyFloatingIP] = lb.fipIDs[0]
+				row.ExternalIDs[KeyFloatingIPAddress] = lb.fips[0]
+				row.ExternalIDs[KeyLBVIP] = lb.vip.String()
+			}
 			rp.LoadBalancers = append(rp.LoadBalancers, row)
 			rp.LBHealthChecks = append(rp.LBHealthChecks, hcs...)
 		}

@@ -88,8 +88,15 @@ func TestLoadBalancers(t *testing.T) {
 		{
 			name: "a floating IP on the VIP is a VIP key of the same row",
 			edit: func(s *Snapshot) { s.FloatingIPs = []FloatingIP{fip("fip-web", "172.16.0.60", "10.10.0.100", "")} },
-			want: []*nbmodel.LoadBalancer{web("tcp", map[string]string{
-				"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80", "172.16.0.60:80": "10.10.0.5:80,10.10.0.6:80"})},
+			want: func() []*nbmodel.LoadBalancer {
+				lb := web("tcp", map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80", "172.16.0.60:80": "10.10.0.5:80,10.10.0.6:80"})
+				// Who holds the floating IP and its fixed IP, as a NAT
+				// row would say.
+				lb.ExternalIDs[KeyFloatingIP] = "fip-web"
+				lb.ExternalIDs[KeyFloatingIPAddress] = "172.16.0.60"
+				lb.ExternalIDs[KeyLBVIP] = "10.10.0.100"
+				return []*nbmodel.LoadBalancer{lb}
+			}(),
 			status: LoadBalancerStatus{Name: "web", Ready: true, FloatingIPs: []string{"172.16.0.60"}},
 		},
 		{

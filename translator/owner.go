@@ -20,6 +20,13 @@ const (
 	// Load_Balancer rows, KeyLoadBalancerID its spec.name (ONOS's key).
 	KeyLoadBalancer   = "kubevirt-ovn/load-balancer"
 	KeyLoadBalancerID = "kubevirt-ovn/load-balancer-id"
+	// A router's Load_Balancer rows of a load balancer with a floating IP
+	// on its VIP (one at most: one floating IP per fixed IP) carry it as
+	// a NAT row would: KeyFloatingIP its spec.id, KeyFloatingIPAddress
+	// its address, KeyLBVIP the VIP (its fixed IP), for who holds them
+	// (Claims.FloatingIPs, Claims.FixedIPs).
+	KeyFloatingIPAddress = "kubevirt-ovn/floating-ip-address"
+	KeyLBVIP             = "kubevirt-ovn/vip"
 )
 
 // Our switches also carry ovn-kubernetes' network key with a value no

@@ -195,3 +195,43 @@ func TestSyncLoadBalancerHealthCheck(t *testing.T) {
 	assert.Empty(t, lbs["kv-lb-web_tcp"].IPPortMappings)
 	requireIdle(t, ours, s)
 }
+
+// TestLoadBalancerFloatingIPClaimsReadFromNB: a floating IP on a VIP has
+// no NAT row; its router's load balancer rows say who holds its address
+// and its fixed IP (the VIP), in HeldClaims and in the HeldIndex, and the
+// holder keeps them against an older claimant that comes later.
+func TestLoadBalancerFloatingIPClaimsReadFromNB(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	index := nb.NewHeldIndex(ours, instance)
+	s := withLoadBalancer()
+	s.FloatingIPs[0].Created = t1
+	requireNoFailures(t, sync(t, ours, s))
+	assert.Equal(t, "fip-web", lbRows(t, raw)["kv-lb-web_tcp"].ExternalIDs[tr.KeyFloatingIP])
+	assert.NotContains(t, lbRows(t, raw)["kv-lb-web_tcp_switch"].ExternalIDs, tr.KeyFloatingIP)
+
+	held, err := nb.HeldClaims(context.Background(), ours, instance)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"172.16.0.60": "fip-web"}, held.FloatingIPs)
+	assert.Equal(t, map[string]string{"router1 10.10.0.100": "fip-web"}, held.FixedIPs)
+	require.Eventually(t, func() bool {
+		return index.HeldFloatingIP("172.16.0.60") == "fip-web" && index.HeldFixedIP("router1", "10.10.0.100") == "fip-web"
+	}, 5*time.Second, 10*time.Millisecond, "the HeldIndex follows the load balancer rows")
+
+	// An older floating IP claims the same address and VIP.
+	s.FloatingIPs = append(s.FloatingIPs, tr.FloatingIP{Name: "fip-0", ID: "fip-0", Router: "router1", Network: "public", IP: "172.16.0.60", FixedIP: "10.10.0.100", Created: t0})
+	s.Held = held
+	plan := tr.Build(s, instance)
+	require.Len(t, plan.FloatingIPs, 2)
+	assert.Equal(t, "FloatingIp fip-0: spec.floatingIp 172.16.0.60 is already the floating IP of FloatingIp fip-web", plan.FloatingIPs[0].Reason)
+	assert.True(t, plan.FloatingIPs[1].Ready)
+	res, err := nb.Sync(context.Background(), ours, plan, nb.SyncOptions{Instance: instance})
+	require.NoError(t, err)
+	requireNoFailures(t, res)
+	assert.Empty(t, res.Changes(), "fip-web keeps its VIP key")
+
+	// The floating IP goes: so do the keys and the claims.
+	s.FloatingIPs, s.Held = nil, nil
+	requireNoFailures(t, sync(t, ours, s))
+	assert.NotContains(t, lbRows(t, raw)["kv-lb-web_tcp"].ExternalIDs, tr.KeyFloatingIP)
+	require.Eventually(t, func() bool { return index.HeldFloatingIP("172.16.0.60") == "" }, 5*time.Second, 10*time.Millisecond)
+}
