@@ -18,7 +18,8 @@ func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
 	t.Helper()
 	var rows []string
 	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Switch", "Logical_Switch_Port",
-		"NAT", "Logical_Router_Static_Route", "Logical_Router_Policy", "Gateway_Chassis", "Static_MAC_Binding", "DHCP_Options", "Port_Group", "ACL"} {
+		"NAT", "Logical_Router_Static_Route", "Logical_Router_Policy", "Gateway_Chassis", "Static_MAC_Binding", "DHCP_Options", "Port_Group", "ACL",
+		"Load_Balancer", "Load_Balancer_Health_Check"} {
 		for _, line := range strings.Split(nbctl(t, c, "--format=csv", "--no-headings", "list", table), "\n") {
 			if !strings.Contains(line, "kubevirt-ovn/owner") && !(table == "Static_MAC_Binding" && strings.Contains(line, "kv-rtoe-")) {
 				continue
@@ -34,7 +35,7 @@ func ownedRows(t *testing.T, c nbCtler, skip ...string) string {
 
 // TestBadInputRejectedWhileManagingHealthyRouters feeds the bad inputs of
 // issue 7 (and the old ones, issue 20's floating IPs and VM addresses, and
-// issue 22's security groups) into a running controller that manages 50
+// issue 22's security groups and load balancers) into a running controller that manages 50
 // healthy routers: each is rejected with an error naming its object, field
 // and reason, and the rows of every other router and network, and the
 // ovn-kubernetes-like rows, stay byte-identical.
@@ -82,6 +83,12 @@ apiVersion: kubevirt.io/v1
 kind: FloatingIp
 metadata: {name: %s}
 spec: {id: %s, routerName: %s, networkName: public, floatingIp: %s, fixedIp: %s}
+`
+	const newLB = `---
+apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata: {name: %s}
+spec: {name: %s, networkId: %s, vip: %s, members: [%s], rules: [%s]%s}
 `
 	const newVMIDeclared = `---
 apiVersion: kubevirt.io/v1
@@ -170,6 +177,18 @@ metadata:
 		{name: "floating IP of an undeclared router",
 			input: fmt.Sprintf(newFIP, "fip-x", "fip-x", "rt-nope", "172.16.200.5", "10.100.2.5"),
 			want:  []string{"fip-x", "VirtualRouter rt-nope is not declared"}},
+		{name: "load balancer member that is no VM port on its network",
+			input: fmt.Sprintf(newLB, "lb-x", "lb-x", "net-001", "10.100.1.100", "10.100.1.5, 10.100.1.6", "{protocol: tcp, portRangeMin: 80}", ""),
+			want:  []string{"LoadBalancer lb-x: spec.members[1] 10.100.1.6 is no VM port on network net-001"}},
+		{name: "load balancer port range too wide",
+			input: fmt.Sprintf(newLB, "lb-x", "lb-x", "net-001", "10.100.1.100", "10.100.1.5", "{protocol: tcp, portRangeMin: 7000, portRangeMax: 8000}", ""),
+			want:  []string{"LoadBalancer lb-x: spec.rules[0].portRangeMax range 7000-8000 spans 1001 ports"}},
+		{name: "load balancer VIP that is a VM's address",
+			input: fmt.Sprintf(newLB, "lb-x", "lb-x", "net-001", "10.100.1.5", "", "{protocol: udp, portRangeMin: 53}", ""),
+			want:  []string{"LoadBalancer lb-x: spec.vip 10.100.1.5 is the address of VM port kv-net-001_default_vm-001_eth1 on network net-001"}},
+		{name: "load balancer health check from a VM's address",
+			input: fmt.Sprintf(newLB, "lb-x", "lb-x", "net-001", "10.100.1.100", "10.100.1.5", "{protocol: tcp, portRangeMin: 80}", ", healthCheck: {sourceIp: 10.100.1.5}"),
+			want:  []string{"LoadBalancer lb-x: spec.healthCheck.sourceIp 10.100.1.5 is the address of VM port kv-net-001_default_vm-001_eth1"}},
 		{name: "VM address outside its network's ipPool",
 			input: poolNetwork + fmt.Sprintf(newVMI, "vm-pool", "net-pool", "50:54:00:00:05:63", "10.5.0.99"),
 			want:  []string{"VirtualMachineInstance default/vm-pool", "10.5.0.99 is outside the ipPool 10.5.0.10-10.5.0.20 of network net-pool"},

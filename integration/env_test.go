@@ -45,6 +45,8 @@ type env struct {
 	l         sandbox.Deployment
 	manifests string
 	foreign   string
+	// flags are extra flags of every sync the env runs.
+	flags []string
 }
 
 // traffic sends frames into chassis ports and reads what ports sent, on
@@ -170,7 +172,8 @@ func (e *env) checkInvariants() {
 }
 
 func (e *env) syncArgs(extra ...string) []string {
-	return append([]string{"sync", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "--from-file", e.manifests}, extra...)
+	args := append([]string{"sync", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "--from-file", e.manifests}, e.flags...)
+	return append(args, extra...)
 }
 
 // sync runs kubevirt-ovn sync and waits until every chassis has realized

@@ -229,6 +229,28 @@ func TestVersionsSyncOnEverySchema(t *testing.T) {
 			assert.Equal(t, "172.16.0.100 172.16.0.100", versionsNAT(nb))
 			assert.Empty(t, nb.rows("Logical_Router_Policy", `[["external_ids","includes",["map",[["kubevirt-ovn/owner","router1"]]]]]`))
 
+			// A load balancer with a health check behind a floating IP:
+			// router and switch rows, their health checks, no NAT.
+			require.NoError(t, os.WriteFile(filepath.Join(ex, "lb.yaml"), []byte(`apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata: {name: web}
+spec: {name: web, networkId: net-a, vip: 10.10.0.100, members: [10.10.0.5], rules: [{protocol: tcp, portRangeMin: 80}],
+  healthCheck: {sourceIp: 10.10.0.250}}
+---
+apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata: {name: fip-web}
+spec: {id: fip-web, routerName: router1, networkName: public, floatingIp: 172.16.0.160, fixedIp: 10.10.0.100}
+`), 0o644))
+			r = sync()
+			assert.Contains(t, squash(r.stdout), "Load_Balancer 2 created")
+			assert.Len(t, nb.rows("Load_Balancer_Health_Check", `[["external_ids","includes",["map",[["kubevirt-ovn/load-balancer","web"]]]]]`), 3)
+			assert.Equal(t, "172.16.0.100 172.16.0.100", versionsNAT(nb), "no NAT for a floating IP on a VIP")
+			assert.Contains(t, sync().stdout, "no changes")
+			require.NoError(t, os.Remove(filepath.Join(ex, "lb.yaml")))
+			sync()
+			assert.Empty(t, nb.rows("Load_Balancer", `[["external_ids","includes",["map",[["kubevirt-ovn/load-balancer","web"]]]]]`))
+
 			edit(t, filepath.Join(ex, "router.yaml"), "ip: 172.16.0.100", "ip: 172.16.0.103")
 			edit(t, filepath.Join(ex, "router.yaml"), `mac: "00:00:00:00:ee:01"`, `mac: "00:00:00:00:ee:02"`)
 			r = sync()

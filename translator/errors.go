@@ -10,6 +10,7 @@ const (
 	ObjFloatingIP    = "FloatingIp"
 	ObjSecurityGroup = "SecurityGroup"
 	ObjSGRule        = "SecurityGroupRule"
+	ObjLoadBalancer  = "LoadBalancer"
 )
 
 // InputError is bad input. It names the object and the field so that the

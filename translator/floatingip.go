@@ -41,6 +41,9 @@ const (
 // boundFIP is a floating IP a router's plan binds to a VM's address.
 type boundFIP struct {
 	id, ip, fixed string
+	// lb: the fixed IP is this load balancer's VIP; the floating IP is
+	// a VIP key of its rows, no NAT row (loadbalancer.go).
+	lb *plannedLB
 }
 
 // hasGateway says whether router declaration d's plan has a gateway side:
@@ -188,6 +191,14 @@ func (in *Input) planFloatingIPs(r *router, held Held) ([]FloatingIPStatus, []bo
 			owner[c.fixed] = c.d
 		} else if o != c.d {
 			c.st.fail(fipErr(c.d.Name, "spec.fixedIp", "%s already has FloatingIp %s: one floating IP per fixed IP", c.fixed, o.Name))
+			continue
+		}
+		if lb := lbOfVIP(r.lbs, c.n, c.fixed); lb != nil {
+			// No VM port has a VIP: the floating IP is the load
+			// balancer's.
+			c.st.Ready, c.st.LoadBalancer = true, lb.d.Name
+			lb.fips, lb.fipIDs = append(lb.fips, c.d.ip), append(lb.fipIDs, c.d.ID)
+			bound = append(bound, boundFIP{id: c.d.ID, ip: c.d.ip, fixed: c.fixed.String(), lb: lb})
 			continue
 		}
 		port, reason, err := in.fixedPort(c, held)
@@ -360,6 +371,9 @@ func (in *Input) fixedPort(c fipCandidate, held Held) (port, reason string, err 
 // policies that let out only the floating IPs' fixed addresses.
 func floatingIPRows(rp *RouterPlan, r *router, ids func() map[string]string) {
 	for _, b := range r.fips {
+		if b.lb != nil {
+			continue
+		}
 		natIDs := ids()
 		natIDs[KeyFloatingIP] = b.id
 		rp.NATs = append(rp.NATs, &nbmodel.NAT{
@@ -391,9 +405,22 @@ func floatingIPRows(rp *RouterPlan, r *router, ids func() map[string]string) {
 		// floating IP (hairpin through the gateway).
 		polIDs := ids()
 		polIDs[KeyFloatingIP] = b.id
+		match := "ip4.src == " + b.fixed + " || ip4.dst == " + b.ip
+		if b.lb != nil {
+			// A load balancer's replies leave from its members (the
+			// router undoes the DNAT on its way out).
+			match = "ip4.dst == " + b.ip
+			switch len(b.lb.members) {
+			case 0:
+			case 1:
+				match = "ip4.src == " + b.lb.members[0] + " || " + match
+			default:
+				match = "ip4.src == {" + strings.Join(b.lb.members, ", ") + "} || " + match
+			}
+		}
 		rp.Policies = append(rp.Policies, &nbmodel.LogicalRouterPolicy{
 			Priority:    FloatingIPAllowPriority,
-			Match:       "ip4.src == " + b.fixed + " || ip4.dst == " + b.ip,
+			Match:       match,
 			Action:      nbmodel.LogicalRouterPolicyActionAllow,
 			ExternalIDs: polIDs,
 		})

@@ -28,6 +28,8 @@ type Objects struct {
 	// group.
 	SecurityGroups     []SecurityGroup
 	SecurityGroupRules []SecurityGroupRule
+	// LoadBalancers belong to the unit of the router of their network.
+	LoadBalancers []LoadBalancer
 	// Invalid are objects that did not decode: their unit fails and keeps
 	// its rows.
 	Invalid map[Unit]error
@@ -36,13 +38,13 @@ type Objects struct {
 // Objects are the declarations of s, as one source's.
 func (s *Snapshot) Objects() Objects {
 	return Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs,
-		SecurityGroups: s.SecurityGroups, SecurityGroupRules: s.SecurityGroupRules, Invalid: s.Invalid}
+		SecurityGroups: s.SecurityGroups, SecurityGroupRules: s.SecurityGroupRules, LoadBalancers: s.LoadBalancers, Invalid: s.Invalid}
 }
 
 // Snapshot is a Snapshot of o alone: no chassis, nothing held.
 func (o Objects) Snapshot() *Snapshot {
 	return &Snapshot{Routers: o.Routers, Networks: o.Networks, VMs: o.VMs, FloatingIPs: o.FloatingIPs,
-		SecurityGroups: o.SecurityGroups, SecurityGroupRules: o.SecurityGroupRules, Invalid: o.Invalid}
+		SecurityGroups: o.SecurityGroups, SecurityGroupRules: o.SecurityGroupRules, LoadBalancers: o.LoadBalancers, Invalid: o.Invalid}
 }
 
 // Input is the indexed form of the Objects of every source (Set) and the SB
@@ -76,7 +78,11 @@ type Input struct {
 	fips     map[string]set[*fipDecl]     // by FloatingIP.Router
 	sgs      map[string]set[*sgDecl]      // by SecurityGroup.ID
 	sgRules  map[string]set[*ruleDecl]    // by SecurityGroupRule.SecurityGroupID
-	invalid  map[Unit]map[string]error    // unit, then source
+	lbs      map[string]set[*lbDecl]      // by LoadBalancer.Network
+	lbNames  map[string]set[*lbDecl]      // by LoadBalancer.Name
+	// rejectEmptyLB: see Snapshot.RejectEmptyLB.
+	rejectEmptyLB bool
+	invalid       map[Unit]map[string]error // unit, then source
 
 	// sgMembers are the VM interfaces bound to each security group, and
 	// sgRemote the rules (embedded or not) naming each group as their
@@ -152,6 +158,7 @@ type source struct {
 	fips     map[string][]*fipDecl
 	sgs      map[string][]*sgDecl
 	sgRules  map[string][]*ruleDecl
+	lbs      map[string][]*lbDecl // by LoadBalancer.Name
 	invalid  map[Unit]error
 }
 
@@ -184,6 +191,11 @@ type vmDecl struct {
 	pos
 }
 
+type lbDecl struct {
+	LoadBalancer
+	pos
+}
+
 type fipDecl struct {
 	FloatingIP
 	pos
@@ -202,6 +214,8 @@ func NewInput() *Input {
 		sgRules:        map[string]set[*ruleDecl]{},
 		sgMembers:      map[string]set[*vmDecl]{},
 		sgRemote:       map[string]set[*ruleDecl]{},
+		lbs:            map[string]set[*lbDecl]{},
+		lbNames:        map[string]set[*lbDecl]{},
 		invalid:        map[Unit]map[string]error{},
 		snatClaims:     map[string]set[*routerDecl]{},
 		internalClaims: map[string]set[*routerDecl]{},
@@ -224,6 +238,7 @@ func NewInputFrom(s *Snapshot) *Input {
 	for _, source := range slices.Sorted(maps.Keys(s.ForeignKeys)) {
 		in.SetForeignKeys(source, s.ForeignKeys[source])
 	}
+	in.rejectEmptyLB = s.RejectEmptyLB
 	in.Set("snapshot", s.Objects())
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in
@@ -249,6 +264,7 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 	in.replaceVMs(old, nw, c)
 	in.replaceFloatingIPs(old, nw, c)
 	in.replaceSecurityGroups(old, nw, c)
+	in.replaceLoadBalancers(old, nw, c)
 	in.replaceInvalid(name, old, nw, c)
 	if nw.empty() {
 		delete(in.sources, name)
@@ -283,6 +299,7 @@ func newSource(name string, objs Objects) *source {
 		fips:     map[string][]*fipDecl{},
 		sgs:      map[string][]*sgDecl{},
 		sgRules:  map[string][]*ruleDecl{},
+		lbs:      map[string][]*lbDecl{},
 		invalid:  map[Unit]error{},
 	}
 	for i, r := range objs.Routers {
@@ -303,6 +320,16 @@ func newSource(name string, objs Objects) *source {
 	for i, r := range objs.SecurityGroupRules {
 		s.sgRules[r.SecurityGroupID] = append(s.sgRules[r.SecurityGroupID], &ruleDecl{SecurityGroupRule: r, pos: pos{name, i}})
 	}
+	for i, lb := range objs.LoadBalancers {
+		d := &lbDecl{LoadBalancer: lb, pos: pos{name, i}}
+		d.Members = slices.Clone(lb.Members)
+		d.Rules = slices.Clone(lb.Rules)
+		if lb.HealthCheck != nil {
+			hc := *lb.HealthCheck
+			d.HealthCheck = &hc
+		}
+		s.lbs[lb.Name] = append(s.lbs[lb.Name], d)
+	}
 	for u, err := range objs.Invalid {
 		if err != nil {
 			s.invalid[u] = err
@@ -314,7 +341,7 @@ func newSource(name string, objs Objects) *source {
 // empty reports whether the source declares nothing, not even an
 // undecodable object.
 func (s *source) empty() bool {
-	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.sgs)+len(s.sgRules)+len(s.invalid) == 0
+	return len(s.routers)+len(s.networks)+len(s.vms)+len(s.fips)+len(s.sgs)+len(s.sgRules)+len(s.lbs)+len(s.invalid) == 0
 }
 
 // newRouterDecl is a copy of r at p with the SNAT IP it claims.
@@ -417,6 +444,11 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 			in.affectedByAddrGroups(&v, c.affected)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
+		// Members and VIPs of the network's load balancers are checked
+		// against its VM ports.
+		if len(in.lbs[key]) > 0 {
+			in.addRouterNames(c.affected, in.internalClaims[key])
+		}
 	})
 }
 

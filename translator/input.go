@@ -31,6 +31,12 @@ type Snapshot struct {
 	// group (KindSecurityGroup, named by its spec.id).
 	SecurityGroups     []SecurityGroup
 	SecurityGroupRules []SecurityGroupRule
+	// LoadBalancers belong to the unit of the router whose internal
+	// network is their LoadBalancer.Network (loadbalancer.go).
+	LoadBalancers []LoadBalancer
+	// RejectEmptyLB: a load balancer without members rejects (TCP RST,
+	// ICMP unreachable) rather than drops, as ONOS did (Input.SetRejectEmptyLB).
+	RejectEmptyLB bool
 	// Chassis are the SB chassis. ChassisKnown is false when no SB was given;
 	// then every router with an external network must name its gateway.
 	Chassis      []Chassis
@@ -357,6 +363,9 @@ type FloatingIPStatus struct {
 	Reason string
 	// Port is the logical switch port of the VM it is bound to.
 	Port string
+	// LoadBalancer is the load balancer whose VIP it is bound to (then
+	// Port is empty): it is a VIP of the load balancer's rows, no NAT.
+	LoadBalancer string `json:",omitempty"`
 	// Gateway is the chassis it is answered on: its router's active
 	// gateway.
 	Gateway string
@@ -376,4 +385,62 @@ type Chassis struct {
 	// Zone is the interconnect zone whose SB has this chassis as a local
 	// chassis (not other_config:is-remote); "" with one central NB.
 	Zone string
+}
+
+// LoadBalancer is a kubevirt.io/v1 LoadBalancer as ONOS kubevirt-networking
+// accepted it: a VIP on an internal network balanced over members on that
+// network, per rule (protocol and port range). It belongs to the unit of
+// the router that has Network as an internal network.
+type LoadBalancer struct {
+	// Name is metadata.name: its rows are named after it and status is
+	// written to it. ID is spec.name, ONOS's key (kept in external_ids).
+	Name string
+	ID   string
+	// Description is spec.description.
+	Description string
+	// Network is spec.networkId, VIP spec.vip, Members spec.members.
+	Network string
+	VIP     string
+	Members []string
+	Rules   []LBRule
+	// HealthCheck is spec.healthCheck, a kubevirt-ovn extension (ONOS had
+	// no health checks): nil for none.
+	HealthCheck *LBHealthCheck
+	// Created and Generation as FloatingIP's.
+	Created    time.Time
+	Generation int64
+}
+
+// LBRule is one entry of a LoadBalancer's spec.rules: Protocol tcp, udp
+// or icmp (case-insensitive); PortMin and PortMax (spec.portRangeMin and
+// portRangeMax) for tcp and udp, PortMax 0 meaning PortMin.
+type LBRule struct {
+	Protocol         string
+	PortMin, PortMax int
+}
+
+// LBHealthCheck says how OVN probes a load balancer's members on its tcp
+// and udp ports: from SourceIP, an address of the network that is nobody
+// else's (no VM's, not the gateway, outside the ipPool), every Interval
+// seconds, a probe failing after Timeout seconds; SuccessCount probes in
+// a row bring a member back, FailureCount take it out. Zero: OVN's
+// defaults (LBHealthDefaults).
+type LBHealthCheck struct {
+	SourceIP                   string
+	Interval, Timeout          int
+	SuccessCount, FailureCount int
+}
+
+// LoadBalancerStatus is what a plan says of one load balancer: its rows
+// are planned, or why not.
+type LoadBalancerStatus struct {
+	Name       string
+	Generation int64 `json:"-"`
+	Ready      bool
+	Reason     string `json:",omitempty"`
+	// Router is the router whose rows hold it.
+	Router string
+	// FloatingIPs are the floating IPs (addresses) bound to its VIP.
+	FloatingIPs []string `json:",omitempty"`
+	Err         error    `json:"-"`
 }

@@ -92,3 +92,13 @@ func PortGroupName(id string) string {
 	h.Write([]byte(id))
 	return fmt.Sprintf("%s%s.%08x", PortGroupPrefix, clean, h.Sum64()>>32)
 }
+
+// LoadBalancerName is the Load_Balancer row of a LoadBalancer for one
+// protocol (tcp, udp, or icmp for its port-less VIP). The LoadBalancer's
+// name holds no '_' (a Kubernetes name), so the row names of two
+// LoadBalancers never meet.
+func LoadBalancerName(lb, proto string) string { return NamePrefix + "lb-" + lb + "_" + proto }
+
+// SwitchLoadBalancerName is the Load_Balancer row of a LoadBalancer for
+// one protocol on its network's switch (the VIP from inside the network).
+func SwitchLoadBalancerName(lb, proto string) string { return LoadBalancerName(lb, proto) + "_switch" }

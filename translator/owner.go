@@ -23,6 +23,17 @@ const (
 	// KeySecurityGroup carries a security group's spec.id on its
 	// Port_Group.
 	KeySecurityGroup = "kubevirt-ovn/security-group"
+	// KeyLoadBalancer carries a LoadBalancer's metadata.name on its
+	// Load_Balancer rows, KeyLoadBalancerID its spec.name (ONOS's key).
+	KeyLoadBalancer   = "kubevirt-ovn/load-balancer"
+	KeyLoadBalancerID = "kubevirt-ovn/load-balancer-id"
+	// A router's Load_Balancer rows of a load balancer with a floating IP
+	// on its VIP (one at most: one floating IP per fixed IP) carry it as
+	// a NAT row would: KeyFloatingIP its spec.id, KeyFloatingIPAddress
+	// its address, KeyLBVIP the VIP (its fixed IP), for who holds them
+	// (Claims.FloatingIPs, Claims.FixedIPs).
+	KeyFloatingIPAddress = "kubevirt-ovn/floating-ip-address"
+	KeyLBVIP             = "kubevirt-ovn/vip"
 )
 
 // Our switches also carry ovn-kubernetes' network key with a value no

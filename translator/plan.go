@@ -38,6 +38,9 @@ type Plan struct {
 	FloatingIPs []FloatingIPStatus `json:",omitempty"`
 	// SecurityGroups are the planned security groups, by spec.id.
 	SecurityGroups []SecurityGroupPlan `json:",omitempty"`
+	// LoadBalancers are the status of every load balancer a router
+	// plans, by router, then name.
+	LoadBalancers []LoadBalancerStatus `json:",omitempty"`
 }
 
 // NetworkPlan is the desired rows of one network.
@@ -54,6 +57,12 @@ type NetworkPlan struct {
 	// DHCP is the network's DHCP options, which its VM ports refer to;
 	// nil for a network without gatewayIp (no DHCP).
 	DHCP *nbmodel.DHCPOptions `json:",omitempty"`
+	// LoadBalancers are the Load_Balancer rows its switch refers to, one
+	// per protocol of each of its valid load balancers, sorted by name
+	// (loadbalancer.go).
+	LoadBalancers []*nbmodel.LoadBalancer `json:",omitempty"`
+	// LBHealthChecks are their health checks, by row, then VIP.
+	LBHealthChecks []LBHealthCheckRow `json:",omitempty"`
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`
@@ -81,6 +90,11 @@ type RouterPlan struct {
 	// Policies let out only the floating IPs' fixed addresses of a router
 	// with enableSnat false (floatingip.go), highest priority first.
 	Policies []*nbmodel.LogicalRouterPolicy `json:",omitempty"`
+	// LoadBalancers are the load balancers of its internal networks, one
+	// row per protocol, sorted by name; the router refers to them.
+	LoadBalancers []*nbmodel.LoadBalancer `json:",omitempty"`
+	// LBHealthChecks are their health checks, by row, then VIP.
+	LBHealthChecks []LBHealthCheckRow `json:",omitempty"`
 	// Gateway is the chassis chosen to be active and its failover order.
 	Gateway *GatewayChoice
 	// SNATIP is the router's SNAT IP, empty without an external network.
@@ -140,6 +154,9 @@ type UnitPlan struct {
 	// FloatingIPs are the status of the floating IPs that name the router
 	// (also when the router is invalid or not declared), by name.
 	FloatingIPs []FloatingIPStatus
+	// LoadBalancers are the status of the load balancers on the router's
+	// internal networks when the router is planned, by name.
+	LoadBalancers []LoadBalancerStatus
 }
 
 // Build computes the desired rows of every network and router in s. It is a
@@ -163,6 +180,12 @@ func Build(s *Snapshot, instance string) *Plan {
 			p.Notes = append(p.Notes, sp.Notes...)
 		}
 		p.FloatingIPs = append(p.FloatingIPs, up.FloatingIPs...)
+		p.LoadBalancers = append(p.LoadBalancers, up.LoadBalancers...)
+		for _, st := range up.LoadBalancers {
+			if st.Err != nil {
+				p.Errors = append(p.Errors, st.Err)
+			}
+		}
 		for _, st := range up.FloatingIPs {
 			if st.Err != nil {
 				p.Errors = append(p.Errors, st.Err)
@@ -273,6 +296,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		vms[i] = &d.VMInterface
 	}
 	up.Network = networkPlan(n, vms, instance, held)
+	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
 	if in.zoned {
 		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
 			up.Errs = append(up.Errs, err)
@@ -643,6 +667,8 @@ type router struct {
 	// SNAT).
 	fips     []boundFIP
 	withFIPs bool
+	// lbs are the valid load balancers on its internal networks, by name.
+	lbs []*plannedLB
 }
 
 // planRouter validates router up.Unit, resolves its claims, has its
@@ -698,9 +724,18 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 		up.Errs = append(up.Errs, errs...)
 		return
 	}
+	up.LoadBalancers, vr.lbs = in.planLoadBalancers(vr)
 	up.FloatingIPs, vr.fips = in.planFloatingIPs(vr, held)
+	for i := range up.LoadBalancers {
+		for _, lb := range vr.lbs {
+			if lb.d.Name == up.LoadBalancers[i].Name && up.LoadBalancers[i].Ready {
+				up.LoadBalancers[i].FloatingIPs = lb.fips
+			}
+		}
+	}
 	vr.withFIPs = len(in.fips[r.Name]) > 0
 	rp := routerRows(vr, instance)
+	loadBalancerRows(&rp, vr, func() map[string]string { return OwnerIDs(instance, up.Unit) }, in.rejectEmptyLB)
 	if in.zoned {
 		if err := in.zoneRouter(&rp, held); err != nil {
 			up.Errs = append(up.Errs, err)

@@ -30,8 +30,18 @@ type Ref struct {
 
 // Rows are the desired rows of network np, parents first.
 func (np *NetworkPlan) Rows() []Row {
-	rows := make([]Row, 0, 2+len(np.Ports))
-	rows = append(rows, Row{Model: np.Switch})
+	rows := make([]Row, 0, 2+len(np.Ports)+len(np.LoadBalancers))
+	sw := Row{Model: np.Switch}
+	for _, lb := range np.LoadBalancers {
+		sw.Refs = append(sw.Refs, Ref{Column: "load_balancer", Key: lb.Name})
+	}
+	rows = append(rows, sw)
+	for _, lb := range np.LoadBalancers {
+		rows = append(rows, Row{Model: lb})
+	}
+	for _, hc := range np.LBHealthChecks {
+		rows = append(rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+	}
 	if np.DHCP != nil {
 		rows = append(rows, Row{Model: np.DHCP})
 	}
@@ -55,10 +65,20 @@ func (np *NetworkPlan) portRow(p *nbmodel.LogicalSwitchPort) Row {
 // Rows are the desired rows of router rp, parents first. The router's ports
 // on network switches hang from those switches, which their networks own.
 func (rp *RouterPlan) Rows() []Row {
-	n := 1 + len(rp.Ports) + len(rp.GatewayChassis) + len(rp.NATs) + len(rp.Routes) + len(rp.SwitchPorts) + len(rp.MACBindings) + len(rp.Policies)
+	n := 1 + len(rp.Ports) + len(rp.GatewayChassis) + len(rp.NATs) + len(rp.Routes) + len(rp.SwitchPorts) + len(rp.MACBindings) + len(rp.Policies) + len(rp.LoadBalancers)
 	rows := make([]Row, 0, n)
 	lr := rp.Router.Name
-	rows = append(rows, Row{Model: rp.Router})
+	router := Row{Model: rp.Router}
+	for _, lb := range rp.LoadBalancers {
+		router.Refs = append(router.Refs, Ref{Column: "load_balancer", Key: lb.Name})
+	}
+	rows = append(rows, router)
+	for _, lb := range rp.LoadBalancers {
+		rows = append(rows, Row{Model: lb})
+	}
+	for _, hc := range rp.LBHealthChecks {
+		rows = append(rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+	}
 	for _, p := range rp.Ports {
 		rows = append(rows, Row{Model: p, Parent: lr})
 	}

@@ -206,6 +206,10 @@ func zoneFlag(fs *pflag.FlagSet, v *zoneFlags, usage string) {
 }
 
 // moveNudgeFlag defines --move-nudge (see ovn.FinishMoves).
+func lbRejectEmptyFlag(fs *pflag.FlagSet, v *bool) {
+	fs.BoolVar(v, "lb-reject-empty", false, "an empty load balancer (no members) rejects new connections (TCP RST, ICMP unreachable: Load_Balancer options:reject=true) instead of dropping them as ONOS did")
+}
+
 func moveNudgeFlag(fs *pflag.FlagSet, v *bool) {
 	fs.BoolVar(v, "move-nudge", true, "after moving gateway ports away from chassis that still run, wait until the SB binds each on its new chassis and rewrite NB_Global options:"+kvnb.BFDMultOption+
 		" with the same value, so that the old gateways drop the ports' flows (works around an ovn-controller bug of OVN 23.03; see README); false: skip it")

@@ -35,6 +35,8 @@ type ctrlFlags struct {
 	batchOps  int
 	moveNudge bool
 	events    bool
+	// rejectEmptyLB: see lbRejectEmptyFlag.
+	rejectEmptyLB bool
 }
 
 // add defines the controller flags; the gateway move nudge and batches
@@ -47,6 +49,7 @@ func (f *ctrlFlags) add(fs *pflag.FlagSet, writesNB, events bool) {
 	if writesNB {
 		fs.IntVar(&f.batchOps, "batch-ops", kvnb.MaxBatchOps, "while many units wait (start, reconnection, resync), most operations (`N`) in one NB transaction of a batch of them; a batch that needs more commits in several, never splitting a router or a network")
 		moveNudgeFlag(fs, &f.moveNudge)
+		lbRejectEmptyFlag(fs, &f.rejectEmptyLB)
 	} else {
 		f.moveNudge = true
 	}
@@ -57,7 +60,7 @@ func (f *ctrlFlags) add(fs *pflag.FlagSet, writesNB, events bool) {
 
 // options are the controller options of f, logging to log.
 func (f *ctrlFlags) options(log logr.Logger, metrics *controller.Metrics) controller.Options {
-	return controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, BatchOps: f.batchOps, Log: log, Metrics: metrics, SkipMoveNudge: !f.moveNudge}
+	return controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, BatchOps: f.batchOps, Log: log, Metrics: metrics, SkipMoveNudge: !f.moveNudge, RejectEmptyLB: f.rejectEmptyLB}
 }
 
 // leaderFlags are the Lease of the leader-elected roles.

@@ -28,6 +28,10 @@ type Frame struct {
 	// ICMPEcho: an ICMP echo request with id SPort, sequence DPort,
 	// instead of UDP or TCP.
 	ICMPEcho bool
+	// SYNACK makes the TCP segment a SYN-ACK acknowledging Ack (a reply
+	// to a SYN whose sequence number is Ack-1).
+	SYNACK bool
+	Ack    uint32
 	// DHCP, when set, is the UDP payload (instead of a fixed one).
 	DHCP *layers.DHCPv4
 	// ARP
@@ -79,6 +83,9 @@ func (f Frame) Bytes() ([]byte, error) {
 		case f.TCP:
 			ip.Protocol = layers.IPProtocolTCP
 			tcp := &layers.TCP{SrcPort: layers.TCPPort(f.SPort), DstPort: layers.TCPPort(f.DPort), SYN: true, Seq: 1, Window: 64240}
+			if f.SYNACK {
+				tcp.ACK, tcp.Ack = true, f.Ack
+			}
 			errs = append(errs, tcp.SetNetworkLayerForChecksum(ip))
 			ls = append(ls, ip, tcp)
 		default:
@@ -155,6 +162,9 @@ type Seen struct {
 	// sequence in DPort.
 	IsICMP   bool
 	ICMPType uint8
+	// ACK, RST and Seq of a TCP segment.
+	ACK, RST bool
+	Seq      uint32
 	// DHCP is the decoded DHCPv4 message of a UDP packet on port 67 or
 	// 68, nil otherwise.
 	DHCP *layers.DHCPv4
@@ -177,6 +187,7 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if tc, ok := p.Layer(layers.LayerTypeTCP).(*layers.TCP); ok {
 		s.IsTCP, s.SPort, s.DPort, s.SYN = true, uint16(tc.SrcPort), uint16(tc.DstPort), tc.SYN
+		s.ACK, s.RST, s.Seq = tc.ACK, tc.RST, tc.Seq
 	}
 	if ic, ok := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4); ok {
 		s.IsICMP, s.ICMPType, s.SPort, s.DPort = true, ic.TypeCode.Type(), ic.Id, ic.Seq

@@ -98,6 +98,8 @@ type Options struct {
 	// SkipMoveNudge: after a gateway port moves away from a chassis that
 	// still runs, do not nudge the chassis (ovn.FinishMoves).
 	SkipMoveNudge bool
+	// RejectEmptyLB: see translator.Input.SetRejectEmptyLB.
+	RejectEmptyLB bool
 	// BatchUnits bounds the units of a batch (see BatchAbove); 512 when
 	// zero. BatchOps bounds the operations of one of its transactions:
 	// a batch that needs more commits in several, never splitting a
@@ -211,6 +213,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 	if role.planHeld == nil {
 		role.planHeld = role.held
 	}
+	source.Input().SetRejectEmptyLB(opts.RejectEmptyLB)
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc),
@@ -769,6 +772,12 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 	for _, st := range s.up.FloatingIPs {
 		if !st.Ready {
 			s.log.Info("floating IP not bound", "floatingIP", st.Name, "reason", st.Reason)
+		}
+	}
+	// Likewise a load balancer left out (no status writer yet).
+	for _, st := range s.up.LoadBalancers {
+		if !st.Ready {
+			s.log.Info("load balancer not planned", "loadBalancer", st.Name, "reason", st.Reason)
 		}
 	}
 	return c.reportRouter(ctx, s.up, s.work, s.before, s.nbCfg, s.unitErr)

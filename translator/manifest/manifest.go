@@ -29,8 +29,10 @@ const (
 	KindVMI    = "VirtualMachineInstance"
 	// KindFloatingIP is ONOS's floating IP; ONOS read only its spec, and
 	// manifests spell the kind both ways (KindFloatingIPUpper).
-	KindFloatingIP          = "FloatingIp"
-	KindFloatingIPUpper     = "FloatingIP"
+	KindFloatingIP      = "FloatingIp"
+	KindFloatingIPUpper = "FloatingIP"
+	// KindLoadBalancer is ONOS's load balancer.
+	KindLoadBalancer        = "LoadBalancer"
 	NetworkConfigAnnotation = "network-config"
 )
 
@@ -264,6 +266,7 @@ func (s *Set) merge(objs *translator.Objects, notes []string) {
 	s.Objects.FloatingIPs = append(s.Objects.FloatingIPs, objs.FloatingIPs...)
 	s.Objects.SecurityGroups = append(s.Objects.SecurityGroups, objs.SecurityGroups...)
 	s.Objects.SecurityGroupRules = append(s.Objects.SecurityGroupRules, objs.SecurityGroupRules...)
+	s.Objects.LoadBalancers = append(s.Objects.LoadBalancers, objs.LoadBalancers...)
 	for u, err := range objs.Invalid {
 		s.invalid(u, err)
 	}
@@ -330,6 +333,8 @@ func (s *Set) addObject(where string, raw json.RawMessage) error {
 		return s.addSecurityGroup(where, raw)
 	case meta.APIVersion == KubevirtV1 && meta.Kind == KindSecurityGroupRule:
 		return s.addSecurityGroupRule(where, raw)
+	case meta.APIVersion == KubevirtV1 && meta.Kind == KindLoadBalancer:
+		return s.addLoadBalancer(where, raw)
 	}
 	s.ignored(where, &meta.TypeMeta, &meta.ObjectMeta)
 	return nil
@@ -613,4 +618,126 @@ func FloatingIPFrom(obj *FloatingIP) (translator.FloatingIP, error) {
 		Created:    obj.CreationTimestamp.Time,
 		Generation: obj.Generation,
 	}, nil
+}
+
+// LoadBalancer is the kubevirt.io/v1 load balancer object (plural
+// loadbalancers, cluster-scoped).
+type LoadBalancer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              LoadBalancerSpec `json:"spec"`
+}
+
+// LoadBalancerSpec is the load balancer as ONOS kubevirt-networking
+// accepted it: name, networkId and vip required.
+type LoadBalancerSpec struct {
+	Name        string             `json:"name,omitempty"`
+	Description string             `json:"description,omitempty"`
+	NetworkID   string             `json:"networkId,omitempty"`
+	VIP         string             `json:"vip,omitempty"`
+	Members     []string           `json:"members,omitempty"`
+	Rules       []LoadBalancerRule `json:"rules,omitempty"`
+	// HealthCheck is a kubevirt-ovn extension: ONOS had no health
+	// checks.
+	HealthCheck *LoadBalancerHealthCheck `json:"healthCheck,omitempty"`
+}
+
+// LoadBalancerHealthCheck is spec.healthCheck; numbers as numbers or
+// strings.
+type LoadBalancerHealthCheck struct {
+	SourceIP     string     `json:"sourceIp,omitempty"`
+	Interval     flexString `json:"interval,omitempty"`
+	Timeout      flexString `json:"timeout,omitempty"`
+	SuccessCount flexString `json:"successCount,omitempty"`
+	FailureCount flexString `json:"failureCount,omitempty"`
+}
+
+// LoadBalancerRule is an entry of spec.rules; ports as numbers or
+// strings.
+type LoadBalancerRule struct {
+	Protocol     string     `json:"protocol,omitempty"`
+	PortRangeMin flexString `json:"portRangeMin,omitempty"`
+	PortRangeMax flexString `json:"portRangeMax,omitempty"`
+}
+
+func (s *Set) addLoadBalancer(where string, raw json.RawMessage) error {
+	var lb LoadBalancer
+	if err := json.Unmarshal(raw, &lb); err != nil {
+		return decodeErr(where, KindLoadBalancer, lb.Name, err)
+	}
+	l, err := LoadBalancerFrom(&lb)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	s.Objects.LoadBalancers = append(s.Objects.LoadBalancers, l)
+	return nil
+}
+
+// LoadBalancerFrom converts a load balancer object to the translator's
+// input. Its error names the object and the field: metadata.name and
+// spec.networkId are required to tell whose it is, and a port must be a
+// number. The other fields are checked when planning, as the load
+// balancer's own error.
+func LoadBalancerFrom(obj *LoadBalancer) (translator.LoadBalancer, error) {
+	bad := func(field, msg string) (translator.LoadBalancer, error) {
+		name := obj.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		return translator.LoadBalancer{}, &translator.InputError{Kind: translator.ObjLoadBalancer, Object: name, Field: field, Msg: msg}
+	}
+	switch {
+	case obj.Name == "":
+		return bad("metadata.name", "is empty")
+	case obj.Spec.NetworkID == "":
+		return bad("spec.networkId", "is required")
+	}
+	lb := translator.LoadBalancer{
+		Name:        obj.Name,
+		ID:          obj.Spec.Name,
+		Description: obj.Spec.Description,
+		Network:     obj.Spec.NetworkID,
+		VIP:         obj.Spec.VIP,
+		Members:     slices.Clone(obj.Spec.Members),
+		Created:     obj.CreationTimestamp.Time,
+		Generation:  obj.Generation,
+	}
+	for i, r := range obj.Spec.Rules {
+		rule := translator.LBRule{Protocol: r.Protocol}
+		for _, p := range []struct {
+			field string
+			v     flexString
+			into  *int
+		}{{"portRangeMin", r.PortRangeMin, &rule.PortMin}, {"portRangeMax", r.PortRangeMax, &rule.PortMax}} {
+			if p.v == "" {
+				continue
+			}
+			n, err := strconv.Atoi(string(p.v))
+			if err != nil {
+				return bad(fmt.Sprintf("spec.rules[%d].%s", i, p.field), fmt.Sprintf("%q is not a number", string(p.v)))
+			}
+			*p.into = n
+		}
+		lb.Rules = append(lb.Rules, rule)
+	}
+	if h := obj.Spec.HealthCheck; h != nil {
+		hc := &translator.LBHealthCheck{SourceIP: h.SourceIP}
+		for _, p := range []struct {
+			field string
+			v     flexString
+			into  *int
+		}{{"interval", h.Interval, &hc.Interval}, {"timeout", h.Timeout, &hc.Timeout},
+			{"successCount", h.SuccessCount, &hc.SuccessCount}, {"failureCount", h.FailureCount, &hc.FailureCount}} {
+			if p.v == "" {
+				continue
+			}
+			n, err := strconv.Atoi(string(p.v))
+			if err != nil {
+				return bad("spec.healthCheck."+p.field, fmt.Sprintf("%q is not a number", string(p.v)))
+			}
+			*p.into = n
+		}
+		lb.HealthCheck = hc
+	}
+	return lb, nil
 }

@@ -193,7 +193,8 @@ func (cl claim) put(held translator.Claims) {
 
 // claimsOf says what a row of unit u holds: a gateway port its SNAT IP, a
 // router's port on a network switch that network, a VM port its MAC and IP,
-// a floating IP's NAT row its external IP and, on its router, its fixed IP.
+// a floating IP's NAT row (or a router's load balancer row with a floating IP
+// on its VIP) its external IP and, on its router, its fixed IP.
 func claimsOf(u translator.Unit, row any) []claim {
 	out := keyClaims(row)
 	return append(out, ownerClaims(u, row)...)
@@ -216,6 +217,18 @@ func keyClaims(row any) []claim {
 
 func ownerClaims(u translator.Unit, row any) []claim {
 	switch p := row.(type) {
+	case *nbmodel.LoadBalancer:
+		// A floating IP on a load balancer's VIP: a VIP key, no NAT.
+		id := p.ExternalIDs[translator.KeyFloatingIP]
+		if u.Kind != translator.KindRouter || id == "" {
+			return nil
+		}
+		ext, err1 := netip.ParseAddr(p.ExternalIDs[translator.KeyFloatingIPAddress])
+		vip, err2 := netip.ParseAddr(p.ExternalIDs[translator.KeyLBVIP])
+		if err1 != nil || err2 != nil {
+			return nil
+		}
+		return []claim{{claimFloatingIP, ext.String(), id}, {claimFixedIP, u.Name + " " + vip.String(), id}}
 	case *nbmodel.NAT:
 		id := p.ExternalIDs[translator.KeyFloatingIP]
 		if u.Kind != translator.KindRouter || p.Type != nbmodel.NATTypeDNATAndSNAT || id == "" {
@@ -291,7 +304,8 @@ func (h *HeldIndex) update(table string, m model.Model, deleted bool) {
 		h.updateGateway(m, deleted)
 		return
 	}
-	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable && table != nbmodel.LogicalSwitchTable && table != nbmodel.NATTable) {
+	if t == nil || (table != nbmodel.LogicalRouterPortTable && table != nbmodel.LogicalSwitchPortTable && table != nbmodel.LogicalSwitchTable && table != nbmodel.NATTable &&
+		table != nbmodel.LoadBalancerTable) {
 		return
 	}
 	uuid := uuidOf(m)

@@ -457,6 +457,8 @@ var Default = MustRegistry(
 		Identity: []string{"name"},
 		Columns:  []string{"name", "options", "external_ids"},
 		Guard:    true,
+		// The load balancers of its internal networks (its unit's).
+		References: []Reference{{Column: "load_balancer", Table: nbmodel.LoadBalancerTable}},
 		Describe: func(m model.Model) string {
 			return "options=" + formatValue(m.(*nbmodel.LogicalRouter).Options)
 		},
@@ -527,6 +529,28 @@ var Default = MustRegistry(
 		Columns:     []string{"name", "other_config", "external_ids"},
 		PartialMaps: map[string][]string{"other_config": {translator.KeyTunnel}},
 		Guard:       true,
+		// Its network's load balancers (its unit's own rows): the VIP
+		// from inside the network.
+		References: []Reference{{Column: "load_balancer", Table: nbmodel.LoadBalancerTable}},
+	},
+	&Table{
+		// A load balancer's row for one protocol: a root, which the
+		// router of its network refers to (the router's unit's row) or
+		// the network's switch (the network's unit's row).
+		Name: nbmodel.LoadBalancerTable, New: func() model.Model { return &nbmodel.LoadBalancer{} },
+		Identity: []string{"name"},
+		Columns:  []string{"name", "protocol", "vips", "options", "ip_port_mappings", "external_ids"},
+		Describe: func(m model.Model) string {
+			lb := m.(*nbmodel.LoadBalancer)
+			s := "vips=" + formatValue(lb.Vips)
+			if lb.Protocol != nil {
+				s = "protocol=" + *lb.Protocol + " " + s
+			}
+			if len(lb.Options) > 0 {
+				s += " options=" + formatValue(lb.Options)
+			}
+			return s
+		},
 	},
 	&Table{
 		// A network's DHCP options, which its VM ports refer to. Its CIDR
@@ -537,6 +561,16 @@ var Default = MustRegistry(
 		Describe: func(m model.Model) string {
 			d := m.(*nbmodel.DHCPOptions)
 			return "cidr=" + d.Cidr + " options=" + formatValue(d.Options)
+		},
+	},
+	&Table{
+		// A health check of one VIP key of a load balancer's row.
+		Name: nbmodel.LoadBalancerHealthCheckTable, New: func() model.Model { return &nbmodel.LoadBalancerHealthCheck{} },
+		Identity: []string{"vip"},
+		Columns:  []string{"vip", "options", "external_ids"},
+		Parent:   nbmodel.LoadBalancerTable, ParentColumn: "health_check",
+		Describe: func(m model.Model) string {
+			return "options=" + formatValue(m.(*nbmodel.LoadBalancerHealthCheck).Options)
 		},
 	},
 	&Table{

@@ -120,9 +120,10 @@ func TestNATKeys(t *testing.T) {
 // follow is refused when the registry is made, naming the table and the
 // field.
 func TestRegistryRejectsWhatTheDiffCannotDo(t *testing.T) {
-	lr := Default.Lookup(nbmodel.LogicalRouterTable)
-	lrp := Default.Lookup(nbmodel.LogicalRouterPortTable)
 	with := func(t Table, change func(*Table)) *Table { change(&t); return &t }
+	// Logical_Router without its references (to Load_Balancer).
+	lr := with(*Default.Lookup(nbmodel.LogicalRouterTable), func(t *Table) { t.References = nil })
+	lrp := Default.Lookup(nbmodel.LogicalRouterPortTable)
 	for name, c := range map[string]struct {
 		tables []*Table
 		want   string
@@ -208,6 +209,14 @@ func richSnapshot(interconnect bool) *translator.Snapshot {
 			{Name: "hv2", Hostname: "node-hv2"},
 		},
 	}
+	if !interconnect {
+		// A load balancer on net-a with a floating IP on its VIP (central
+		// mode only: interconnect mode plans none yet).
+		s.LoadBalancers = []translator.LoadBalancer{{Name: "lb-1", ID: "lb-1", Network: "net-a", VIP: "10.10.0.100",
+			Members: []string{"10.10.0.5"}, Rules: []translator.LBRule{{Protocol: "tcp", PortMin: 80}, {Protocol: "icmp"}},
+			HealthCheck: &translator.LBHealthCheck{SourceIP: "10.10.0.250"}}}
+		s.FloatingIPs = append(s.FloatingIPs, translator.FloatingIP{Name: "fip-lb", ID: "fip-lb", Router: "r1", Network: "public", IP: "172.16.0.60", FixedIP: "10.10.0.100"})
+	}
 	if interconnect {
 		s.Interconnect = true
 		for i := range s.Chassis {
@@ -289,8 +298,8 @@ func TestRegistryOwnsWhatThePlanEmits(t *testing.T) {
 			}
 		}
 		for _, tbl := range Default.Tables() {
-			if interconnect && slices.Contains(sgTables, tbl.Name) {
-				continue
+			if interconnect && (slices.Contains(sgTables, tbl.Name) || tbl.Name == nbmodel.LoadBalancerTable || tbl.Name == nbmodel.LoadBalancerHealthCheckTable) {
+				continue // not planned in interconnect mode yet
 			}
 			assert.True(t, seen[tbl.Name], "interconnect=%v: the snapshot exercises %s", interconnect, tbl.Name)
 		}
@@ -312,7 +321,7 @@ func TestRegistryMapKeyIdentity(t *testing.T) {
 		"rows referred to are found by the key's value")
 
 	lr := Default.Lookup(nbmodel.LogicalRouterTable)
-	with := func(change func(*Table)) *Table { c := *lr; change(&c); return &c }
+	with := func(change func(*Table)) *Table { c := *lr; c.References = nil; change(&c); return &c }
 	two := with(func(t *Table) { t.Identity = []string{"name", "external_ids:k"} })
 	reg, err := NewRegistry(two)
 	require.NoError(t, err)

@@ -39,6 +39,9 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 			External: &translator.External{IP: "172.16.0.100", Network: "public"}, PeerRouter: &translator.PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"}, Gateway: "gw1"}},
 		VMs:         []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"}},
 		FloatingIPs: []translator.FloatingIP{{Name: "fip", ID: "fip", Router: "r1", Network: "public", IP: "172.16.0.50", FixedIP: "10.10.0.5"}},
+		// A load balancer with a health check: its rows and their children.
+		LoadBalancers: []translator.LoadBalancer{{Name: "lb", ID: "lb", Network: "net-a", VIP: "10.10.0.100", Members: []string{"10.10.0.5"},
+			Rules: []translator.LBRule{{Protocol: "tcp", PortMin: 80}}, HealthCheck: &translator.LBHealthCheck{SourceIP: "10.10.0.250"}}},
 	}
 	res, err := nb.Sync(ctx, mon, translator.Build(s, "test"), nb.SyncOptions{Instance: "test"})
 	require.NoError(t, err)
@@ -52,6 +55,7 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 	s.Networks[0].Name, s.Networks[1].Name, s.VMs[0].Network = "public2", "net-b", "net-b"
 	s.Routers[0].Internal, s.Routers[0].External.Network, s.Routers[0].Name = []string{"net-b"}, "public2", "r2"
 	s.FloatingIPs[0].Router, s.FloatingIPs[0].Network = "r2", "public2"
+	s.LoadBalancers[0].Name, s.LoadBalancers[0].Network = "lb2", "net-b"
 	res, err = nb.Sync(ctx, other, translator.Build(s, "other"), nb.SyncOptions{Instance: "other"})
 	require.NoError(t, err)
 	require.Empty(t, res.Failed())

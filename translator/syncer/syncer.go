@@ -65,6 +65,8 @@ type Options struct {
 	// NorthdWait bounds how long each zone's ovn-northd may take to
 	// process the commit before its tunnel keys are compared.
 	NorthdWait time.Duration
+	// RejectEmptyLB: see translator.Snapshot.RejectEmptyLB.
+	RejectEmptyLB bool
 	// Log receives the connection events (an endpoint that does not
 	// answer, a lost and regained NB).
 	Log logr.Logger
@@ -131,6 +133,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.note("%s", n)
 	}
 	snap := set.Objects.Snapshot()
+	snap.RejectEmptyLB = opts.RejectEmptyLB
 	held, err := readDatabases(ctx, set, snap, targets, opts)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,449 @@
+package translator
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+)
+
+// lbSnapshot is fipSnapshot with a second VM on net-a (10.10.0.6) and a
+// load balancer web on net-a (r1's) balancing tcp 80 over both VMs.
+func lbSnapshot() *Snapshot {
+	s := fipSnapshot()
+	s.VMs = append(s.VMs, VMInterface{Namespace: "default", VMI: "vm-a2", Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+		MAC: "50:54:00:00:00:16", IP: "10.10.0.6", Node: "hv2"})
+	s.LoadBalancers = []LoadBalancer{webLB()}
+	return s
+}
+
+func webLB() LoadBalancer {
+	return LoadBalancer{Name: "web", ID: "web", Network: "net-a", VIP: "10.10.0.100", Members: []string{"10.10.0.6", "10.10.0.5"},
+		Rules: []LBRule{{Protocol: "tcp", PortMin: 80, PortMax: 80}}, Created: t0}
+}
+
+func lbIDs(router, name string) map[string]string {
+	ids := routerIDs(router)
+	ids[KeyLoadBalancer] = name
+	ids[KeyLoadBalancerID] = name
+	return ids
+}
+
+// TestLoadBalancers: the mapping table of load balancers, row by row (the
+// rows of r1, the keys net-a's switch refers to, the status).
+func TestLoadBalancers(t *testing.T) {
+	web := func(proto string, vips map[string]string) *nbmodel.LoadBalancer {
+		lb := &nbmodel.LoadBalancer{Name: "kv-lb-web_" + proto, Vips: vips, ExternalIDs: lbIDs("r1", "web")}
+		if proto != "icmp" {
+			lb.Protocol = ptr(proto)
+		}
+		return lb
+	}
+	tests := []struct {
+		name   string
+		edit   func(s *Snapshot)
+		want   []*nbmodel.LoadBalancer
+		status LoadBalancerStatus // Router r1 unless said
+	}{
+		{
+			name:   "one tcp port over two members, sorted",
+			want:   []*nbmodel.LoadBalancer{web("tcp", map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"})},
+			status: LoadBalancerStatus{Name: "web", Ready: true},
+		},
+		{
+			name: "a row per protocol; a range expanded; icmp a port-less VIP; overlapping rules a union",
+			edit: func(s *Snapshot) {
+				s.LoadBalancers[0].Rules = []LBRule{{Protocol: "TCP", PortMin: 80, PortMax: 81}, {Protocol: "tcp", PortMin: 81},
+					{Protocol: "udp", PortMin: 53}, {Protocol: "icmp"}}
+			},
+			want: []*nbmodel.LoadBalancer{
+				web("icmp", map[string]string{"10.10.0.100": "10.10.0.5,10.10.0.6"}),
+				web("tcp", map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80", "10.10.0.100:81": "10.10.0.5:81,10.10.0.6:81"}),
+				web("udp", map[string]string{"10.10.0.100:53": "10.10.0.5:53,10.10.0.6:53"}),
+			},
+			status: LoadBalancerStatus{Name: "web", Ready: true},
+		},
+		{
+			name:   "no members: empty backends drop (ONOS)",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].Members = nil },
+			want:   []*nbmodel.LoadBalancer{web("tcp", map[string]string{"10.10.0.100:80": ""})},
+			status: LoadBalancerStatus{Name: "web", Ready: true},
+		},
+		{
+			name: "no members with RejectEmptyLB: options:reject",
+			edit: func(s *Snapshot) { s.LoadBalancers[0].Members = nil; s.RejectEmptyLB = true },
+			want: func() []*nbmodel.LoadBalancer {
+				lb := web("tcp", map[string]string{"10.10.0.100:80": ""})
+				lb.Options = map[string]string{"reject": "true"}
+				return []*nbmodel.LoadBalancer{lb}
+			}(),
+			status: LoadBalancerStatus{Name: "web", Ready: true},
+		},
+		{
+			name: "a floating IP on the VIP is a VIP key of the same row",
+			edit: func(s *Snapshot) { s.FloatingIPs = []FloatingIP{fip("fip-web", "172.16.0.60", "10.10.0.100", "")} },
+			want: func() []*nbmodel.LoadBalancer {
+				lb := web("tcp", map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80", "172.16.0.60:80": "10.10.0.5:80,10.10.0.6:80"})
+				// Who holds the floating IP and its fixed IP, as a NAT
+				// row would say.
+				lb.ExternalIDs[KeyFloatingIP] = "fip-web"
+				lb.ExternalIDs[KeyFloatingIPAddress] = "172.16.0.60"
+				lb.ExternalIDs[KeyLBVIP] = "10.10.0.100"
+				return []*nbmodel.LoadBalancer{lb}
+			}(),
+			status: LoadBalancerStatus{Name: "web", Ready: true, FloatingIPs: []string{"172.16.0.60"}},
+		},
+		{
+			name:   "a member that is no VM port on the network",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].Members = []string{"10.10.0.5", "10.10.0.7"} },
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.members[1] 10.10.0.7 is no VM port on network net-a"},
+		},
+		{
+			name:   "a member on another network",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].Members = []string{"10.20.0.6"} },
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.members[0] 10.20.0.6 is no VM port on network net-a"},
+		},
+		{
+			name: "a range beyond the limit",
+			edit: func(s *Snapshot) {
+				s.LoadBalancers[0].Rules = []LBRule{{Protocol: "tcp", PortMin: 7000, PortMax: 8000}}
+			},
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.rules[0].portRangeMax range 7000-8000 spans 1001 ports: OVN has no range VIPs and kubevirt-ovn expands at most 64"},
+		},
+		{
+			name:   "an unknown protocol",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].Rules = []LBRule{{Protocol: "sctp", PortMin: 80}} },
+			status: LoadBalancerStatus{Name: "web", Reason: `LoadBalancer web: spec.rules[0].protocol "sctp" is not tcp, udp or icmp`},
+		},
+		{
+			name:   "a port out of range",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].Rules = []LBRule{{Protocol: "udp"}} },
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.rules[0].portRangeMin 0 is not a port (1-65535)"},
+		},
+		{
+			name:   "no rules",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].Rules = nil },
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.rules is empty: nothing to balance"},
+		},
+		{
+			name:   "a VIP outside the network",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].VIP = "10.20.0.100" },
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.vip 10.20.0.100 is outside network net-a (10.10.0.0/24)"},
+		},
+		{
+			name: "a VIP that is a VM's address",
+			edit: func(s *Snapshot) {
+				s.LoadBalancers[0].VIP = "10.10.0.5"
+				s.LoadBalancers[0].Members = []string{"10.10.0.6"}
+			},
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.vip 10.10.0.5 is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
+		},
+		{
+			name:   "no spec.name",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].ID = "" },
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.name is required"},
+		},
+		{
+			name: "a VIP two load balancers claim: the first by name keeps it",
+			edit: func(s *Snapshot) {
+				b := webLB()
+				b.Name, b.ID = "api", "api"
+				s.LoadBalancers = append(s.LoadBalancers, b)
+			},
+			want:   []*nbmodel.LoadBalancer{{Name: "kv-lb-api_tcp", Protocol: ptr("tcp"), Vips: map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"}, ExternalIDs: lbIDs("r1", "api")}},
+			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.vip 10.10.0.100 is already the VIP of LoadBalancer api"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := lbSnapshot()
+			if tt.edit != nil {
+				tt.edit(s)
+			}
+			p := Build(s, testInstance)
+			require.Empty(t, p.Failed)
+			rp := lbRouterPlan(t, p, "r1")
+			assert.Equal(t, tt.want, rp.LoadBalancers)
+			// net-a's own rows: the router's without floating IPs.
+			var want []*nbmodel.LoadBalancer
+			for _, lb := range tt.want {
+				sw := *lb
+				sw.Name += "_switch"
+				sw.ExternalIDs = OwnerIDs(testInstance, Unit{KindNetwork, "net-a"})
+				sw.ExternalIDs[KeyLoadBalancer] = lb.ExternalIDs[KeyLoadBalancer]
+				sw.ExternalIDs[KeyLoadBalancerID] = lb.ExternalIDs[KeyLoadBalancerID]
+				sw.Vips = map[string]string{}
+				for k, v := range lb.Vips {
+					if strings.HasPrefix(k, "10.") {
+						sw.Vips[k] = v
+					}
+				}
+				want = append(want, &sw)
+			}
+			assert.Equal(t, want, lbNetworkPlan(t, p, "net-a").LoadBalancers, "net-a's switch has rows of its own")
+			st := tt.status
+			st.Router = "r1"
+			var got *LoadBalancerStatus
+			for i := range p.LoadBalancers {
+				if p.LoadBalancers[i].Name == st.Name {
+					got = &p.LoadBalancers[i]
+				}
+			}
+			require.NotNil(t, got, "status of %s", st.Name)
+			got.Err = nil
+			assert.Equal(t, st, *got)
+			if !st.Ready {
+				assert.Contains(t, errTexts(p.Errors), st.Reason, "its error is in the plan's errors")
+			}
+		})
+	}
+}
+
+// TestLoadBalancerFloatingIPHasNoNAT: a floating IP on a VIP is Ready,
+// bound to the load balancer, not to a VM port, and has no NAT row (a
+// router NAT does not chain into a load balancer); a floating IP on a VM
+// next to it keeps its NAT. With enableSnat false, the policy lets the
+// members' replies out.
+func TestLoadBalancerFloatingIPHasNoNAT(t *testing.T) {
+	s := lbSnapshot()
+	s.FloatingIPs = []FloatingIP{fip("fip-web", "172.16.0.60", "10.10.0.100", ""), fip("fip-vm", "172.16.0.50", "10.10.0.5", "")}
+	p := Build(s, testInstance)
+	rp := lbRouterPlan(t, p, "r1")
+	assert.Equal(t, []*nbmodel.NAT{dnat("r1", "fip-vm", "172.16.0.50", "10.10.0.5")}, dnats(rp))
+	assert.Equal(t, []FloatingIPStatus{
+		{Name: "fip-vm", ID: "fip-vm", Ready: true, Port: "kv-net-a_default_vm-a_eth1", Gateway: "gw1"},
+		{Name: "fip-web", ID: "fip-web", Ready: true, LoadBalancer: "web", Gateway: "gw1"},
+	}, p.FloatingIPs)
+
+	s.Routers[0].EnableSNAT = false
+	p = Build(s, testInstance)
+	rp = lbRouterPlan(t, p, "r1")
+	var matches []string
+	for _, pol := range rp.Policies {
+		matches = append(matches, pol.Match)
+	}
+	assert.Contains(t, matches, "ip4.src == {10.10.0.5, 10.10.0.6} || ip4.dst == 172.16.0.60")
+}
+
+// TestLoadBalancerWithoutRouter: a load balancer on a network no router
+// has still has its switch's row (the VIP from inside the network); no
+// router plans it, and none reports its status yet.
+func TestLoadBalancerWithoutRouter(t *testing.T) {
+	s := lbSnapshot()
+	s.Routers[0].Internal = []string{"net-b"}
+	p := Build(s, testInstance)
+	assert.Empty(t, lbRouterPlan(t, p, "r1").LoadBalancers)
+	rows := lbNetworkPlan(t, p, "net-a").LoadBalancers
+	require.Len(t, rows, 1)
+	assert.Equal(t, "kv-lb-web_tcp_switch", rows[0].Name)
+	assert.Empty(t, p.LoadBalancers)
+}
+
+// TestLoadBalancerRows: the router refers to its rows, which are roots;
+// the switch of the network to its own.
+func TestLoadBalancerRows(t *testing.T) {
+	p := Build(lbSnapshot(), testInstance)
+	rows := lbRouterPlan(t, p, "r1").Rows()
+	assert.Equal(t, []Ref{{Column: "load_balancer", Key: "kv-lb-web_tcp"}}, rows[0].Refs)
+	var lbRows []Row
+	for _, r := range rows {
+		if _, ok := r.Model.(*nbmodel.LoadBalancer); ok {
+			lbRows = append(lbRows, r)
+		}
+	}
+	require.Len(t, lbRows, 1)
+	assert.Empty(t, lbRows[0].Parent, "a root")
+	np := lbNetworkPlan(t, p, "net-a")
+	nrows := np.Rows()
+	assert.Equal(t, []Ref{{Column: "load_balancer", Key: "kv-lb-web_tcp_switch"}}, nrows[0].Refs)
+	assert.Equal(t, Row{Model: np.LoadBalancers[0]}, nrows[1], "a root of the network's unit")
+}
+
+// TestLoadBalancerIncremental: a change of a member's VM, of the load
+// balancer or of the router reaches the router's and the network's units,
+// and the incremental plan equals the whole one.
+func TestLoadBalancerIncremental(t *testing.T) {
+	s := lbSnapshot()
+	in := NewInputFrom(s)
+	r1, netA := Unit{KindRouter, "r1"}, Unit{KindNetwork, "net-a"}
+
+	// The member 10.10.0.6 goes: web is invalid.
+	var vms []VMInterface
+	for _, v := range s.VMs {
+		if v.IP != "10.10.0.6" {
+			vms = append(vms, v)
+		}
+	}
+	affected := in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms, FloatingIPs: s.FloatingIPs, LoadBalancers: s.LoadBalancers})
+	assert.Contains(t, affected, r1, "a member's VM went: its load balancer's router")
+	assert.Contains(t, affected, netA)
+	up := in.Plan(r1, testInstance, nil)
+	require.NotNil(t, up.Router)
+	assert.Empty(t, up.Router.LoadBalancers)
+	assert.Empty(t, in.Plan(netA, testInstance, nil).Network.LoadBalancers)
+
+	// The load balancer in another source, without the gone member.
+	lb := webLB()
+	lb.Members = []string{"10.10.0.5"}
+	affected = in.Set("lbs", Objects{LoadBalancers: []LoadBalancer{lb}})
+	assert.Contains(t, affected, r1)
+	assert.Contains(t, affected, netA)
+	in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms, FloatingIPs: s.FloatingIPs})
+	up = in.Plan(r1, testInstance, nil)
+	require.NotNil(t, up.Router)
+	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.5:80"}, up.Router.LoadBalancers[0].Vips)
+
+	whole := lbSnapshot()
+	whole.VMs = vms
+	whole.LoadBalancers = []LoadBalancer{lb}
+	wp := Build(whole, testInstance)
+	assert.Equal(t, lbRouterPlan(t, wp, "r1").LoadBalancers, up.Router.LoadBalancers)
+	assert.Equal(t, lbNetworkPlan(t, wp, "net-a").LoadBalancers, in.Plan(netA, testInstance, nil).Network.LoadBalancers)
+
+	// Gone: nothing refers to it, no row.
+	affected = in.Set("lbs", Objects{})
+	assert.Contains(t, affected, r1)
+	assert.Empty(t, in.Plan(r1, testInstance, nil).Router.LoadBalancers)
+}
+
+// TestGoldenLoadBalancers keeps a whole plan with load balancers
+// reviewable.
+func TestGoldenLoadBalancers(t *testing.T) {
+	s := lbSnapshot()
+	lb2 := LoadBalancer{Name: "dns", ID: "dns-onos", Description: "resolvers", Network: "net-b", VIP: "10.20.0.53", Members: []string{"10.20.0.6"},
+		Rules: []LBRule{{Protocol: "udp", PortMin: 53}, {Protocol: "tcp", PortMin: 53}, {Protocol: "icmp"}}, Created: t0}
+	bad := LoadBalancer{Name: "bad", ID: "bad", Network: "net-a", VIP: "10.10.0.101", Members: []string{"10.10.0.99"},
+		Rules: []LBRule{{Protocol: "tcp", PortMin: 443}}, Created: t0}
+	lb2.HealthCheck = &LBHealthCheck{SourceIP: "10.20.0.250", Interval: 2}
+	s.LoadBalancers = append(s.LoadBalancers, lb2, bad)
+	s.FloatingIPs = []FloatingIP{fip("fip-web", "172.16.0.60", "10.10.0.100", "")}
+	p := Build(s, testInstance)
+	require.Empty(t, p.Failed)
+	got, err := json.MarshalIndent(struct {
+		Routers       []RouterPlan
+		Networks      []NetworkPlan
+		FloatingIPs   []FloatingIPStatus
+		LoadBalancers []LoadBalancerStatus
+		Errors        []string
+	}{p.Routers, p.Networks, p.FloatingIPs, p.LoadBalancers, errTexts(p.Errors)}, "", "  ")
+	require.NoError(t, err)
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "loadbalancers.plan.golden")
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./translator -run TestGoldenLoadBalancers -update to create it")
+	assert.Equal(t, string(want), string(got))
+}
+
+func lbRouterPlan(t *testing.T, p *Plan, name string) *RouterPlan {
+	t.Helper()
+	for i := range p.Routers {
+		if p.Routers[i].Name == name {
+			return &p.Routers[i]
+		}
+	}
+	require.FailNow(t, "no plan of router "+name)
+	return nil
+}
+
+func lbNetworkPlan(t *testing.T, p *Plan, name string) *NetworkPlan {
+	t.Helper()
+	for i := range p.Networks {
+		if p.Networks[i].Name == name {
+			return &p.Networks[i]
+		}
+	}
+	require.FailNow(t, "no plan of network "+name)
+	return nil
+}
+
+// TestSetRejectEmptyLB: the flag reaches the units with load balancers,
+// once.
+func TestSetRejectEmptyLB(t *testing.T) {
+	s := lbSnapshot()
+	s.LoadBalancers[0].Members = nil
+	in := NewInputFrom(s)
+	assert.Equal(t, []Unit{{KindNetwork, "net-a"}, {KindRouter, "r1"}}, in.SetRejectEmptyLB(true))
+	assert.Empty(t, in.SetRejectEmptyLB(true))
+	up := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	require.NotNil(t, up.Router)
+	assert.Equal(t, map[string]string{"reject": "true"}, up.Router.LoadBalancers[0].Options)
+	np := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	assert.Equal(t, map[string]string{"reject": "true"}, np.Network.LoadBalancers[0].Options)
+}
+
+// TestLoadBalancerHealthCheck: spec.healthCheck gives every tcp/udp row
+// the members' ip_port_mappings (their VM port and the source IP) and a
+// Load_Balancer_Health_Check per VIP key (the floating IP's too), with
+// OVN's defaults where the spec is silent; icmp rows get none. Its errors
+// are the load balancer's.
+func TestLoadBalancerHealthCheck(t *testing.T) {
+	s := lbSnapshot()
+	s.LoadBalancers[0].Rules = append(s.LoadBalancers[0].Rules, LBRule{Protocol: "icmp"})
+	s.LoadBalancers[0].HealthCheck = &LBHealthCheck{SourceIP: "10.10.0.250", Interval: 2, FailureCount: 2}
+	s.FloatingIPs = []FloatingIP{fip("fip-web", "172.16.0.60", "10.10.0.100", "")}
+	p := Build(s, testInstance)
+	require.Empty(t, p.Errors)
+	rp := lbRouterPlan(t, p, "r1")
+	require.Len(t, rp.LoadBalancers, 2)
+	assert.Nil(t, rp.LoadBalancers[0].IPPortMappings, "icmp: nothing to probe")
+	assert.Equal(t, map[string]string{"10.10.0.5": "kv-net-a_default_vm-a_eth1:10.10.0.250", "10.10.0.6": "kv-net-a_default_vm-a2_eth1:10.10.0.250"},
+		rp.LoadBalancers[1].IPPortMappings)
+	opts := map[string]string{"interval": "2", "timeout": "20", "success_count": "3", "failure_count": "2"}
+	hcIDs := lbIDs("r1", "web")
+	delete(hcIDs, KeyLoadBalancerID)
+	assert.Equal(t, []LBHealthCheckRow{
+		{LoadBalancer: "kv-lb-web_tcp", Row: &nbmodel.LoadBalancerHealthCheck{Vip: "10.10.0.100:80", Options: opts, ExternalIDs: hcIDs}},
+		{LoadBalancer: "kv-lb-web_tcp", Row: &nbmodel.LoadBalancerHealthCheck{Vip: "172.16.0.60:80", Options: opts, ExternalIDs: hcIDs}},
+	}, rp.LBHealthChecks)
+	np := lbNetworkPlan(t, p, "net-a")
+	require.Len(t, np.LBHealthChecks, 1)
+	assert.Equal(t, "kv-lb-web_tcp_switch", np.LBHealthChecks[0].LoadBalancer)
+	assert.Equal(t, "10.10.0.100:80", np.LBHealthChecks[0].Row.Vip)
+	assert.Equal(t, rp.LoadBalancers[1].IPPortMappings, np.LoadBalancers[1].IPPortMappings)
+	var children []Row
+	for _, r := range rp.Rows() {
+		if _, ok := r.Model.(*nbmodel.LoadBalancerHealthCheck); ok {
+			children = append(children, r)
+		}
+	}
+	require.Len(t, children, 2)
+	assert.Equal(t, "kv-lb-web_tcp", children[0].Parent, "a child of its row")
+
+	for name, c := range map[string]struct {
+		hc   LBHealthCheck
+		edit func(s *Snapshot)
+		want string
+	}{
+		"no source":     {LBHealthCheck{}, nil, "spec.healthCheck.sourceIp is empty"},
+		"outside":       {LBHealthCheck{SourceIP: "10.20.0.250"}, nil, "spec.healthCheck.sourceIp 10.20.0.250 is outside network net-a (10.10.0.0/24): OVN probes the members from the subnet"},
+		"gateway":       {LBHealthCheck{SourceIP: "10.10.0.1"}, nil, "spec.healthCheck.sourceIp 10.10.0.1 is the gatewayIp of network net-a"},
+		"the VIP":       {LBHealthCheck{SourceIP: "10.10.0.100"}, nil, "spec.healthCheck.sourceIp 10.10.0.100 is the VIP"},
+		"a VM's":        {LBHealthCheck{SourceIP: "10.10.0.5"}, nil, "spec.healthCheck.sourceIp 10.10.0.5 is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
+		"negative":      {LBHealthCheck{SourceIP: "10.10.0.250", Timeout: -1}, nil, "spec.healthCheck.timeout -1 is negative"},
+		"icmp only":     {LBHealthCheck{SourceIP: "10.10.0.250"}, func(s *Snapshot) { s.LoadBalancers[0].Rules = []LBRule{{Protocol: "icmp"}} }, "spec.healthCheck needs a tcp or udp rule: OVN probes ports, not ICMP"},
+		"in the ipPool": {LBHealthCheck{SourceIP: "10.10.0.250"}, func(s *Snapshot) { s.Networks[1].IPPool = &IPPool{Start: "10.10.0.2", End: "10.10.0.254"} }, "spec.healthCheck.sourceIp 10.10.0.250 is in the ipPool 10.10.0.2-10.10.0.254 of network net-a, which VMs get their addresses from"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := lbSnapshot()
+			hc := c.hc
+			s.LoadBalancers[0].HealthCheck = &hc
+			if c.edit != nil {
+				c.edit(s)
+			}
+			require.Equal(t, "net-a", s.Networks[1].Name, "precondition")
+			p := Build(s, testInstance)
+			assert.Equal(t, []string{"LoadBalancer web: " + c.want}, errTexts(p.Errors))
+			assert.Empty(t, lbRouterPlan(t, p, "r1").LoadBalancers)
+			assert.Empty(t, lbNetworkPlan(t, p, "net-a").LBHealthChecks)
+		})
+	}
+}
