@@ -37,7 +37,11 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 		// No SNAT and a floating IP: NAT rows and policies.
 		Routers: []translator.Router{{Name: "r1", Internal: []string{"net-a"}, Description: `a "quoted" \ description`,
 			External: &translator.External{IP: "172.16.0.100", Network: "public"}, PeerRouter: &translator.PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01"}, Gateway: "gw1"}},
-		VMs:         []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"}},
+		// The VM in a security group with a rule: a Port_Group and ACLs.
+		VMs: []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5",
+			SecurityGroups: "sg"}},
+		SecurityGroups: []translator.SecurityGroup{{Name: "sg", ID: "sg", Rules: []translator.SecurityGroupRule{{ID: "ssh", SecurityGroupID: "sg",
+			Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: ptr(22), PortRangeMax: ptr(22)}}}},
 		FloatingIPs: []translator.FloatingIP{{Name: "fip", ID: "fip", Router: "r1", Network: "public", IP: "172.16.0.50", FixedIP: "10.10.0.5"}},
 		// A load balancer with a health check: its rows and their children.
 		LoadBalancers: []translator.LoadBalancer{{Name: "lb", ID: "lb", Network: "net-a", VIP: "10.10.0.100", Members: []string{"10.10.0.5"},
@@ -56,6 +60,8 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 	s.Routers[0].Internal, s.Routers[0].External.Network, s.Routers[0].Name = []string{"net-b"}, "public2", "r2"
 	s.FloatingIPs[0].Router, s.FloatingIPs[0].Network = "r2", "public2"
 	s.LoadBalancers[0].Name, s.LoadBalancers[0].Network = "lb2", "net-b"
+	// Port_Group names are one namespace across instances.
+	s.VMs[0].SecurityGroups, s.SecurityGroups[0].ID, s.SecurityGroups[0].Rules[0].SecurityGroupID = "sg2", "sg2", "sg2"
 	res, err = nb.Sync(ctx, other, translator.Build(s, "other"), nb.SyncOptions{Instance: "other"})
 	require.NoError(t, err)
 	require.Empty(t, res.Failed())
