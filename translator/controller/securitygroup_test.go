@@ -1,17 +1,11 @@
 package controller
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -59,40 +53,13 @@ spec: {id: web-in, securityGroupId: sg-web, direction: ingress, protocol: tcp, p
 // annotation dropping the group takes its port out of the Port_Group.
 func TestFileSecurityGroup(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) {
-		tmp := filepath.Join(dir, "."+name)
-		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o644))
-		require.NoError(t, os.Rename(tmp, filepath.Join(dir, name)))
-	}
+	write := writer(t, dir)
 	write("public.yaml", incPublic)
 	write("r1.yaml", incRouterFile(1, "172.16.1.11", 0))
 	write("vm.yaml", sgVMFile(`["sg-web"]`))
 	write("sg.yaml", sgFile(80))
 
-	nbc := ctrlNB(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	files, err := NewFileSource([]string{dir}, logr.Discard(), FileOptions{})
-	require.NoError(t, err)
-	c := New(nbc, nil, files, nil, Options{Instance: instance, Log: logr.Discard(), Resync: time.Hour})
-	var mu sync.Mutex
-	var seen []tr.Unit
-	c.onReconcile = func(u tr.Unit) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, u)
-	}
-	take := func() []tr.Unit {
-		mu.Lock()
-		defer mu.Unlock()
-		out := slices.Clone(seen)
-		seen = nil
-		slices.SortFunc(out, func(a, b tr.Unit) int { return strings.Compare(a.String(), b.String()) })
-		return slices.Compact(out)
-	}
-	idle := func() bool { return c.queue.Len() == 0 && c.active.Load() == 0 }
-	go func() { _ = c.Run(ctx) }()
-	go files.Watch(ctx, 10*time.Millisecond, c.EnqueueUnits)
+	nbc, ctx, take, idle := startFileController(t, dir)
 
 	pgName := tr.PortGroupName("sg-web")
 	port := tr.VMPortName("net-1-0", "default", "vm-sg", "eth1")
