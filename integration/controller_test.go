@@ -127,22 +127,32 @@ func (p *controllerProc) kill() {
 // /metrics.
 func (p *controllerProc) metric(name string) float64 {
 	p.t.Helper()
+	return p.metrics(name)[0]
+}
+
+// metrics reads the named metrics from one scrape, each summed over its
+// labels, so that related ones (a histogram's _sum and _count) are read at
+// the same moment.
+func (p *controllerProc) metrics(names ...string) []float64 {
+	p.t.Helper()
 	resp, err := http.Get("http://" + p.addr + "/metrics")
 	require.NoError(p.t, err)
 	defer resp.Body.Close()
-	sum := 0.0
+	sums := make([]float64, len(names))
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
-			continue
+		for i, name := range names {
+			if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+				continue
+			}
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			require.NoError(p.t, err)
+			sums[i] += v
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		require.NoError(p.t, err)
-		sum += v
 	}
-	return sum
+	return sums
 }
 
 func (p *controllerProc) get(path string) (int, string) {
