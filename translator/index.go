@@ -82,7 +82,9 @@ type Input struct {
 	lbNames  map[string]set[*lbDecl]      // by LoadBalancer.Name
 	// rejectEmptyLB: see Snapshot.RejectEmptyLB.
 	rejectEmptyLB bool
-	invalid       map[Unit]map[string]error // unit, then source
+	// defaultDeny: see Snapshot.DefaultDeny.
+	defaultDeny bool
+	invalid     map[Unit]map[string]error // unit, then source
 
 	// sgMembers are the VM interfaces bound to each security group, and
 	// sgRemote the rules (embedded or not) naming each group as their
@@ -239,6 +241,7 @@ func NewInputFrom(s *Snapshot) *Input {
 		in.SetForeignKeys(source, s.ForeignKeys[source])
 	}
 	in.rejectEmptyLB = s.RejectEmptyLB
+	in.defaultDeny = s.DefaultDeny
 	in.Set("snapshot", s.Objects())
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in
