@@ -451,6 +451,7 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 		// against its VM ports.
 		if len(in.lbs[key]) > 0 {
 			in.addRouterNames(c.affected, in.internalClaims[key])
+			in.affectedSiblings(key, c.affected)
 		}
 	})
 }
@@ -517,6 +518,7 @@ func (in *Input) affectedByNetworks(c *setChange) {
 		in.affectedByNetworkGroups(n, c.affected)
 		in.addRouterNames(c.affected, in.internalClaims[n])
 		in.addRouterNames(c.affected, in.externalDecls[n])
+		in.affectedSiblings(n, c.affected)
 	}
 }
 
@@ -558,6 +560,7 @@ func (in *Input) affectedByClaims(d *routerDecl, affected set[Unit]) {
 		// A floating IP may not be any router's SNAT IP.
 		addFloatingIPRouters(affected, in.fipClaims[d.snat])
 	}
+	in.affectedByRouterSiblings(d, affected)
 	if in.zoned {
 		for _, n := range d.Internal {
 			affected.add(Unit{Kind: KindNetwork, Name: n})

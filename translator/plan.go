@@ -300,6 +300,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	}
 	up.Network = networkPlan(n, vms, instance, held)
 	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
+	in.withSiblingLoadBalancers(up.Network, n, instance)
 	if in.defaultDeny {
 		up.Network.DefaultDeny = defaultDenyPlan(n, up.Network.Ports, instance)
 	}
