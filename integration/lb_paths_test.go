@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -118,4 +119,46 @@ func TestLoadBalancerFromOtherNetwork(t *testing.T) {
 	}
 	t.Logf("flows per member: %v", by)
 	assert.Len(t, by, 2, "every member gets flows: %v", by)
+}
+
+// TestLoadBalancerMembersLive: members edited while flows come in from
+// outside through the floating IP: with vm-a alone every flow lands on
+// vm-a; vm-c added, new flows spread over both; vm-a removed, no new flow
+// reaches it, every one lands on vm-c.
+func TestLoadBalancerMembersLive(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
+	withMembers := func(ms string) string {
+		return strings.Replace(lbManifests, "members: [10.10.0.5, "+vmLBCIP+"]", "members: ["+ms+"]", 1)
+	}
+	e.write("lb.yaml", withMembers(vmAIP))
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+
+	members := []vmRef{vmA, vmLBC}
+	// spread sends 16 new flows from outside and counts where they land.
+	spread := func(from uint16) map[string]int {
+		t.Helper()
+		by := map[string]int{}
+		for sport := from; sport < from+16; sport++ {
+			sk := skips(t, e, members)
+			e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort})
+			m, _ := landing(t, e, members, sk, fmt.Sprintf("flow %d", sport), func(s seen) bool {
+				return s.IsUDP && s.SrcIP == remoteIP && s.SPort == sport && s.DPort == lbPort
+			})
+			by[m.port]++
+		}
+		return by
+	}
+	assert.Equal(t, map[string]int{"vm-a": 16}, spread(8000), "vm-a alone")
+
+	e.write("lb.yaml", withMembers(vmAIP+", "+vmLBCIP))
+	assert.Contains(t, e.sync(), "update Load_Balancer kv-lb-web_udp ")
+	by := spread(8100)
+	assert.Len(t, by, 2, "vm-c added: flows spread over both: %v", by)
+
+	e.write("lb.yaml", withMembers(vmLBCIP))
+	e.sync()
+	assert.Equal(t, map[string]int{"vm-c": 16}, spread(8200), "vm-a removed: no new flow reaches it")
 }
