@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
@@ -280,4 +283,100 @@ func TestControllerWithoutOptionalCRDs(t *testing.T) {
 		assert.Contains(t, out, "apply deploy/common/"+crd)
 	}
 	assert.Contains(t, out, "does not serve virtualmachines.kubevirt.io")
+}
+
+// The CRDs of security groups, rules and load balancers accept what the
+// manifest decoders accept (ports and protocols as numbers or strings,
+// embedded rules, a health check) and refuse a port that is no number by
+// its field; `kubectl get` prints their columns.
+func TestSecurityGroupAndLoadBalancerCRDs(t *testing.T) {
+	k := startKubeAPI(t)
+	for _, m := range []string{`apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata: {name: sg-web}
+spec:
+  id: sg-web
+  name: web
+  rules: [{id: a, direction: ingress, protocol: 6, portRangeMin: "22", portRangeMax: 22}, {id: b, direction: egress}]
+`, `apiVersion: kubevirt.io/v1
+kind: SecurityGroupRule
+metadata: {name: sgr-1}
+spec: {id: sgr-1, securityGroupId: sg-web, direction: ingress, protocol: icmp, portRangeMin: 8, portRangeMax: "0", remoteGroupId: sg-web}
+`, `apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata: {name: lb-web}
+spec:
+  name: lb-web
+  networkId: net-a
+  vip: 10.10.0.100
+  members: [10.10.0.5]
+  rules: [{protocol: tcp, portRangeMin: 80, portRangeMax: "81"}, {protocol: icmp}]
+  healthCheck: {sourceIp: 10.10.0.250, interval: "7", timeout: 20, successCount: 3, failureCount: "3"}
+`} {
+		k.create(t, objectOf(t, m))
+	}
+	for field, m := range map[string]string{
+		"spec.rules[0].portRangeMax": `apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata: {name: sg-bad}
+spec: {id: sg-bad, rules: [{id: a, portRangeMax: "2x"}]}
+`,
+		"spec.id": `apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata: {name: sg-noid}
+spec: {name: x}
+`,
+		"spec.securityGroupId": `apiVersion: kubevirt.io/v1
+kind: SecurityGroupRule
+metadata: {name: sgr-nogroup}
+spec: {id: x}
+`,
+		"spec.rules[0].portRangeMin": `apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata: {name: lb-bad}
+spec: {networkId: net-a, rules: [{protocol: tcp, portRangeMin: http}]}
+`,
+		"spec.healthCheck.interval": `apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata: {name: lb-bad2}
+spec: {networkId: net-a, healthCheck: {sourceIp: 10.10.0.250, interval: soon}}
+`,
+	} {
+		u := objectOf(t, m)
+		gvr, _ := k.resource(u)
+		_, err := k.dyn.Resource(gvr).Create(context.Background(), u, metav1.CreateOptions{})
+		if assert.Error(t, err, field) {
+			assert.Contains(t, err.Error(), field)
+		}
+	}
+
+	hc, err := rest.HTTPClientFor(k.config)
+	require.NoError(t, err)
+	for resource, want := range map[string][]string{
+		"securitygroups":     {"Name", "ID", "Ready", "Reason", "Age"},
+		"securitygrouprules": {"Name", "Group", "Direction", "Protocol", "Min", "Max", "Remote", "Ready", "Age"},
+		"loadbalancers":      {"Name", "Network", "VIP", "Router", "Floating IPs", "Ready", "Age"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, k.config.Host+"/apis/kubevirt.io/v1/"+resource, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		var table struct {
+			ColumnDefinitions []struct {
+				Name string `json:"name"`
+			} `json:"columnDefinitions"`
+			Rows []struct {
+				Cells []any `json:"cells"`
+			} `json:"rows"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&table))
+		resp.Body.Close()
+		var cols []string
+		for _, c := range table.ColumnDefinitions {
+			cols = append(cols, c.Name)
+		}
+		assert.Equal(t, want, cols, resource)
+		assert.Len(t, table.Rows, 1, resource)
+	}
 }
