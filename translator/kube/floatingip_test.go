@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -87,18 +88,23 @@ func TestFloatingIPsReadAndReported(t *testing.T) {
 }
 
 // A cluster without the CRDs of deploy/common beside VirtualRouter, nor
-// KubeVirt's VirtualMachine: routers are still read, the other kinds are
+// the right to list VirtualMachines: routers are still read, the other kinds are
 // not watched, and reporting them is a no-op.
 func TestOptionalKindsNotServed(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
 		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList",
 	}, router("r1"))
-	for _, gvr := range []schema.GroupVersionResource{FloatingIPGVR, SecurityGroupGVR, SecurityGroupRuleGVR, LoadBalancerGVR, VMGVR} {
+	for _, gvr := range []schema.GroupVersionResource{FloatingIPGVR, SecurityGroupGVR, SecurityGroupRuleGVR, LoadBalancerGVR} {
 		client.PrependReactor("list", gvr.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
 		})
 	}
+	// Served, but RBAC not updated: the same, rather than a start that
+	// waits for ever.
+	client.PrependReactor("list", VMGVR.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(VMGVR.GroupResource(), "", errors.New("RBAC"))
+	})
 	s := NewSource(client, 0, record.NewFakeRecorder(10), logr.Discard())
 	require.NoError(t, s.Notify(func([]translator.Unit) {}))
 	ctx, cancel := context.WithCancel(context.Background())

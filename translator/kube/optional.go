@@ -80,15 +80,21 @@ func (s *Source) watchOptional() {
 	}
 }
 
-// served says whether the API server serves gvr; when it does not, it
-// logs what that leaves out (missing). Any other error is the informer's
-// to retry.
+// served says whether the API server serves gvr to kubevirt-ovn; when it
+// does not, or kubevirt-ovn may not list it (its RBAC not updated with
+// the binary: an informer that cannot list would keep the start waiting
+// for ever), it logs what that leaves out (missing). Any other error is
+// the informer's to retry.
 func (s *Source) served(gvr schema.GroupVersionResource, missing string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := s.client.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		s.log.Info("the API server does not serve " + gvr.Resource + "." + gvr.Group + ": " + missing)
+		return false
+	case apierrors.IsForbidden(err):
+		s.log.Info("kubevirt-ovn may not list "+gvr.Resource+"."+gvr.Group+" (apply the RBAC of deploy/ and restart kubevirt-ovn): "+missing, "error", err.Error())
 		return false
 	}
 	return true
