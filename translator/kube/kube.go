@@ -164,8 +164,8 @@ func (s *Source) Input() *translator.Input { return s.input }
 // new conversion and says which units' plans may change (a router, the
 // routers competing for its claims, a network and the routers on it, the
 // networks of a VMI's interfaces, the security groups a VM's ports join
-// or leave). The kinds of deploy/common that the API server does not
-// serve, and VirtualMachines, are left out, and logged (optional.go).
+// or leave). A kind of deploy/common, or VirtualMachines, that the API
+// server does not serve is left out, and logged (optional.go).
 func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 	type watched struct {
 		inf     cache.SharedIndexInformer
