@@ -37,7 +37,7 @@ const KeyDefaultDeny = "kubevirt-ovn/default-deny"
 func defaultDenyPlan(n *network, ports []*nbmodel.LogicalSwitchPort, instance string) *DefaultDenyPlan {
 	u := Unit{Kind: KindNetwork, Name: n.Name}
 	pg := NetworkPortGroupName(n.Name)
-	pgIDs := OwnerIDs(instance, u)
+	pgIDs := PolicyIDs(instance, u)
 	pgIDs[KeyDefaultDeny] = n.Name
 	dp := &DefaultDenyPlan{PortGroup: &nbmodel.PortGroup{Name: pg, ExternalIDs: pgIDs}}
 	for _, p := range ports {
@@ -50,7 +50,7 @@ func defaultDenyPlan(n *network, ports []*nbmodel.LogicalSwitchPort, instance st
 		gws = []netip.Addr{n.gateway}
 	}
 	dp.ACLs = baseACLs(pg, gws, func(key string) map[string]string {
-		m := OwnerIDs(instance, u)
+		m := PolicyIDs(instance, u)
 		m[KeySecurityACL] = key
 		return m
 	})
