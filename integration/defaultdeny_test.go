@@ -57,6 +57,9 @@ func TestDefaultDeny(t *testing.T) {
 	assert.Contains(t, out, "create Port_Group kv_net_net_a.")
 	assert.Contains(t, out, "create Port_Group kv_net_net_b.")
 	e.ready("gw1", "hv1", "hv2")
+	// ovn-kubernetes starting beside us leaves the networks' groups and
+	// their ACLs as they are.
+	e.neighbour()
 
 	atA, atB, wire := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b"), e.wire("gw1")
 	fromOutside := func(fip string, sport, dport uint16) {
