@@ -232,7 +232,9 @@ func TestZonesLoadBalancerHealthCheck(t *testing.T) {
 	nbctl(t, e.z.Zone("gw1"), "--timeout=90", "--wait=hv", "sync")
 	members := []vmRef{vmA, vmLBC}
 	sport := uint16(7500)
-	flow := func(s seen) bool { return s.IsTCP && s.SYN && s.SrcIP == remoteIP && s.SPort == sport && s.DPort == lbPort }
+	flow := func(s seen) bool {
+		return s.IsTCP && s.SYN && s.SrcIP == remoteIP && s.SPort == sport && s.DPort == lbPort
+	}
 	skips := map[string]int{}
 	for _, mm := range members {
 		skips[mm.port] = len(mustRead(t, e.vm(mm.chassis, mm.port)))
