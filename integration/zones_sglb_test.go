@@ -211,7 +211,7 @@ func TestZonesLoadBalancerHealthCheck(t *testing.T) {
 	status := func(zone, ip string) []string {
 		return strings.Fields(sbctl(t, e.z.Zone(zone), "--bare", "--columns=status", "find", "Service_Monitor", "ip="+ip))
 	}
-	count := func(zone, ip string) int {
+	monitors := func(zone, ip string) int {
 		return len(strings.Fields(sbctl(t, e.z.Zone(zone), "--bare", "--columns=_uuid", "find", "Service_Monitor", "ip="+ip)))
 	}
 	// Each member offline where it is local (nobody answers the probes).
@@ -224,7 +224,7 @@ func TestZonesLoadBalancerHealthCheck(t *testing.T) {
 	// A remote twin is monitored by nobody: a Service_Monitor without a
 	// status, in every zone where the member is not local.
 	for _, w := range []struct{ zone, ip string }{{"hv1", vmLBCIP}, {"hv2", vmAIP}, {"gw1", vmAIP}, {"gw1", vmLBCIP}} {
-		assert.Positive(t, count(w.zone, w.ip), "zone %s has a Service_Monitor for %s (mapped to its remote twin)", w.zone, w.ip)
+		assert.Positive(t, monitors(w.zone, w.ip), "zone %s has a Service_Monitor for %s (mapped to its remote twin)", w.zone, w.ip)
 		assert.Empty(t, status(w.zone, w.ip), "zone %s: nobody probes remote member %s", w.zone, w.ip)
 	}
 

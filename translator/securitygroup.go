@@ -24,8 +24,10 @@ import (
 //     is to-lport "outport == @pg && ip4 && ...", egress from-lport
 //     "inport == @pg && ip4 && ..."; a remote prefix matches the other
 //     end's address, a remote group its Port_Group's address set
-//     ($<pg>_ip4, which OVN keeps for every Port_Group); ports match the
-//     destination port in both directions, ICMP min/max are type/code;
+//     ($<pg>_ip4, which OVN keeps for every Port_Group; in interconnect
+//     mode our Address_Set of every zone's members, zoneSecurityGroup);
+//     ports match the destination port in both directions, ICMP min/max
+//     are type/code;
 //   - the group's default drop, both directions (SGDropPriority), and the
 //     base allows ONOS handled before its ACL tables (SGBasePriority): a
 //     DHCP request, and ping to the gateway of a member port's network.
