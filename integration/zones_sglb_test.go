@@ -264,3 +264,25 @@ func mustRead(t *testing.T, c capture) []seen {
 func pollUntil(timeout time.Duration, cond func() bool) error {
 	return sandbox.Poll(timeout, "condition", func() (bool, error) { return cond(), nil })
 }
+
+// TestZonesSecurityGroupsRun: run --zone (one controller per zone) writes
+// the zones' security group rows as sync does, and follows a member
+// joining the remote group: its Port_Group appears in its zone, and the
+// other zone's Address_Set learns its address.
+func TestZonesSecurityGroupsRun(t *testing.T) {
+	e := newZoneEnv(t)
+	e.write("vmis.yaml", sgVMIs(`["sg-web"]`, ""))
+	e.write("sg.yaml", sgWeb(80)+sgWebOut)
+	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.z.ZoneFlags()...)...)
+	e.converged()
+	assert.Contains(t, e.owned("Port_Group")["hv1"], "kv_sg_sg_web.")
+	assert.Contains(t, e.owned("Address_Set")["hv1"], "kv_sgaddr_sg_client.")
+
+	e.write("vmis.yaml", sgVMIs(`["sg-web"]`, `["sg-client"]`))
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-b's address in zone hv1's set of sg-client", func() (bool, error) {
+		out := nbctl(t, e.z.Zone("hv1"), "--bare", "--columns=addresses", "find", "Address_Set", "external_ids:kubevirt-ovn/security-group=sg-client")
+		return strings.TrimSpace(out) == vmBIP, nil
+	}))
+	e.converged()
+	assert.Contains(t, e.owned("Port_Group")["hv2"], "kv_sg_sg_client.")
+}
