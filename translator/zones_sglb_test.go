@@ -1,6 +1,10 @@
 package translator
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -222,4 +226,74 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestZoneSecurityGroupWaitsForChassis: with no zone's chassis known, a
+// group is planned nowhere and its rows are left as they are (waiting),
+// like a network's.
+func TestZoneSecurityGroupWaitsForChassis(t *testing.T) {
+	p := Build(&Snapshot{Networks: []Network{netA()}, SecurityGroups: []SecurityGroup{{Name: "web", ID: "web"}},
+		Interconnect: true, ChassisKnown: true}, testInstance)
+	assert.Empty(t, p.SecurityGroups)
+	u := Unit{KindSecurityGroup, "web"}
+	require.Len(t, p.Failed[u], 1)
+	var ie *InputError
+	require.ErrorAs(t, p.Failed[u][0], &ie)
+	assert.Equal(t, ReasonWaiting, ie.Reason)
+	assert.Equal(t, ObjSecurityGroup, ie.Kind)
+	assert.Equal(t, "web", ie.Object)
+}
+
+// TestGoldenZonesSecurityGroupsAndLoadBalancers keeps the whole
+// interconnect plan of zoneSGInput's groups and of a load balancer on
+// net-a (members in zones hv1 and hv2) reviewable: the groups' plans with
+// their zone rows, and every zone's load balancer rows of net-a and r1.
+func TestGoldenZonesSecurityGroupsAndLoadBalancers(t *testing.T) {
+	in := zoneSGInput(true)
+	in.Set("vm3", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm3", Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
+		MAC: "02:00:00:00:00:03", IP: "10.10.0.6", Node: "hv2", SecurityGroups: "client"}}})
+	lb := webLB()
+	lb.Members = []string{"10.10.0.5", "10.10.0.6"}
+	lb.HealthCheck = &LBHealthCheck{SourceIP: "10.10.0.250"}
+	in.Set("lbs", Objects{LoadBalancers: []LoadBalancer{lb}})
+	out := struct {
+		SecurityGroups []*SecurityGroupPlan
+		LoadBalancers  map[string]map[string][]string // unit -> zone -> rows
+	}{LoadBalancers: map[string]map[string][]string{}}
+	for _, g := range []string{"client", "web"} {
+		up := in.Plan(Unit{KindSecurityGroup, g}, testInstance, nil)
+		require.Empty(t, up.Errs)
+		out.SecurityGroups = append(out.SecurityGroups, up.SecurityGroup)
+	}
+	for _, u := range []Unit{{KindNetwork, "net-a"}, {KindRouter, "r1"}} {
+		up := in.Plan(u, testInstance, nil)
+		require.Empty(t, up.Errs)
+		var zones map[string]*ZoneRows
+		if up.Network != nil {
+			zones = up.Network.Zones
+		} else {
+			zones = up.Router.Zones
+		}
+		view := map[string][]string{}
+		for z, zr := range zones {
+			for _, r := range zoneRowNames(zr) {
+				if strings.HasPrefix(r, "LB ") || strings.HasPrefix(r, "HC ") || strings.Contains(r, "-> kv-lb-") {
+					view[z] = append(view[z], r)
+				}
+			}
+		}
+		out.LoadBalancers[string(u.Kind)+" "+u.Name] = view
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	require.NoError(t, enc.Encode(out))
+	path := filepath.Join("testdata", "zones-sglb.plan.golden")
+	if *update {
+		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./translator -run TestGoldenZonesSecurityGroupsAndLoadBalancers -update to create it")
+	assert.Equal(t, string(want), buf.String())
 }
