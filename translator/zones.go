@@ -33,6 +33,12 @@ import (
 //     same options:requested-tnl-key in every zone. A FLAT or VLAN
 //     network's zones meet on the physical network instead, through their
 //     localnet ports: its ports have no remote twins.
+//   - A router's load balancer rows are in its home zone; its network's
+//     switch's load balancer rows wherever the switch is.
+//   - A security group's Port_Group and ACLs are in the zones of its
+//     members' own ports, with those ports; a group named as remote group
+//     has an Address_Set of all its members where the naming groups have
+//     members (zoneSecurityGroup, securitygroup.go).
 //
 // Tunnel keys come from package tunnelkeys (tunnelkeys.go): each unit's
 // plan takes the keys of its switch and ports, the same in every zone,
