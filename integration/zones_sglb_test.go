@@ -286,3 +286,50 @@ func TestZonesSecurityGroupsRun(t *testing.T) {
 	e.converged()
 	assert.Contains(t, e.owned("Port_Group")["hv2"], "kv_sg_sg_client.")
 }
+
+// TestZonesSecurityGroupSelf: the common group whose rule admits its own
+// members (OpenStack's "default"): vm-a (zone hv1) and vm-b (zone hv2) in
+// sg-self reach each other both ways, each zone's rule matching the set of
+// both zones' members; vm-c (zone hv2, on vm-a's network, in no group) is
+// dropped at vm-a.
+func TestZonesSecurityGroupSelf(t *testing.T) {
+	e := newZoneEnv(t)
+	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
+	vmc := lbManifests[:strings.Index(lbManifests, "---")]
+	e.write("vmis.yaml", sgVMIs(`["sg-self"]`, `["sg-self"]`)+"---\n"+vmc)
+	e.write("sg.yaml", `apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata: {name: sg-self}
+spec:
+  id: sg-self
+  rules:
+  - {id: self-in, direction: ingress, protocol: udp, portRangeMin: 100, remoteGroupId: sg-self}
+  - {id: out, direction: egress}
+`)
+	e.sync()
+	e.ready("gw1")
+	nbctl(t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	for _, z := range []string{"hv1", "hv2"} {
+		addrs := strings.Fields(strings.ReplaceAll(nbctl(t, e.z.Zone(z), "--bare", "--columns=addresses", "find", "Address_Set", "external_ids:kubevirt-ovn/security-group=sg-self"), ",", " "))
+		assert.ElementsMatch(t, []string{vmAIP, vmBIP}, addrs, "zone %s: both zones' members", z)
+	}
+
+	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
+	pass := func(from, to vmRef, at capture, sport, dport uint16, what string) {
+		t.Helper()
+		skip := count(t, at)
+		f := routed(from, to, sport, dport)
+		if from.ip == vmLBCIP { // on vm-a's network: straight to it
+			f.DstMAC = to.mac
+		}
+		require.NoError(t, e.z.Inject(from.chassis, from.port, frameBytes(t, f)))
+		waitFor(t, at, what, skip, arrives(from, sport, dport))
+	}
+	pass(vmB, vmA, atA, 5100, 100, "vm-b (zone hv2) -> vm-a (zone hv1) udp/100, both in sg-self")
+	pass(vmA, vmB, atB, 5101, 100, "vm-a (zone hv1) -> vm-b (zone hv2) udp/100, both in sg-self")
+	skip := count(t, atA)
+	f := frame{SrcMAC: vmLBCMAC, DstMAC: vmAMAC, SrcIP: vmLBCIP, DstIP: vmAIP, TTL: 64, SPort: 5102, DPort: 100}
+	require.NoError(t, e.z.Inject("hv2", "vm-c", frameBytes(t, f)))
+	pass(vmB, vmA, atA, 5103, 100, "barrier: vm-b -> vm-a udp/100")
+	requireNone(t, atA, "vm-c (no group) -> vm-a udp/100", skip, arrives(vmLBC, 5102, 100))
+}
