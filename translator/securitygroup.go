@@ -239,11 +239,11 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	pg := PortGroupName(id)
 	u := Unit{Kind: KindSecurityGroup, Name: id}
 	ids := func(key string) map[string]string {
-		m := OwnerIDs(instance, u)
+		m := PolicyIDs(instance, u)
 		m[KeySecurityACL] = key
 		return m
 	}
-	pgIDs := OwnerIDs(instance, u)
+	pgIDs := PolicyIDs(instance, u)
 	pgIDs[KeySecurityGroup] = id
 	sp := &SecurityGroupPlan{ID: id, PortGroup: &nbmodel.PortGroup{Name: pg, ExternalIDs: pgIDs}}
 
