@@ -156,6 +156,7 @@ func TestSyncSecurityGroupsInZone(t *testing.T) {
 	require.NotNil(t, set)
 	assert.Equal(t, []string{s.VMs[0].IP, s.VMs[1].IP}, set.Addresses, "every zone's members")
 	assert.Equal(t, "sg-web", set.ExternalIDs[tr.KeySecurityGroup])
+	assert.Equal(t, tr.NotAnOVNKNetwork, set.ExternalIDs[tr.KeyOVNKOwnerController], "ovnkube-controller v1.0.0's address-set syncer leaves it")
 	var rule *nbmodel.ACL
 	for _, a := range list[nbmodel.ACL](t, raw) {
 		if a.ExternalIDs[tr.KeySecurityACL] == "rule/db-pg" {
