@@ -170,3 +170,73 @@ func TestSecurityGroups(t *testing.T) {
 	pass(vmA, vmB, atB, 6001, 7001, "vm-a -> vm-b new flow, unbound")
 	pass(vmB, vmA, atA, 5006, 90, "vm-b -> vm-a udp/90, unbound")
 }
+
+// sgTCP is group sg-tcp admitting TCP to port 80 from anywhere, and
+// nothing out.
+const sgTCP = `apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata: {name: sg-tcp}
+spec:
+  id: sg-tcp
+  rules: [{id: tcp-in, direction: ingress, protocol: tcp, portRangeMin: 80, portRangeMax: 80}]
+`
+
+// TestSecurityGroupTCP: vm-a in sg-tcp (TCP 80 in). vm-b's SYN to port 80
+// reaches vm-a, vm-a's SYN-ACK passes back (allow-related: sg-tcp lets
+// nothing out by itself), vm-b's ACK completes the handshake through the
+// established connection; a SYN to port 81 and a new SYN from vm-a are
+// dropped.
+func TestSecurityGroupTCP(t *testing.T) {
+	e := newEnv(t)
+	e.write("vmis.yaml", sgVMIs(`["sg-tcp"]`, ""))
+	e.write("sg.yaml", sgTCP)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
+
+	seg := func(from, to vmRef, sport, dport uint16) frame {
+		f := routed(from, to, sport, dport)
+		f.TCP = true
+		return f
+	}
+	is := func(from vmRef, sport, dport uint16, syn, ack bool) func(seen) bool {
+		return func(s seen) bool {
+			return s.IsTCP && s.SrcIP == from.ip && s.SPort == sport && s.DPort == dport && s.SYN == syn && s.ACK == ack
+		}
+	}
+	send := func(from vmRef, f frame) {
+		t.Helper()
+		require.NoError(t, e.l.Inject(from.chassis, from.port, frameBytes(t, f)))
+	}
+	// handshake runs vm-b -> vm-a:80 from sport to its end.
+	handshake := func(sport uint16) {
+		t.Helper()
+		skip := count(t, atA)
+		send(vmB, seg(vmB, vmA, sport, 80))
+		syn := waitFor(t, atA, fmt.Sprintf("vm-b's SYN %d to vm-a:80", sport), skip, is(vmB, sport, 80, true, false))
+		skip = count(t, atB)
+		synack := seg(vmA, vmB, 80, sport)
+		synack.SYNACK, synack.Ack = true, syn.Seq+1
+		send(vmA, synack)
+		sa := waitFor(t, atB, fmt.Sprintf("vm-a's SYN-ACK %d back", sport), skip, is(vmA, 80, sport, true, true))
+		skip = count(t, atA)
+		ack := seg(vmB, vmA, sport, 80)
+		ack.ACKOnly, ack.Ack = true, sa.Seq+1
+		send(vmB, ack)
+		waitFor(t, atA, fmt.Sprintf("vm-b's ACK %d", sport), skip, is(vmB, sport, 80, false, true))
+	}
+	handshake(7700)
+
+	// A SYN to another port: dropped (barrier: a handshake on port 80).
+	skip := count(t, atA)
+	send(vmB, seg(vmB, vmA, 7701, 81))
+	handshake(7702)
+	requireNone(t, atA, "vm-b's SYN to vm-a:81 (no rule)", skip, is(vmB, 7701, 81, true, false))
+
+	// A new connection from vm-a: dropped (barrier: a handshake, whose
+	// SYN-ACK vm-a sends after this SYN).
+	skip = count(t, atB)
+	send(vmA, seg(vmA, vmB, 7703, 80))
+	handshake(7704)
+	requireNone(t, atB, "vm-a's new SYN to vm-b (no egress rule)", skip, is(vmA, 7703, 80, true, false))
+}

@@ -243,8 +243,10 @@ metadata: {name: fip-web}
 spec: {id: fip-web, routerName: router1, networkName: public, floatingIp: 172.16.0.160, fixedIp: 10.10.0.100}
 `), 0o644))
 			r = sync()
-			assert.Contains(t, squash(r.stdout), "Load_Balancer 2 created")
-			assert.Len(t, nb.rows("Load_Balancer_Health_Check", `[["external_ids","includes",["map",[["kubevirt-ovn/load-balancer","web"]]]]]`), 3)
+			// The router's row, net-a's switch's and net-b's (router1's
+			// other internal network).
+			assert.Contains(t, squash(r.stdout), "Load_Balancer 3 created")
+			assert.Len(t, nb.rows("Load_Balancer_Health_Check", `[["external_ids","includes",["map",[["kubevirt-ovn/load-balancer","web"]]]]]`), 4)
 			assert.Equal(t, "172.16.0.100 172.16.0.100", versionsNAT(nb), "no NAT for a floating IP on a VIP")
 			assert.Contains(t, sync().stdout, "no changes")
 			require.NoError(t, os.Remove(filepath.Join(ex, "lb.yaml")))

@@ -82,7 +82,9 @@ type Input struct {
 	lbNames  map[string]set[*lbDecl]      // by LoadBalancer.Name
 	// rejectEmptyLB: see Snapshot.RejectEmptyLB.
 	rejectEmptyLB bool
-	invalid       map[Unit]map[string]error // unit, then source
+	// defaultDeny: see Snapshot.DefaultDeny.
+	defaultDeny bool
+	invalid     map[Unit]map[string]error // unit, then source
 
 	// sgMembers are the VM interfaces bound to each security group, and
 	// sgRemote the rules (embedded or not) naming each group as their
@@ -239,6 +241,7 @@ func NewInputFrom(s *Snapshot) *Input {
 		in.SetForeignKeys(source, s.ForeignKeys[source])
 	}
 	in.rejectEmptyLB = s.RejectEmptyLB
+	in.defaultDeny = s.DefaultDeny
 	in.Set("snapshot", s.Objects())
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in
@@ -448,6 +451,7 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 		// against its VM ports.
 		if len(in.lbs[key]) > 0 {
 			in.addRouterNames(c.affected, in.internalClaims[key])
+			in.affectedSiblings(key, c.affected)
 		}
 	})
 }
@@ -514,6 +518,7 @@ func (in *Input) affectedByNetworks(c *setChange) {
 		in.affectedByNetworkGroups(n, c.affected)
 		in.addRouterNames(c.affected, in.internalClaims[n])
 		in.addRouterNames(c.affected, in.externalDecls[n])
+		in.affectedSiblings(n, c.affected)
 	}
 }
 
@@ -555,6 +560,7 @@ func (in *Input) affectedByClaims(d *routerDecl, affected set[Unit]) {
 		// A floating IP may not be any router's SNAT IP.
 		addFloatingIPRouters(affected, in.fipClaims[d.snat])
 	}
+	in.affectedByRouterSiblings(d, affected)
 	if in.zoned {
 		for _, n := range d.Internal {
 			affected.add(Unit{Kind: KindNetwork, Name: n})

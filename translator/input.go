@@ -37,6 +37,10 @@ type Snapshot struct {
 	// RejectEmptyLB: a load balancer without members rejects (TCP RST,
 	// ICMP unreachable) rather than drops, as ONOS did (Input.SetRejectEmptyLB).
 	RejectEmptyLB bool
+	// DefaultDeny: every VM port drops IP traffic both ways except DHCP
+	// and ping to its network's gateway, unless a security group allows
+	// it, as ONOS did (Input.SetDefaultDeny, defaultdeny.go).
+	DefaultDeny bool
 	// Chassis are the SB chassis. ChassisKnown is false when no SB was given;
 	// then every router with an external network must name its gateway.
 	Chassis      []Chassis

@@ -98,6 +98,9 @@ func (in *Input) replaceLoadBalancers(old, nw *source, c *setChange) {
 func (in *Input) affectedByLoadBalancer(d *lbDecl, affected set[Unit]) {
 	affected.add(Unit{Kind: KindNetwork, Name: d.Network})
 	in.addRouterNames(affected, in.internalClaims[d.Network])
+	for _, m := range in.siblingNetworks(d.Network) {
+		affected.add(Unit{Kind: KindNetwork, Name: m})
+	}
 }
 
 func sameLoadBalancer(a, b *LoadBalancer) bool {

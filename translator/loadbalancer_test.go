@@ -365,13 +365,13 @@ func lbNetworkPlan(t *testing.T, p *Plan, name string) *NetworkPlan {
 	return nil
 }
 
-// TestSetRejectEmptyLB: the flag reaches the units with load balancers,
-// once.
+// TestSetRejectEmptyLB: the flag reaches the units with load balancers
+// (net-b: its sibling row), once.
 func TestSetRejectEmptyLB(t *testing.T) {
 	s := lbSnapshot()
 	s.LoadBalancers[0].Members = nil
 	in := NewInputFrom(s)
-	assert.Equal(t, []Unit{{KindNetwork, "net-a"}, {KindRouter, "r1"}}, in.SetRejectEmptyLB(true))
+	assert.Equal(t, []Unit{{KindNetwork, "net-a"}, {KindNetwork, "net-b"}, {KindRouter, "r1"}}, in.SetRejectEmptyLB(true))
 	assert.Empty(t, in.SetRejectEmptyLB(true))
 	up := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
 	require.NotNil(t, up.Router)

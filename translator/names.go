@@ -76,8 +76,23 @@ const PortGroupPrefix = "kv_sg_"
 // their replaced characters differ in the hash (a 32-bit hash: a clash is
 // one in four billion per pair, and the Port_Group name index refuses the
 // second group rather than merging them).
-func PortGroupName(id string) string {
-	clean := []byte(id)
+func PortGroupName(id string) string { return identName(PortGroupPrefix, id) }
+
+// NetworkPortGroupPrefix starts the name of a network's default-deny
+// Port_Group (--default-deny). It differs from PortGroupPrefix in its
+// fourth character, so a network's group never has a security group's
+// name.
+const NetworkPortGroupPrefix = "kv_net_"
+
+// NetworkPortGroupName is the default-deny Port_Group of network (its VM
+// ports), sanitized as PortGroupName does (net-a: kv_net_net_a.<hash>).
+func NetworkPortGroupName(network string) string { return identName(NetworkPortGroupPrefix, network) }
+
+// identName is prefix+s as an OVN identifier: s itself when it holds only
+// letters, digits and '_', else s with every other character replaced by
+// '_' and '.' plus 8 hex digits of its FNV-1a 64 hash appended.
+func identName(prefix, s string) string {
+	clean := []byte(s)
 	changed := false
 	for i, c := range clean {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
@@ -86,11 +101,11 @@ func PortGroupName(id string) string {
 		}
 	}
 	if !changed {
-		return PortGroupPrefix + id
+		return prefix + s
 	}
 	h := fnv.New64a()
-	h.Write([]byte(id))
-	return fmt.Sprintf("%s%s.%08x", PortGroupPrefix, clean, h.Sum64()>>32)
+	h.Write([]byte(s))
+	return fmt.Sprintf("%s%s.%08x", prefix, clean, h.Sum64()>>32)
 }
 
 // AddressSetPrefix starts the name of every Address_Set kubevirt-ovn

@@ -63,6 +63,9 @@ type NetworkPlan struct {
 	LoadBalancers []*nbmodel.LoadBalancer `json:",omitempty"`
 	// LBHealthChecks are their health checks, by row, then VIP.
 	LBHealthChecks []LBHealthCheckRow `json:",omitempty"`
+	// DefaultDeny is its default-deny Port_Group of its VM ports, with
+	// --default-deny (nil without).
+	DefaultDeny *DefaultDenyPlan `json:",omitempty"`
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`
@@ -300,6 +303,10 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	}
 	up.Network = networkPlan(n, vms, instance, held)
 	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
+	in.withSiblingLoadBalancers(up.Network, n, instance)
+	if in.defaultDeny {
+		up.Network.DefaultDeny = defaultDenyPlan(n, up.Network.Ports, instance)
+	}
 	if in.zoned {
 		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
 			up.Errs = append(up.Errs, err)

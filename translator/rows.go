@@ -48,6 +48,9 @@ func (np *NetworkPlan) Rows() []Row {
 	for _, p := range np.Ports {
 		rows = append(rows, np.portRow(p))
 	}
+	if np.DefaultDeny != nil {
+		rows = append(rows, np.DefaultDeny.Rows()...)
+	}
 	return rows
 }
 

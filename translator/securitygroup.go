@@ -277,30 +277,13 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	sp.Ports = slices.Compact(sp.Ports)
 
 	// The base ACLs.
-	in4, out4 := "inport == @"+pg, "outport == @"+pg
-	sp.ACLs = append(sp.ACLs,
-		&nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGDropPriority, Match: in4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-egress")},
-		&nbmodel.ACL{Direction: nbmodel.ACLDirectionToLport, Priority: SGDropPriority, Match: out4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-ingress")},
-		&nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority, Match: in4 + " && ip4 && udp.src == 68 && udp.dst == 67", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/dhcp")},
-	)
-	if len(gateways) > 0 {
-		gws := make([]string, 0, len(gateways))
-		for _, a := range slices.SortedFunc(func(yield func(netip.Addr) bool) {
-			for a := range gateways {
-				if !yield(a) {
-					return
-				}
+	sp.ACLs = append(sp.ACLs, baseACLs(pg, slices.SortedFunc(func(yield func(netip.Addr) bool) {
+		for a := range gateways {
+			if !yield(a) {
+				return
 			}
-		}, netip.Addr.Compare) {
-			gws = append(gws, a.String())
 		}
-		dst := gws[0]
-		if len(gws) > 1 {
-			dst = "{" + strings.Join(gws, ", ") + "}"
-		}
-		sp.ACLs = append(sp.ACLs, &nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority,
-			Match: in4 + " && ip4.dst == " + dst + " && icmp4 && icmp4.type == 8", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/ping-gateway")})
-	}
+	}, netip.Addr.Compare), ids)...)
 
 	// The rules: embedded ones, then SecurityGroupRule objects.
 	rules := slices.Clone(g.rules)
@@ -347,6 +330,34 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 		in.zoneSecurityGroup(sp, members, pgIDs)
 	}
 	up.SecurityGroup = sp
+}
+
+// baseACLs are the ACLs of a default-deny Port_Group pg (a security
+// group's, or a network's with --default-deny): its ports' IP traffic
+// dropped both ways (SGDropPriority), a DHCP request and ping to gateways
+// (sorted; none: no ping ACL) allowed with their replies (SGBasePriority).
+// ARP is no IP, so it passes. ids gives each ACL's external_ids from its
+// KeySecurityACL value.
+func baseACLs(pg string, gateways []netip.Addr, ids func(key string) map[string]string) []*nbmodel.ACL {
+	in4, out4 := "inport == @"+pg, "outport == @"+pg
+	acls := []*nbmodel.ACL{
+		{Direction: nbmodel.ACLDirectionFromLport, Priority: SGDropPriority, Match: in4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-egress")},
+		{Direction: nbmodel.ACLDirectionToLport, Priority: SGDropPriority, Match: out4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-ingress")},
+		{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority, Match: in4 + " && ip4 && udp.src == 68 && udp.dst == 67", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/dhcp")},
+	}
+	if len(gateways) > 0 {
+		gws := make([]string, len(gateways))
+		for i, a := range gateways {
+			gws[i] = a.String()
+		}
+		dst := gws[0]
+		if len(gws) > 1 {
+			dst = "{" + strings.Join(gws, ", ") + "}"
+		}
+		acls = append(acls, &nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority,
+			Match: in4 + " && ip4.dst == " + dst + " && icmp4 && icmp4.type == 8", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/ping-gateway")})
+	}
+	return acls
 }
 
 // sgMember is a member port of a security group, its IPv4 address, and

@@ -247,6 +247,14 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	}
 	np.Ports = ports
 	slices.Sort(np.KeepPorts)
+	if dp := np.DefaultDeny; dp != nil {
+		dp.Ports = dp.Ports[:0]
+		for _, p := range ports {
+			if p.Type == "" {
+				dp.Ports = append(dp.Ports, p.Name)
+			}
+		}
+	}
 
 	refs := []tunnelkeys.Ref{{Switch: sw}}
 	for _, p := range np.Ports {
@@ -284,6 +292,7 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		if np.DHCP != nil {
 			zr.Rows = append(zr.Rows, Row{Model: model.Clone(np.DHCP)})
 		}
+		var local []string // the zone's own VM ports
 		for _, p := range np.Ports {
 			key := keys[tunnelkeys.Ref{Switch: sw, Port: p.Name}]
 			if v := vmNode[p.Name]; v != nil && in.nodes[v.Node].zone != z {
@@ -293,6 +302,15 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 				continue
 			}
 			zr.Rows = append(zr.Rows, np.portRow(withKey(p, key)))
+			if p.Type == "" {
+				local = append(local, p.Name)
+			}
+		}
+		// A zone's default-deny group holds its own VM ports: a packet's
+		// from-lport ACLs run in its sender's zone, its to-lport ACLs in
+		// the zone of the port it leaves by.
+		if np.DefaultDeny != nil {
+			zr.Rows = append(zr.Rows, np.DefaultDeny.rows(local)...)
 		}
 		np.Zones[z] = zr
 	}

@@ -210,6 +210,11 @@ func lbRejectEmptyFlag(fs *pflag.FlagSet, v *bool) {
 	fs.BoolVar(v, "lb-reject-empty", false, "an empty load balancer (no members) rejects new connections (TCP RST, ICMP unreachable: Load_Balancer options:reject=true) instead of dropping them as ONOS did")
 }
 
+// defaultDenyFlag defines --default-deny (see translator.Snapshot.DefaultDeny).
+func defaultDenyFlag(fs *pflag.FlagSet, v *bool) {
+	fs.BoolVar(v, "default-deny", false, "every VM port drops IP traffic both ways except DHCP and ping to its network's gateway, unless a security group allows it, as ONOS did (one Port_Group per network with drop ACLs); false: a VM port in no security group is open")
+}
+
 func moveNudgeFlag(fs *pflag.FlagSet, v *bool) {
 	fs.BoolVar(v, "move-nudge", true, "after moving gateway ports away from chassis that still run, wait until the SB binds each on its new chassis and rewrite NB_Global options:"+kvnb.BFDMultOption+
 		" with the same value, so that the old gateways drop the ports' flows (works around an ovn-controller bug of OVN 23.03; see README); false: skip it")

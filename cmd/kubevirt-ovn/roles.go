@@ -37,6 +37,8 @@ type ctrlFlags struct {
 	events    bool
 	// rejectEmptyLB: see lbRejectEmptyFlag.
 	rejectEmptyLB bool
+	// defaultDeny: see defaultDenyFlag.
+	defaultDeny bool
 }
 
 // add defines the controller flags; the gateway move nudge and batches
@@ -50,6 +52,7 @@ func (f *ctrlFlags) add(fs *pflag.FlagSet, writesNB, events bool) {
 		fs.IntVar(&f.batchOps, "batch-ops", kvnb.MaxBatchOps, "while many units wait (start, reconnection, resync), most operations (`N`) in one NB transaction of a batch of them; a batch that needs more commits in several, never splitting a router or a network")
 		moveNudgeFlag(fs, &f.moveNudge)
 		lbRejectEmptyFlag(fs, &f.rejectEmptyLB)
+		defaultDenyFlag(fs, &f.defaultDeny)
 	} else {
 		f.moveNudge = true
 	}
@@ -60,7 +63,7 @@ func (f *ctrlFlags) add(fs *pflag.FlagSet, writesNB, events bool) {
 
 // options are the controller options of f, logging to log.
 func (f *ctrlFlags) options(log logr.Logger, metrics *controller.Metrics) controller.Options {
-	return controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, BatchOps: f.batchOps, Log: log, Metrics: metrics, SkipMoveNudge: !f.moveNudge, RejectEmptyLB: f.rejectEmptyLB}
+	return controller.Options{Instance: f.instance, Workers: f.workers, Resync: f.resync, BatchOps: f.batchOps, Log: log, Metrics: metrics, SkipMoveNudge: !f.moveNudge, RejectEmptyLB: f.rejectEmptyLB, DefaultDeny: f.defaultDeny}
 }
 
 // leaderFlags are the Lease of the leader-elected roles.

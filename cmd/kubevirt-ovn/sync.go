@@ -34,9 +34,11 @@ type syncFlags struct {
 	northdWait time.Duration
 	// rejectEmptyLB: see lbRejectEmptyFlag.
 	rejectEmptyLB bool
-	verbose       bool
-	cpuProfile    string
-	memProfile    string
+	// defaultDeny: see defaultDenyFlag.
+	defaultDeny bool
+	verbose     bool
+	cpuProfile  string
+	memProfile  string
 }
 
 func newSyncCmd() *cobra.Command {
@@ -88,6 +90,7 @@ or ports another tunnel key than the one it requests (a collision: printed one p
 	s.IntVar(&f.batchOps, "batch-ops", kvnb.MaxBatchOps, "most operations (`N`) in one NB transaction: a sync that needs more commits in several, never splitting a router or a network")
 	moveNudgeFlag(s, &f.moveNudge)
 	lbRejectEmptyFlag(s, &f.rejectEmptyLB)
+	defaultDenyFlag(s, &f.defaultDeny)
 	s.DurationVar(&f.northdWait, "northd-wait", 10*time.Second, "with --zone: how long to wait for each zone's ovn-northd to process the commit before comparing the tunnel keys it gave our switches and ports with the ones they request")
 	d := g.group(groupDiag)
 	d.BoolVarP(&f.verbose, "verbose", "v", false, "log OVSDB client activity to stderr")
@@ -143,7 +146,7 @@ func runSync(cmd *cobra.Command, f *syncFlags) error {
 	report, err := syncer.Run(ctx, syncer.Options{
 		Paths: f.paths, Targets: targets, Instance: f.instance,
 		DryRun: f.dryRun, AllowEmpty: f.allowEmpty, MoveNudge: f.moveNudge,
-		BatchOps: f.batchOps, NorthdWait: f.northdWait, RejectEmptyLB: f.rejectEmptyLB,
+		BatchOps: f.batchOps, NorthdWait: f.northdWait, RejectEmptyLB: f.rejectEmptyLB, DefaultDeny: f.defaultDeny,
 		Log:  logger,
 		Note: func(s string) { fmt.Fprintf(stderr, "note: %s\n", s) },
 	})

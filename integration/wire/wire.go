@@ -32,6 +32,10 @@ type Frame struct {
 	// to a SYN whose sequence number is Ack-1).
 	SYNACK bool
 	Ack    uint32
+	// ACKOnly makes the TCP segment the client's ACK completing a
+	// handshake: no SYN, sequence 2 (its SYN's 1 plus one), acknowledging
+	// Ack.
+	ACKOnly bool
 	// DHCP, when set, is the UDP payload (instead of a fixed one).
 	DHCP *layers.DHCPv4
 	// ARP
@@ -85,6 +89,9 @@ func (f Frame) Bytes() ([]byte, error) {
 			tcp := &layers.TCP{SrcPort: layers.TCPPort(f.SPort), DstPort: layers.TCPPort(f.DPort), SYN: true, Seq: 1, Window: 64240}
 			if f.SYNACK {
 				tcp.ACK, tcp.Ack = true, f.Ack
+			}
+			if f.ACKOnly {
+				tcp.SYN, tcp.ACK, tcp.Seq, tcp.Ack = false, true, 2, f.Ack
 			}
 			errs = append(errs, tcp.SetNetworkLayerForChecksum(ip))
 			ls = append(ls, ip, tcp)
@@ -218,7 +225,7 @@ func (s Seen) String() string {
 	case s.IsICMP:
 		return fmt.Sprintf("icmp type=%d %s > %s%s %s > %s id=%d seq=%d", s.ICMPType, s.SrcMAC, s.DstMAC, v, s.SrcIP, s.DstIP, s.SPort, s.DPort)
 	case s.IsTCP:
-		return fmt.Sprintf("tcp %s > %s%s %s:%d > %s:%d ttl=%d syn=%t", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL, s.SYN)
+		return fmt.Sprintf("tcp %s > %s%s %s:%d > %s:%d ttl=%d syn=%t ack=%t", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL, s.SYN, s.ACK)
 	}
 	return fmt.Sprintf("other %s > %s%s", s.SrcMAC, s.DstMAC, v)
 }

@@ -126,6 +126,8 @@ type Options struct {
 	SkipMoveNudge bool
 	// RejectEmptyLB: see translator.Input.SetRejectEmptyLB.
 	RejectEmptyLB bool
+	// DefaultDeny: see translator.Input.SetDefaultDeny.
+	DefaultDeny bool
 	// BatchUnits bounds the units of a batch (see BatchAbove); 512 when
 	// zero. BatchOps bounds the operations of one of its transactions:
 	// a batch that needs more commits in several, never splitting a
@@ -240,6 +242,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 		role.planHeld = role.held
 	}
 	source.Input().SetRejectEmptyLB(opts.RejectEmptyLB)
+	source.Input().SetDefaultDeny(opts.DefaultDeny)
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc),

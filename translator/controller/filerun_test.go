@@ -31,15 +31,20 @@ func writer(t *testing.T, dir string) func(name, content string) {
 // startFileController runs a controller on the manifests in dir against a
 // fresh in-process NB until the test ends. take returns the units
 // reconciled since its last call, sorted, each once; idle says nothing is
-// queued or being reconciled.
-func startFileController(t *testing.T, dir string) (nbc client.Client, ctx context.Context, take func() []tr.Unit, idle func() bool) {
+// queued or being reconciled. tune, if any, changes the controller's
+// options.
+func startFileController(t *testing.T, dir string, tune ...func(*Options)) (nbc client.Client, ctx context.Context, take func() []tr.Unit, idle func() bool) {
 	t.Helper()
 	nbc = ctrlNB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	files, err := NewFileSource([]string{dir}, logr.Discard(), FileOptions{})
 	require.NoError(t, err)
-	c := New(nbc, nil, files, nil, Options{Instance: instance, Log: logr.Discard(), Resync: time.Hour})
+	opts := Options{Instance: instance, Log: logr.Discard(), Resync: time.Hour}
+	for _, f := range tune {
+		f(&opts)
+	}
+	c := New(nbc, nil, files, nil, opts)
 	var mu sync.Mutex
 	var seen []tr.Unit
 	c.onReconcile = func(u tr.Unit) {

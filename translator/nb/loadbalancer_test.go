@@ -36,7 +36,8 @@ func lbRows(t *testing.T, raw client.Client) map[string]*nbmodel.LoadBalancer {
 // TestSyncLoadBalancer: a load balancer is a root row of its router's
 // unit that the router refers to (its VIP and the floating IP on it) and
 // one of its network's unit that the network's switch refers to (its
-// VIP); a floating IP on the VIP has no NAT; a second sync writes nothing;
+// VIP), and one of each other internal network of the router that its
+// switch refers to (the VIP from there); a floating IP on the VIP has no NAT; a second sync writes nothing;
 // a member change updates both rows in place; another tool's load
 // balancer on our switch stays; a deleted load balancer goes with its
 // references.
@@ -45,10 +46,13 @@ func TestSyncLoadBalancer(t *testing.T) {
 	s := withLoadBalancer()
 	requireNoFailures(t, sync(t, ours, s))
 	lbs := lbRows(t, raw)
-	require.Len(t, lbs, 2)
-	web, webSw := lbs["kv-lb-web_tcp"], lbs["kv-lb-web_tcp_switch"]
+	require.Len(t, lbs, 3)
+	web, webSw, webB := lbs["kv-lb-web_tcp"], lbs["kv-lb-web_tcp_switch"], lbs["kv-lb-web_tcp_from_net-b"]
 	require.NotNil(t, web)
 	require.NotNil(t, webSw)
+	require.NotNil(t, webB)
+	assert.Equal(t, webSw.Vips, webB.Vips)
+	assert.Equal(t, "net-b", webB.ExternalIDs[tr.KeyOwner])
 	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80", "172.16.0.60:80": "10.10.0.5:80,10.10.0.6:80"}, web.Vips)
 	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"}, webSw.Vips)
 	require.NotNil(t, web.Protocol)
@@ -57,7 +61,7 @@ func TestSyncLoadBalancer(t *testing.T) {
 	assert.Equal(t, "net-a", webSw.ExternalIDs[tr.KeyOwner])
 	assert.Equal(t, []string{web.UUID}, lrByName(t, raw)["kv-router1"].LoadBalancer, "the router refers to its row")
 	assert.Equal(t, []string{webSw.UUID}, lsByName(t, raw)["kv-net-a"].LoadBalancer, "net-a's switch refers to its row")
-	assert.Empty(t, lsByName(t, raw)["kv-net-b"].LoadBalancer)
+	assert.Equal(t, []string{webB.UUID}, lsByName(t, raw)["kv-net-b"].LoadBalancer, "net-b's switch refers to its own row")
 	assert.Empty(t, dnatRows(t, raw), "a floating IP on a VIP has no NAT row")
 	requireIdle(t, ours, s)
 
@@ -88,7 +92,7 @@ func TestSyncLoadBalancer(t *testing.T) {
 	foreignUUID := lbRows(t, raw)["other-lb"].UUID
 	requireIdle(t, ours, s)
 
-	// A member goes from the load balancer: both rows are updated in
+	// A member goes from the load balancer: the rows are updated in
 	// place.
 	s.LoadBalancers[0].Members = []string{"10.10.0.6"}
 	res := sync(t, ours, s)
@@ -97,6 +101,8 @@ func TestSyncLoadBalancer(t *testing.T) {
 		{Action: nb.Update, Table: nbmodel.LoadBalancerTable, Name: "kv-lb-web_tcp",
 			Detail: `vips: {10.10.0.100:80="10.10.0.5:80,10.10.0.6:80", 172.16.0.60:80="10.10.0.5:80,10.10.0.6:80"} -> {10.10.0.100:80="10.10.0.6:80", 172.16.0.60:80="10.10.0.6:80"}`},
 		{Action: nb.Update, Table: nbmodel.LoadBalancerTable, Name: "kv-lb-web_tcp_switch",
+			Detail: `vips: {10.10.0.100:80="10.10.0.5:80,10.10.0.6:80"} -> {10.10.0.100:80="10.10.0.6:80"}`},
+		{Action: nb.Update, Table: nbmodel.LoadBalancerTable, Name: "kv-lb-web_tcp_from_net-b",
 			Detail: `vips: {10.10.0.100:80="10.10.0.5:80,10.10.0.6:80"} -> {10.10.0.100:80="10.10.0.6:80"}`},
 	}, changeList(res))
 	lbs = lbRows(t, raw)
@@ -144,7 +150,7 @@ func TestSyncLoadBalancerUnitsApart(t *testing.T) {
 	requireNoFailures(t, syncUnits(s, router1))
 	assert.NotContains(t, lbRows(t, raw), "kv-lb-web_tcp")
 	assert.Contains(t, lbRows(t, raw), "kv-lb-web_tcp_switch")
-	requireNoFailures(t, syncUnits(s, netA))
+	requireNoFailures(t, syncUnits(s, netA, tr.Unit{Kind: tr.KindNetwork, Name: "net-b"}))
 	assert.Empty(t, lbRows(t, raw))
 	assert.Empty(t, lsByName(t, raw)["kv-net-a"].LoadBalancer)
 	requireIdle(t, ours, s)
@@ -160,7 +166,7 @@ func TestSyncLoadBalancerHealthCheck(t *testing.T) {
 	s.LoadBalancers[0].HealthCheck = &tr.LBHealthCheck{SourceIP: "10.10.0.250", Interval: 2}
 	requireNoFailures(t, sync(t, ours, s))
 	hcs := list[nbmodel.LoadBalancerHealthCheck](t, raw)
-	require.Len(t, hcs, 3, "the router row's VIP and floating IP keys, the switch row's VIP key")
+	require.Len(t, hcs, 4, "the router row's VIP and floating IP keys, the switch row's VIP key, net-b's row's")
 	lbs := lbRows(t, raw)
 	webUUID := lbs["kv-lb-web_tcp"].UUID
 	assert.Len(t, lbs["kv-lb-web_tcp"].HealthCheck, 2)
@@ -176,7 +182,7 @@ func TestSyncLoadBalancerHealthCheck(t *testing.T) {
 		assert.Equal(t, nb.Update, c.Action, "%s", c)
 		assert.Equal(t, nbmodel.LoadBalancerHealthCheckTable, c.Table, "%s", c)
 	}
-	assert.Len(t, changeList(res), 3)
+	assert.Len(t, changeList(res), 4)
 	var uuids []string
 	for _, hc := range hcs {
 		uuids = append(uuids, hc.UUID)

@@ -67,6 +67,8 @@ type Options struct {
 	NorthdWait time.Duration
 	// RejectEmptyLB: see translator.Snapshot.RejectEmptyLB.
 	RejectEmptyLB bool
+	// DefaultDeny: see translator.Snapshot.DefaultDeny.
+	DefaultDeny bool
 	// Log receives the connection events (an endpoint that does not
 	// answer, a lost and regained NB).
 	Log logr.Logger
@@ -134,6 +136,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	snap := set.Objects.Snapshot()
 	snap.RejectEmptyLB = opts.RejectEmptyLB
+	snap.DefaultDeny = opts.DefaultDeny
 	held, err := readDatabases(ctx, set, snap, targets, opts)
 	if err != nil {
 		return nil, err
