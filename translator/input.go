@@ -447,8 +447,11 @@ type LoadBalancerStatus struct {
 	Name       string
 	Generation int64 `json:"-"`
 	Ready      bool
-	Reason     string `json:",omitempty"`
-	// Router is the router whose rows hold it.
+	// Reason is why it is not Ready; of a Ready one, what it lacks (no
+	// router has its network).
+	Reason string `json:",omitempty"`
+	// Router is the router whose rows hold it; empty when no router has
+	// its network.
 	Router string
 	// FloatingIPs are the floating IPs (addresses) bound to its VIP.
 	FloatingIPs []string `json:",omitempty"`

@@ -233,7 +233,10 @@ func TestLoadBalancerFloatingIPHasNoNAT(t *testing.T) {
 
 // TestLoadBalancerWithoutRouter: a load balancer on a network no router
 // has still has its switch's row (the VIP from inside the network); no
-// router plans it, and none reports its status yet.
+// router plans it, so the network's unit reports its status: Ready and
+// reachable from inside only, or its own error. A router declaring the
+// network takes the status over (the network reports none) and gives it
+// back when it drops the network.
 func TestLoadBalancerWithoutRouter(t *testing.T) {
 	s := lbSnapshot()
 	s.Routers[0].Internal = []string{"net-b"}
@@ -242,7 +245,32 @@ func TestLoadBalancerWithoutRouter(t *testing.T) {
 	rows := lbNetworkPlan(t, p, "net-a").LoadBalancers
 	require.Len(t, rows, 1)
 	assert.Equal(t, "kv-lb-web_tcp_switch", rows[0].Name)
-	assert.Empty(t, p.LoadBalancers)
+	require.Len(t, p.LoadBalancers, 1)
+	st := p.LoadBalancers[0]
+	assert.True(t, st.Ready)
+	assert.Empty(t, st.Router)
+	assert.Equal(t, "no router has network net-a as an internal network: its VIP is reachable from inside the network only", st.Reason)
+	assert.Empty(t, p.Errors)
+
+	bad := lbSnapshot()
+	bad.Routers[0].Internal = []string{"net-b"}
+	bad.LoadBalancers[0].VIP = "10.99.0.9"
+	p = Build(bad, testInstance)
+	require.Len(t, p.LoadBalancers, 1)
+	assert.False(t, p.LoadBalancers[0].Ready)
+	assert.Contains(t, p.LoadBalancers[0].Reason, "LoadBalancer web: spec.vip 10.99.0.9 is outside network net-a")
+	assert.Len(t, p.Errors, 1, "sync reports it")
+
+	in := NewInputFrom(s)
+	net := Unit{Kind: KindNetwork, Name: "net-a"}
+	assert.Len(t, in.Plan(net, testInstance, nil).LoadBalancers, 1)
+	affected := in.Set("snapshot", lbSnapshot().Objects())
+	assert.Contains(t, affected, net, "the router's declaration re-plans the network")
+	assert.Empty(t, in.Plan(net, testInstance, nil).LoadBalancers, "the router reports it")
+	assert.Len(t, in.Plan(Unit{Kind: KindRouter, Name: "r1"}, testInstance, nil).LoadBalancers, 1)
+	affected = in.Set("snapshot", s.Objects())
+	assert.Contains(t, affected, net)
+	assert.Len(t, in.Plan(net, testInstance, nil).LoadBalancers, 1, "the network reports it again")
 }
 
 // TestLoadBalancerRows: the router refers to its rows, which are roots;

@@ -158,7 +158,9 @@ type UnitPlan struct {
 	// (also when the router is invalid or not declared), by name.
 	FloatingIPs []FloatingIPStatus
 	// LoadBalancers are the status of the load balancers on the router's
-	// internal networks when the router is planned, by name.
+	// internal networks when the router is planned, by name; for a network
+	// that no router has as an internal network, of the load balancers on
+	// it.
 	LoadBalancers []LoadBalancerStatus
 }
 
@@ -304,6 +306,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	up.Network = networkPlan(n, vms, instance, held)
 	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
 	in.withSiblingLoadBalancers(up.Network, n, instance)
+	up.LoadBalancers = in.routerlessLoadBalancers(n)
 	if in.defaultDeny {
 		up.Network.DefaultDeny = defaultDenyPlan(n, up.Network.Ports, instance)
 	}

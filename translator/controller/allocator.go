@@ -262,6 +262,12 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 		}
 		return err
 	}
+	if u.Kind == translator.KindNetwork && a.status != nil && len(up.LoadBalancers) > 0 {
+		// The load balancers of a network that no router has.
+		if rerr := a.status.ReportLoadBalancers(ctx, loadBalancerStatus(up.LoadBalancers, err)); rerr != nil {
+			return rerr
+		}
+	}
 	if u.Kind != translator.KindRouter || a.status == nil {
 		return err
 	}

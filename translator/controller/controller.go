@@ -793,6 +793,18 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 		if s.unitErr == nil && u.Kind == translator.KindNetwork {
 			c.unpark(u.Name)
 		}
+		// The load balancers of a network that no router has: its unit
+		// reports them.
+		for _, st := range s.up.LoadBalancers {
+			if !st.Ready {
+				s.log.Info("load balancer left out", "loadBalancer", st.Name, "reason", st.Reason)
+			}
+		}
+		if len(s.up.LoadBalancers) > 0 && c.status != nil && c.zone == "" {
+			if err := c.status.ReportLoadBalancers(ctx, loadBalancerStatus(s.up.LoadBalancers, s.unitErr)); err != nil {
+				return errors.Join(s.unitErr, fmt.Errorf("writing load balancer status: %w", err))
+			}
+		}
 		if u.Kind == translator.KindSecurityGroup && c.status != nil && c.zone == "" {
 			if err := c.status.ReportSecurityGroup(ctx, securityGroupStatus(s.up, s.unitErr)); err != nil {
 				return errors.Join(s.unitErr, fmt.Errorf("writing security group status: %w", err))

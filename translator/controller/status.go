@@ -51,7 +51,11 @@ func loadBalancerStatus(planned []translator.LoadBalancerStatus, err error) []tr
 	out := slices.Clone(planned)
 	for i := range out {
 		if out[i].Ready && err != nil {
-			out[i].Ready, out[i].Reason, out[i].Err = false, "its router's rows are not committed: "+err.Error(), err
+			whose := "its router's"
+			if out[i].Router == "" {
+				whose = "its network's"
+			}
+			out[i].Ready, out[i].Reason, out[i].Err = false, whose+" rows are not committed: "+err.Error(), err
 		}
 	}
 	return out

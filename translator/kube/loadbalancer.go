@@ -50,6 +50,9 @@ func (s *Source) ReportLoadBalancers(ctx context.Context, sts []translator.LoadB
 		}
 		ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Committed",
 			Message: "its Load_Balancer rows are committed to the OVN Northbound database"}
+		if st.Ready && st.Reason != "" {
+			ready.Message = "its switch's Load_Balancer rows are committed to the OVN Northbound database; " + st.Reason
+		}
 		if !st.Ready {
 			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "NotPlanned", st.Reason
 			if st.Err != nil {

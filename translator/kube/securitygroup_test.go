@@ -392,4 +392,13 @@ func TestReportLoadBalancers(t *testing.T) {
 	assert.Equal(t, bad.Error(), ready["message"])
 	assert.Nil(t, st["floatingIps"])
 	assert.Equal(t, "Warning InvalidSpec "+bad.Error(), <-rec.Events)
+
+	// On a network no router has: Ready, no router, and why it is
+	// reachable from inside only.
+	why := "no router has network net-a as an internal network: its VIP is reachable from inside the network only"
+	require.NoError(t, s.ReportLoadBalancers(ctx, []translator.LoadBalancerStatus{{Name: "lb-web", Generation: 4, Ready: true, Reason: why}}))
+	st, ready = readyOfObject(t, client, LoadBalancerGVR, "lb-web")
+	assert.Equal(t, "True", ready["status"])
+	assert.Equal(t, "its switch's Load_Balancer rows are committed to the OVN Northbound database; "+why, ready["message"])
+	assert.Nil(t, st["router"])
 }
