@@ -89,6 +89,8 @@ type Input struct {
 	// remote group (securitygroup.go).
 	sgMembers map[string]set[*vmDecl]
 	sgRemote  map[string]set[*ruleDecl]
+	// portsMemo keeps each network's planned VM ports for the groups.
+	portsMemo portsMemo
 
 	// The claims, by normalized SNAT IP and by network name, of every
 	// declaration, eligible or not: who wins is decided when planning.
