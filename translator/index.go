@@ -429,10 +429,19 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 			in.removeVMGroups(d)
 			had[d.VMInterface] = true
 		}
+		regrouped := regroupings(olds)
 		for _, d := range news {
 			addTo(in.vms, key, d)
 			in.addVMAddr(d)
 			in.addVMGroups(d)
+			if old, ok := regrouped[withoutGroups(d.VMInterface)]; ok && !had[d.VMInterface] && had[old] {
+				// Only its groups changed: only the groups it left or
+				// joined are re-planned.
+				in.affectedByVM(d, c.affected)
+				affectedByRegrouping(&old, &d.VMInterface, c.affected)
+				delete(had, old)
+				continue
+			}
 			if !had[d.VMInterface] {
 				in.affectedByVM(d, c.affected)
 				affectedByVMGroups(&d.VMInterface, c.affected)

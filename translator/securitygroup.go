@@ -154,6 +154,49 @@ func affectedByVMGroups(v *VMInterface, affected set[Unit]) {
 	}
 }
 
+// withoutGroups is v but for its groups.
+func withoutGroups(v VMInterface) VMInterface {
+	v.SecurityGroups = ""
+	return v
+}
+
+// regroupings maps each of the VM interfaces olds (but for their groups)
+// to the interface, when no other of them is the same but for its groups:
+// a new interface equal to one of them but for its groups changed groups
+// only. Its port, and which VM gets an address, are as they were: the
+// groups it stays in plan the same rows.
+func regroupings(olds []*vmDecl) map[VMInterface]VMInterface {
+	out := make(map[VMInterface]VMInterface, len(olds))
+	twice := map[VMInterface]bool{}
+	for _, d := range olds {
+		k := withoutGroups(d.VMInterface)
+		if _, dup := out[k]; dup {
+			twice[k] = true
+		}
+		out[k] = d.VMInterface
+	}
+	for k := range twice {
+		delete(out, k)
+	}
+	return out
+}
+
+// affectedByRegrouping adds the groups VM interface old was bound to and
+// nw is not, and those nw is bound to and old was not.
+func affectedByRegrouping(old, nw *VMInterface, affected set[Unit]) {
+	before, after := old.Groups(), nw.Groups()
+	for _, g := range before {
+		if !slices.Contains(after, g) {
+			affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+		}
+	}
+	for _, g := range after {
+		if !slices.Contains(before, g) {
+			affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+		}
+	}
+}
+
 // affectedByAddrGroups adds the groups of the VM interfaces that have VM
 // interface v's IP on its network: which of them gets the address (and a
 // port) may change with v. (A MAC shared the same way has no index: a

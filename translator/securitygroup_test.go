@@ -259,9 +259,15 @@ func TestSecurityGroupSetAffects(t *testing.T) {
 	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-web")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}))
 	assert.Contains(t, in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup.Ports, VMPortName("net-a", "default", "vm-c", "eth1"))
 	vms[0].SecurityGroups = "sg-web"
-	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db"), sgUnit("sg-web")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}),
-		"vm-a leaves sg-db: sg-db, and sg-web (vm-a's interface changed)")
+	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}),
+		"vm-a leaves sg-db: sg-db only; sg-web, which it stays in, plans the same rows")
 	assert.Equal(t, []string{VMPortName("net-b", "default", "vm-b", "eth1")}, in.Plan(sgUnit("sg-db"), testInstance, nil).SecurityGroup.Ports)
+	// vm-a back in sg-db with another MAC: every group it was or is in
+	// (its port changed).
+	vms[0].SecurityGroups, vms[0].MAC = "sg-db,sg-web", "50:54:00:00:00:55"
+	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db"), sgUnit("sg-web")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}))
+	vms[0].SecurityGroups, vms[0].MAC = "sg-web", s.VMs[0].MAC
+	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms})
 
 	// sg-web goes: it and sg-db (its rule names sg-web), whose rule now
 	// fails and keeps its ACL.
