@@ -36,6 +36,13 @@ var connTables = []struct {
 	{"Gateway_Chassis", []string{"name"}},
 	{"Static_MAC_Binding", []string{"logical_port", "ip"}},
 	{"DHCP_Options", []string{"external_ids"}},
+	{"Port_Group", []string{"name"}},
+	// An ACL's external_ids hold its group (owner) and its
+	// kubevirt-ovn/sg-acl key; a health check's its load balancer's
+	// owner, which tells a router's row from its network's switch's.
+	{"ACL", []string{"external_ids"}},
+	{"Load_Balancer", []string{"name"}},
+	{"Load_Balancer_Health_Check", []string{"external_ids", "vip"}},
 }
 
 // connRows are the rows we own in an NB, per table: each row's identity

@@ -193,6 +193,14 @@ func (k *kubeAPI) resource(u *unstructured.Unstructured) (gvr schema.GroupVersio
 		return vmiGVR, true
 	case "FloatingIp":
 		return kube.FloatingIPGVR, false
+	case "SecurityGroup":
+		return kube.SecurityGroupGVR, false
+	case "SecurityGroupRule":
+		return kube.SecurityGroupRuleGVR, false
+	case "LoadBalancer":
+		return kube.LoadBalancerGVR, false
+	case "VirtualMachine":
+		return kube.VMGVR, true
 	}
 	panic("unexpected kind " + u.GetKind())
 }

@@ -54,7 +54,7 @@ var kustomizations = []struct {
 }{{
 	dir:    "deploy",
 	kinds:  []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment"},
-	serves: []schema.GroupVersionResource{kube.RouterGVR, kube.FloatingIPGVR},
+	serves: []schema.GroupVersionResource{kube.RouterGVR, kube.FloatingIPGVR, kube.SecurityGroupGVR, kube.SecurityGroupRuleGVR, kube.LoadBalancerGVR},
 	workloads: map[string]workload{
 		"Deployment/kubevirt-ovn": {command: "run", account: "kubevirt-ovn", user: 65532, tlsSecret: true,
 			flags: map[string]string{"lease-namespace": podNamespace}},
@@ -64,9 +64,13 @@ var kustomizations = []struct {
 			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
 				"update kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters/finalizers", "update kubevirt.io/virtualrouters/status",
 				"watch kubevirt.io/floatingips", "update kubevirt.io/floatingips/status",
+				"watch kubevirt.io/virtualmachines", "watch kubevirt.io/securitygroups", "watch kubevirt.io/securitygrouprules", "watch kubevirt.io/loadbalancers",
+				"update kubevirt.io/securitygroups/status", "update kubevirt.io/securitygrouprules/status", "update kubevirt.io/loadbalancers/status",
 				"create core/events default", "patch core/events default", "update coordination.k8s.io/leases kubevirt-ovn"},
 			cannot: []string{"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
 				"update kubevirt.io/floatingips", "delete kubevirt.io/floatingips",
+				"update kubevirt.io/virtualmachines", "update kubevirt.io/securitygroups", "update kubevirt.io/securitygrouprules", "update kubevirt.io/loadbalancers",
+				"delete kubevirt.io/securitygroups", "delete kubevirt.io/loadbalancers",
 				"delete kubevirt.io/virtualrouters", "list ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update coordination.k8s.io/leases default"},
 		},
 	},
@@ -92,7 +96,7 @@ var kustomizations = []struct {
 
 var (
 	interconnectKinds  = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "DaemonSet"}
-	interconnectServes = []schema.GroupVersionResource{kube.RouterGVR, kube.FloatingIPGVR, kube.ZoneGVR, kube.AllocationGVR}
+	interconnectServes = []schema.GroupVersionResource{kube.RouterGVR, kube.FloatingIPGVR, kube.SecurityGroupGVR, kube.SecurityGroupRuleGVR, kube.LoadBalancerGVR, kube.ZoneGVR, kube.AllocationGVR}
 )
 
 // interconnectWorkloads: the allocator, and the zone agent reading its
@@ -114,12 +118,15 @@ func interconnectRBAC(agentMore *grants) map[string]grants {
 	agent := grants{
 		can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
 			"watch kubevirt.io/floatingips", "get core/nodes", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn", "watch ovn.kubevirt.io/ovnzones kubevirt-ovn",
+			"watch kubevirt.io/virtualmachines", "watch kubevirt.io/securitygroups", "watch kubevirt.io/securitygrouprules", "watch kubevirt.io/loadbalancers",
 			"create ovn.kubevirt.io/ovnzones kubevirt-ovn", "update ovn.kubevirt.io/ovnzones kubevirt-ovn",
 			// Its Pod's Events, in its namespace only.
 			"create core/events kubevirt-ovn", "patch core/events kubevirt-ovn"},
 		cannot: []string{"create kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "delete kubevirt.io/virtualrouters",
 			"update kubevirt.io/virtualrouters/status", "patch kubevirt.io/virtualrouters/status", "update kubevirt.io/virtualrouters/finalizers",
 			"update kubevirt.io/floatingips", "update kubevirt.io/floatingips/status",
+			"update kubevirt.io/securitygroups/status", "update kubevirt.io/securitygrouprules/status", "update kubevirt.io/loadbalancers/status",
+			"update kubevirt.io/virtualmachines", "update kubevirt.io/securitygroups",
 			"update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
 			"update core/nodes", "patch core/nodes", "create core/events default", "patch core/events default", "create core/events",
 			"delete core/events kubevirt-ovn", "update core/events kubevirt-ovn", "get core/pods kubevirt-ovn",
@@ -139,11 +146,14 @@ func interconnectRBAC(agentMore *grants) map[string]grants {
 		"kubevirt-ovn-allocator": {
 			can: []string{"watch kubevirt.io/virtualrouters", "watch kubevirt.io/virtualmachineinstances", "watch k8s.cni.cncf.io/network-attachment-definitions",
 				"update kubevirt.io/virtualrouters/status", "watch kubevirt.io/floatingips", "update kubevirt.io/floatingips/status", "create core/events default", "patch core/events default",
+				"watch kubevirt.io/virtualmachines", "watch kubevirt.io/securitygroups", "watch kubevirt.io/securitygrouprules", "watch kubevirt.io/loadbalancers",
+				"update kubevirt.io/securitygroups/status", "update kubevirt.io/securitygrouprules/status", "update kubevirt.io/loadbalancers/status",
 				"watch ovn.kubevirt.io/ovnzones kubevirt-ovn", "watch ovn.kubevirt.io/ovnallocations kubevirt-ovn",
 				"create ovn.kubevirt.io/ovnallocations kubevirt-ovn", "update ovn.kubevirt.io/ovnallocations kubevirt-ovn", "delete ovn.kubevirt.io/ovnallocations kubevirt-ovn",
 				"get coordination.k8s.io/leases kubevirt-ovn", "create coordination.k8s.io/leases kubevirt-ovn", "update coordination.k8s.io/leases kubevirt-ovn"},
 			cannot: []string{"update kubevirt.io/virtualrouters", "patch kubevirt.io/virtualrouters", "update kubevirt.io/virtualrouters/finalizers",
 				"update kubevirt.io/floatingips", "update kubevirt.io/virtualmachineinstances", "update k8s.cni.cncf.io/network-attachment-definitions",
+				"update kubevirt.io/virtualmachines", "update kubevirt.io/securitygroups", "update kubevirt.io/securitygrouprules", "update kubevirt.io/loadbalancers",
 				"update ovn.kubevirt.io/ovnzones kubevirt-ovn", "create ovn.kubevirt.io/ovnallocations default", "list ovn.kubevirt.io/ovnzones",
 				"get core/nodes", "update coordination.k8s.io/leases default",
 				"use security.openshift.io/securitycontextconstraints=privileged kubevirt-ovn"},

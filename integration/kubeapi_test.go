@@ -34,7 +34,7 @@ import (
 
 // kubeAPI is a real Kubernetes API server for CRDs: apiextensions-apiserver
 // in-process on Debian's etcd, with the CRDs of deploy/ and test CRDs for
-// NADs, VMIs and Leases installed.
+// NADs, VMIs, VirtualMachines and Leases installed.
 type kubeAPI struct {
 	config     *rest.Config
 	kubeconfig string
@@ -80,7 +80,19 @@ func startEtcd(t *testing.T) string {
 	return clientURL
 }
 
+// startKubeAPI starts an API server with every CRD of deploy/common and
+// the test CRDs (NADs, VMIs, VirtualMachines, Leases).
 func startKubeAPI(t *testing.T) *kubeAPI {
+	t.Helper()
+	crds, err := filepath.Glob(filepath.Join("..", "deploy", "common", "crd-*.yaml"))
+	require.NoError(t, err)
+	extra, err := filepath.Glob(filepath.Join("testdata", "crds", "*.yaml"))
+	require.NoError(t, err)
+	return startKubeAPIWith(t, append(crds, extra...))
+}
+
+// startKubeAPIWith starts an API server with the CRDs of files only.
+func startKubeAPIWith(t *testing.T, crds []string) *kubeAPI {
 	t.Helper()
 	etcd := startEtcd(t)
 	codec := apiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion, apiextensionsv1.SchemeGroupVersion)
@@ -123,10 +135,7 @@ func startKubeAPI(t *testing.T) *kubeAPI {
 	k.dyn, err = dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 
-	crds := []string{filepath.Join("..", "deploy", "common", "crd-virtualrouter.yaml"), filepath.Join("..", "deploy", "common", "crd-floatingip.yaml")}
-	extra, err := filepath.Glob(filepath.Join("testdata", "crds", "*.yaml"))
-	require.NoError(t, err)
-	k.installCRDs(t, append(crds, extra...))
+	k.installCRDs(t, crds)
 	return k
 }
 

@@ -92,6 +92,7 @@ func testLoadBalancerFromOutside(t *testing.T, snat bool) {
 	assert.NotContains(t, out, "dnat_and_snat", "a floating IP on a VIP has no NAT row")
 	e.ready("gw1", "hv1", "hv2")
 	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	e.neighbour()
 
 	members := []vmRef{vmA, vmLBC}
 	skips := map[string]int{}
@@ -291,6 +292,7 @@ func TestLoadBalancerHealthCheck(t *testing.T) {
 	assert.Contains(t, out, "create Load_Balancer_Health_Check")
 	e.ready("gw1", "hv1", "hv2")
 	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	e.neighbour()
 
 	toFIP := func(sport uint16) frame {
 		return frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort, TCP: true}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 )
 
 // The ovn-kubernetes neighbour: what ovnkube-controller does to the rows
@@ -32,12 +34,16 @@ import (
 
 // ovn-kubernetes' external_ids keys and names the facts read.
 const (
-	ovnkNetworkKey   = "k8s.ovn.org/network"
-	ovnkRoleKey      = "k8s.ovn.org/role"
-	ovnkTopologyKey  = "k8s.ovn.org/topology"
-	ovnkNameKey      = "k8s.ovn.org/name"
-	ovnkOwnerTypeKey = "k8s.ovn.org/owner-type"
-	ovnkTransit      = "transit_switch"
+	ovnkNetworkKey    = "k8s.ovn.org/network"
+	ovnkRoleKey       = "k8s.ovn.org/role"
+	ovnkTopologyKey   = "k8s.ovn.org/topology"
+	ovnkNameKey       = "k8s.ovn.org/name"
+	ovnkOwnerTypeKey  = "k8s.ovn.org/owner-type"
+	ovnkControllerKey = "k8s.ovn.org/owner-controller"
+	ovnkKindKey       = "k8s.ovn.org/kind"
+	// ovnkDefaultController is the default network's controller name.
+	ovnkDefaultController = "default-network-controller"
+	ovnkTransit           = "transit_switch"
 )
 
 // ovnkZone is what one zone's ovnkube-controller knows at its start.
@@ -60,6 +66,10 @@ type ovnkView struct {
 	policies map[string]*nbmodel.LogicalRouterPolicy
 	qos      []*nbmodel.QoS
 	dhcp     []*nbmodel.DHCPOptions
+	pgs      []*nbmodel.PortGroup
+	acls     map[string]*nbmodel.ACL
+	addrSets []*nbmodel.AddressSet
+	lbs      []*nbmodel.LoadBalancer
 }
 
 // ovnkActs are what the facts ask of the NB, by row UUID.
@@ -73,6 +83,18 @@ type ovnkActs struct {
 	removePort, removeNAT, removeRoute, removePolicy map[string][]string
 	// renameNAT: NAT -> the external_ids ovn-kubernetes rewrites it to.
 	renameNAT map[string]map[string]string
+	// deletePG, deleteAddrSet, deleteLB: Port_Group (its ACLs go with
+	// it), Address_Set and Load_Balancer rows (roots; a switch's or
+	// router's reference to a load balancer goes with it).
+	deletePG, deleteAddrSet, deleteLB map[string]bool
+	// removeSwitchACL, removePGACL: switch or port group -> its ACLs
+	// removed (an ACL no row refers to any more is gone).
+	removeSwitchACL, removePGACL map[string][]string
+	// renameAddrSet: Address_Set -> the external_ids it is rewritten to.
+	renameAddrSet map[string]map[string]string
+	// failed: "<fact>: <why>" for a start ovn-kubernetes would fail (it
+	// exits, and its pod restarts into the same failure).
+	failed []string
 	// qosOn: switches EgressQoS adds its QoS row to.
 	qosOn []string
 	// staleNodes: node names whose SB chassis go (by hostname).
@@ -128,6 +150,22 @@ var ovnkFacts = []struct {
 			if stale(lr.ExternalIDs) {
 				a.deleteRouter[lr.UUID] = true
 				a.note("CleanupStaleNetworks", "Logical_Router", lr.Name)
+			}
+		}
+		// The dummy controller's Cleanup also deletes the load balancers
+		// whose k8s.ovn.org/network is the gone network's
+		// (ovn/layer3_user_defined_network_controller.go Cleanup, v1.3.0
+		// on; layer2's from master).
+		gone := map[string]bool{}
+		for _, ids := range ovnkIDs(v) {
+			if stale(ids) {
+				gone[ids[ovnkNetworkKey]] = true
+			}
+		}
+		for _, lb := range v.lbs {
+			if n, ok := lb.ExternalIDs[ovnkNetworkKey]; ok && gone[n] {
+				a.deleteLB[lb.UUID] = true
+				a.note("CleanupStaleNetworks", "Load_Balancer", lb.Name)
 			}
 		}
 	}},
@@ -283,6 +321,116 @@ var ovnkFacts = []struct {
 			}
 		}
 	}},
+	// v1.0.0 ovn/default_network_controller.go syncDb, at every start, the
+	// external_ids syncers (ovn/external_ids_syncer/address_set, acl,
+	// port_group) take every Address_Set, ACL and Port_Group with no
+	// k8s.ovn.org/owner-controller (GetNoOwnerPredicate, table-wide) for
+	// a legacy row of ovn-kubernetes: SyncAddressSets deletes one without
+	// external_ids name that no ACL's match names ($<name>; one that is
+	// named stays), and rewrites one with it (to its owner keys, and a
+	// new name the neighbour does not give); SyncACLs rewrites the
+	// ACLs its converters recognize by their legacy keys and removes
+	// every other one from every switch and port group (the neighbour:
+	// every one); SyncPortGroups renames one with external_ids name and
+	// fails on one without ("port group doesn't have expected
+	// ExternalID[name]"), failing the start. SyncACLs also moves every
+	// ACL of tier 0 to tier 2: nbmodel has no tier (23.03's schema), so
+	// the neighbour does not (README). v1.1.0 on have none of these.
+	{"syncDb v1.0.0", func(v *ovnkView, _ ovnkZone, a *ovnkActs) {
+		for _, as := range v.addrSets {
+			if as.ExternalIDs[ovnkControllerKey] != "" {
+				continue
+			}
+			if as.ExternalIDs["name"] == "" {
+				named := false
+				for _, acl := range v.acls {
+					named = named || strings.Contains(acl.Match, "$"+as.Name)
+				}
+				if named {
+					continue
+				}
+				a.deleteAddrSet[as.UUID] = true
+			} else {
+				a.renameAddrSet[as.UUID] = map[string]string{ovnkOwnerTypeKey: "Namespace", ovnkControllerKey: ovnkDefaultController,
+					ovnkNameKey: as.ExternalIDs["name"]}
+			}
+			a.note("syncDb v1.0.0 address sets", "Address_Set", as.Name)
+		}
+		legacy := func(u string) bool { acl := v.acls[u]; return acl != nil && acl.ExternalIDs[ovnkControllerKey] == "" }
+		for _, ls := range v.switches {
+			for _, u := range ls.ACLs {
+				if legacy(u) {
+					a.removeSwitchACL[ls.UUID] = append(a.removeSwitchACL[ls.UUID], u)
+					a.note("syncDb v1.0.0 ACLs", "ACL", v.acls[u].Match)
+				}
+			}
+		}
+		for _, pg := range v.pgs {
+			for _, u := range pg.ACLs {
+				if legacy(u) {
+					a.removePGACL[pg.UUID] = append(a.removePGACL[pg.UUID], u)
+					a.note("syncDb v1.0.0 ACLs", "ACL", v.acls[u].Match)
+				}
+			}
+			if pg.ExternalIDs[ovnkControllerKey] == "" && pg.ExternalIDs["name"] == "" {
+				a.failed = append(a.failed, "syncDb v1.0.0 port groups: Port_Group "+pg.Name+" has no external_ids name")
+			}
+		}
+	}},
+	// Stale port groups and address sets of ovn-kubernetes' own features,
+	// v1.0.0..master, at every start: network policies
+	// (ovn/base_network_controller_policy.go syncNetworkPoliciesCommon),
+	// namespaces (base_network_controller_namespace.go syncNamespaces,
+	// syncNsMulticast), admin network policies
+	// (ovn/controller/admin_network_policy/repair.go), EgressQoS
+	// (egressqos.go), hybrid routes (egressgw.go delAllHybridRoutePolicies)
+	// and others select by k8s.ovn.org/owner-type and
+	// k8s.ovn.org/owner-controller equal to their controller's name
+	// (GetPredicate), and delete those whose object is gone (the neighbour
+	// knows none), a port group with its ACLs.
+	{"stale feature port groups and address sets", func(v *ovnkView, z ovnkZone, a *ovnkActs) {
+		theirs := func(ids map[string]string) bool {
+			if ids[ovnkOwnerTypeKey] == "" {
+				return false
+			}
+			c := ids[ovnkControllerKey]
+			return c == ovnkDefaultController || slices.ContainsFunc(z.Networks, func(n string) bool { return c == n+"-network-controller" })
+		}
+		for _, pg := range v.pgs {
+			if theirs(pg.ExternalIDs) && pg.ExternalIDs[ovnkOwnerTypeKey] != "Cluster" {
+				a.deletePG[pg.UUID] = true
+				a.note("stale feature port groups", "Port_Group", pg.Name)
+			}
+		}
+		for _, as := range v.addrSets {
+			if theirs(as.ExternalIDs) {
+				a.deleteAddrSet[as.UUID] = true
+				a.note("stale feature address sets", "Address_Set", as.Name)
+			}
+		}
+	}},
+	// ovn/controller/services/repair.go runBeforeSync, at every start,
+	// v1.0.0..master: load balancers with k8s.ovn.org/kind=Service whose
+	// k8s.ovn.org/owner is unreadable or a Service that does not exist
+	// (the neighbour knows none) are deleted (getAllLBs skips any other
+	// kind, and so any load balancer without the key); every ACL with
+	// action reject is removed from every switch.
+	{"services repair", func(v *ovnkView, _ ovnkZone, a *ovnkActs) {
+		for _, lb := range v.lbs {
+			if lb.ExternalIDs[ovnkKindKey] == "Service" {
+				a.deleteLB[lb.UUID] = true
+				a.note("services repair", "Load_Balancer", lb.Name)
+			}
+		}
+		for _, ls := range v.switches {
+			for _, u := range ls.ACLs {
+				if acl := v.acls[u]; acl != nil && acl.Action == nbmodel.ACLActionReject {
+					a.removeSwitchACL[ls.UUID] = append(a.removeSwitchACL[ls.UUID], u)
+					a.note("services repair", "ACL", acl.Match)
+				}
+			}
+		}
+	}},
 	// ovn/egressqos.go egressQoSSwitches and addEgressQoS, v1.0.0..master
 	// (enabled by default in helm): an EgressQoS's QoS row is added to
 	// qos_rules of every switch except join, join_*, transit_switch and
@@ -364,6 +512,11 @@ var ovnkTables = map[string]model.Model{
 	nbmodel.LogicalRouterPolicyTable:      &nbmodel.LogicalRouterPolicy{},
 	nbmodel.QoSTable:                      &nbmodel.QoS{},
 	nbmodel.DHCPOptionsTable:              &nbmodel.DHCPOptions{},
+	nbmodel.PortGroupTable:                &nbmodel.PortGroup{},
+	nbmodel.ACLTable:                      &nbmodel.ACL{},
+	nbmodel.AddressSetTable:               &nbmodel.AddressSet{},
+	nbmodel.LoadBalancerTable:             &nbmodel.LoadBalancer{},
+	nbmodel.LoadBalancerHealthCheckTable:  &nbmodel.LoadBalancerHealthCheck{},
 }
 
 // ovnkDone is what one start of the neighbour did to a zone.
@@ -374,9 +527,11 @@ type ovnkDone struct {
 	// QoSOn are the switches the EgressQoS row was added to by this start,
 	// sorted.
 	QoSOn []string
-	// OursBefore and OursAfter are the rows of ours (table, name, UUID) in
-	// the NB before and after.
+	// OursBefore and OursAfter are the rows of ours (table, name, UUID,
+	// content) in the NB before and after.
 	OursBefore, OursAfter []string
+	// Failed are the reasons this start would fail ovnkube-controller.
+	Failed []string
 }
 
 // ovnkConnect connects to an NB and monitors the neighbour's tables.
@@ -403,11 +558,39 @@ func ovnkConnect(ctx context.Context, nb string) (client.Client, error) {
 // transaction, as zone z's ovnkube-controller would at a start.
 func ovnkStart(t *testing.T, c *sandbox.Central, z ovnkZone) ovnkDone {
 	t.Helper()
-	return ovnkRun(t, c, func(v *ovnkView, a *ovnkActs) {
+	return ovnkRun(t, ovnkDB{c.NBTCP, c.SBCtl}, func(v *ovnkView, a *ovnkActs) {
 		for _, f := range ovnkFacts {
 			f.apply(v, z, a)
 		}
 	})
+}
+
+// ovnkDB is the NB endpoint (TCP, for the neighbour's own client) and the
+// SB command of the databases the neighbour starts against.
+type ovnkDB struct {
+	nb    string
+	sbctl func(args ...string) (string, error)
+}
+
+// neighbour starts ovnkube-controller against a central-mode env's NB (as
+// ovn-kubernetes v1.3.0 and earlier run it with one NB for the cluster;
+// node node1, the foreign rows' node), between steps of a packet test:
+// every fact but EgressQoS, whose QoS row on node1 would change the
+// foreign rows the env compares at its end (the zone tests run it). Every
+// row of ours must stay the same row with the same content, and nothing
+// of ours may fail the start.
+func (e *env) neighbour() {
+	e.t.Helper()
+	d := ovnkRun(e.t, ovnkDB{e.l.NBEndpoint(), e.l.SBCtl}, func(v *ovnkView, a *ovnkActs) {
+		for _, f := range ovnkFacts {
+			if f.name != "EgressQoS" {
+				f.apply(v, ovnkZone{Nodes: []string{"node1"}}, a)
+			}
+		}
+	})
+	require.NotEmpty(e.t, d.OursBefore)
+	require.Equal(e.t, d.OursBefore, d.OursAfter, "rows of ours changed by ovn-kubernetes' start (it matched: %q)", d.Matched)
+	require.Empty(e.t, d.Failed, "rows of ours would fail ovn-kubernetes' start")
 }
 
 // ovnkDeleteAsStaleNode deletes switch name from c's NB as syncNodes does
@@ -417,7 +600,7 @@ func ovnkStart(t *testing.T, c *sandbox.Central, z ovnkZone) ovnkDone {
 func ovnkDeleteAsStaleNode(t *testing.T, c *sandbox.Central, name string) (ovnkDone, time.Time) {
 	t.Helper()
 	var at time.Time
-	d := ovnkRun(t, c, func(v *ovnkView, a *ovnkActs) {
+	d := ovnkRun(t, ovnkDB{c.NBTCP, c.SBCtl}, func(v *ovnkView, a *ovnkActs) {
 		for _, ls := range v.switches {
 			if ls.Name == name {
 				ovnkCleanupNode(v, a, ls)
@@ -430,12 +613,12 @@ func ovnkDeleteAsStaleNode(t *testing.T, c *sandbox.Central, name string) (ovnkD
 // ovnkRun applies facts to the NB of c in one transaction, then the SB
 // part. With committed (called after the transaction), OursAfter is not
 // read.
-func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs), committed ...func()) ovnkDone {
+func ovnkRun(t *testing.T, c ovnkDB, facts func(*ovnkView, *ovnkActs), committed ...func()) ovnkDone {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	nb, err := ovnkConnect(ctx, c.NBTCP)
-	require.NoError(t, err, "neighbour: connecting to NB %s", c.NBTCP)
+	nb, err := ovnkConnect(ctx, c.nb)
+	require.NoError(t, err, "neighbour: connecting to NB %s", c.nb)
 	defer nb.Close()
 	done := ovnkDone{OursBefore: ovnkOurs(nb)}
 
@@ -445,8 +628,13 @@ func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs),
 	var nats []*nbmodel.NAT
 	var routes []*nbmodel.LogicalRouterStaticRoute
 	var policies []*nbmodel.LogicalRouterPolicy
-	for _, l := range []any{&v.switches, &ports, &v.routers, &nats, &routes, &policies, &v.qos, &v.dhcp} {
+	var acls []*nbmodel.ACL
+	for _, l := range []any{&v.switches, &ports, &v.routers, &nats, &routes, &policies, &v.qos, &v.dhcp, &v.pgs, &acls, &v.addrSets, &v.lbs} {
 		require.NoError(t, nb.List(ctx, l))
+	}
+	v.acls = map[string]*nbmodel.ACL{}
+	for _, acl := range acls {
+		v.acls[acl.UUID] = acl
 	}
 	for _, p := range ports {
 		v.ports[p.UUID] = p
@@ -462,7 +650,9 @@ func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs),
 	}
 	a := &ovnkActs{deleteSwitch: map[string]bool{}, deleteRouter: map[string]bool{}, deleteDHCP: map[string]bool{},
 		removePort: map[string][]string{}, removeNAT: map[string][]string{}, removeRoute: map[string][]string{},
-		removePolicy: map[string][]string{}, renameNAT: map[string]map[string]string{}}
+		removePolicy: map[string][]string{}, renameNAT: map[string]map[string]string{},
+		deletePG: map[string]bool{}, deleteAddrSet: map[string]bool{}, deleteLB: map[string]bool{},
+		removeSwitchACL: map[string][]string{}, removePGACL: map[string][]string{}, renameAddrSet: map[string]map[string]string{}}
 	facts(v, a)
 	ops, qosOn, err := ovnkOps(nb, v, a)
 	require.NoError(t, err)
@@ -470,21 +660,22 @@ func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs),
 		res, err := nb.Transact(ctx, ops...)
 		require.NoError(t, err, "neighbour: NB transaction")
 		_, err = ovsdb.CheckOperationResults(res, ops)
-		require.NoError(t, err, "neighbour: NB transaction")
+		require.NoError(t, err, "neighbour: NB transaction: %+v", res)
 	}
 	for _, f := range committed {
 		f()
 	}
 	for _, node := range a.staleNodes {
-		out, err := c.SBCtl("--bare", "--columns=name", "find", "Chassis", "hostname="+node)
+		out, err := c.sbctl("--bare", "--columns=name", "find", "Chassis", "hostname="+node)
 		require.NoError(t, err)
 		for _, ch := range strings.Fields(out) {
-			_, err := c.SBCtl("chassis-del", ch)
+			_, err := c.sbctl("chassis-del", ch)
 			require.NoError(t, err)
 			a.note("syncNodes stale node", "SB Chassis", ch)
 		}
 	}
 	done.Matched = a.what
+	done.Failed = a.failed
 	for _, ls := range v.switches {
 		if slices.Contains(qosOn, ls.UUID) {
 			done.QoSOn = append(done.QoSOn, ls.Name)
@@ -497,7 +688,7 @@ func ovnkRun(t *testing.T, c *sandbox.Central, facts func(*ovnkView, *ovnkActs),
 	}
 	// What the NB holds now, through a fresh connection (its first
 	// monitor reply is after the transaction).
-	after, err := ovnkConnect(ctx, c.NBTCP)
+	after, err := ovnkConnect(ctx, c.nb)
 	require.NoError(t, err)
 	defer after.Close()
 	done.OursAfter = ovnkOurs(after)
@@ -554,6 +745,53 @@ func ovnkOps(nb client.Client, v *ovnkView, a *ovnkActs) ([]ovsdb.Operation, []s
 			}
 		}
 	}
+	for _, del := range []struct {
+		rows map[string]bool
+		row  func(u string) model.Model
+	}{
+		{a.deletePG, func(u string) model.Model { return &nbmodel.PortGroup{UUID: u} }},
+		{a.deleteAddrSet, func(u string) model.Model { return &nbmodel.AddressSet{UUID: u} }},
+		// A load balancer's references from switches and routers are
+		// weak in the schema: they go with it.
+		{a.deleteLB, func(u string) model.Model { return &nbmodel.LoadBalancer{UUID: u} }},
+	} {
+		for u := range del.rows {
+			if err := add(nb.Where(del.row(u)).Delete()); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	// Two facts may remove one ACL (a reject ACL without an owner).
+	for _, m := range []map[string][]string{a.removeSwitchACL, a.removePGACL} {
+		for k, us := range m {
+			slices.Sort(us)
+			m[k] = slices.Compact(us)
+		}
+	}
+	for sw, us := range a.removeSwitchACL {
+		if a.deleteSwitch[sw] {
+			continue
+		}
+		ls := &nbmodel.LogicalSwitch{UUID: sw}
+		if err := add(nb.Where(ls).Mutate(ls, model.Mutation{Field: &ls.ACLs, Mutator: ovsdb.MutateOperationDelete, Value: us})); err != nil {
+			return nil, nil, err
+		}
+	}
+	for pgu, us := range a.removePGACL {
+		if a.deletePG[pgu] {
+			continue
+		}
+		pg := &nbmodel.PortGroup{UUID: pgu}
+		if err := add(nb.Where(pg).Mutate(pg, model.Mutation{Field: &pg.ACLs, Mutator: ovsdb.MutateOperationDelete, Value: us})); err != nil {
+			return nil, nil, err
+		}
+	}
+	for u, ids := range a.renameAddrSet {
+		as := &nbmodel.AddressSet{UUID: u, ExternalIDs: ids}
+		if err := add(nb.Where(as).Update(as, &as.ExternalIDs)); err != nil {
+			return nil, nil, err
+		}
+	}
 	for u, ids := range a.renameNAT {
 		n := &nbmodel.NAT{UUID: u, ExternalIDs: ids}
 		if err := add(nb.Where(n).Update(n, &n.ExternalIDs)); err != nil {
@@ -605,14 +843,61 @@ func ovnkOurs(c client.Client) []string {
 				continue
 			}
 			name := ""
-			if f := row.FieldByName("Name"); f.IsValid() {
+			if f := row.FieldByName("Name"); f.IsValid() && f.Kind() == reflect.String {
 				name = f.String()
 			}
-			out = append(out, fmt.Sprintf("%s %s %s", table, name, uuid))
+			out = append(out, fmt.Sprintf("%s %s %s %s", table, name, uuid, ovnkContent(table, m)))
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ovnkContent is the columns of a row of ours that kubevirt-ovn writes
+// (the registry's: its managed columns, its references, its children's
+// parent columns) as JSON, sets sorted (a fresh connection may list one in
+// another order), references as the UUIDs they are. Columns we do not
+// write are left out: ovn-northd sets some (a port's up), and EgressQoS
+// adds its row to our switches' qos_rules (a limit the README documents).
+func ovnkContent(table string, m model.Model) string {
+	t := kvnb.Default.Lookup(table)
+	if t == nil {
+		return ""
+	}
+	want := map[string]bool{}
+	for _, col := range t.Columns {
+		want[col] = true
+	}
+	for _, ref := range t.References {
+		want[ref.Column] = true
+	}
+	for _, c := range kvnb.Default.Children(t) {
+		want[c.ParentColumn] = true
+	}
+	row := reflect.ValueOf(m).Elem()
+	cols := map[string]any{}
+	for i := 0; i < row.NumField(); i++ {
+		col := row.Type().Field(i).Tag.Get("ovsdb")
+		if !want[col] {
+			continue
+		}
+		f := row.Field(i)
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String {
+			s := make([]string, f.Len())
+			for j := range s {
+				s[j] = f.Index(j).String()
+			}
+			slices.Sort(s)
+			cols[col] = s
+			continue
+		}
+		cols[col] = f.Interface()
+	}
+	b, err := json.Marshal(cols)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // TestOVNKNeighbourHasTeeth: the neighbour deletes what ovn-kubernetes
@@ -623,7 +908,13 @@ func ovnkOurs(c client.Client) []string {
 // near misses stay; EgressQoS adds its row to every switch it should, ours
 // included; a second start matches and adds nothing. Our DHCP_Options row,
 // floating-IP NAT and policies stay beside a stale VM's DHCP options, policy
-// and route that go.
+// and route that go. Our security group's Port_Group, ACLs and Address_Set
+// and our load balancers (router's and switch's, with a health check) stay
+// beside ovn-kubernetes' stale ones that go (a network policy's group, a
+// namespace's address set, a gone Service's and a gone network's load
+// balancers, a reject ACL); a copy of our group and address set without
+// ovn-kubernetes' owner-controller key is what v1.0.0's syncDb would take:
+// its ACL removed, the address set deleted, the start failed.
 func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	c := startCentral(t)
 	nbctl(t, c, "set", "NB_Global", ".", "name=hv1")
@@ -701,6 +992,51 @@ func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	_, err := c.SBCtl("chassis-add", "hv9", "geneve", "192.0.2.9", "--", "set", "Chassis", "hv9", "hostname=hv9")
 	require.NoError(t, err)
 
+	// Security groups, address sets and load balancers: ours as the
+	// planner writes them (Port_Group, ACL and Address_Set with
+	// PolicyIDs), a copy of a group and an address set without
+	// ovn-kubernetes' owner-controller key, and ovn-kubernetes' own.
+	sg := translator.Unit{Kind: translator.KindSecurityGroup, Name: "teeth"}
+	pg := func(name string, kv map[string]string, acls ...string) {
+		nbctl(t, c, append([]string{"pg-add", name, "kv-marked_default_vm_eth1", "--", "set", "Port_Group", name}, ids(kv)...)...)
+		for _, acl := range acls {
+			nbctl(t, c, append(append([]string{"--id=@a", "create", "ACL"}, strings.Fields(acl)...), "--", "add", "Port_Group", name, "acls", "@a")...)
+		}
+	}
+	aclIDs := func(kv map[string]string, key string) string {
+		return strings.Join(ids(kv), " ") + " external_ids:" + translator.KeySecurityACL + "=" + key
+	}
+	pg("kv_sg_teeth", translator.PolicyIDs("teeth", sg),
+		`direction=to-lport priority=1000 match="outport==@kv_sg_teeth&&ip" action=drop `+aclIDs(translator.PolicyIDs("teeth", sg), "base/drop-ingress"),
+		`direction=to-lport priority=1002 match="outport==@kv_sg_teeth&&ip4.src==$kv_as_teeth_ip4" action=allow-related `+aclIDs(translator.PolicyIDs("teeth", sg), "rule/r1"))
+	copyIDs := translator.OwnerIDs("teeth", translator.Unit{Kind: translator.KindSecurityGroup, Name: "copy"})
+	pg("kv_sg_copy", copyIDs, `direction=to-lport priority=1000 match="outport==@kv_sg_copy&&ip" action=drop `+aclIDs(copyIDs, "base/drop-ingress"))
+	nbctl(t, c, append([]string{"create", "Address_Set", "name=kv_as_teeth_ip4", "addresses=10.30.0.9"}, ids(translator.PolicyIDs("teeth", sg))...)...)
+	nbctl(t, c, append([]string{"create", "Address_Set", "name=kv_as_copy_ip4", "addresses=10.30.0.8"}, ids(copyIDs)...)...)
+	lbIDs := ours("copy", false)
+	lbIDs[translator.KeyLoadBalancer] = "web"
+	nbctl(t, c, append(append([]string{"--id=@h", "create", "Load_Balancer_Health_Check", `vip="10.30.0.100:80"`, "options:interval=5"}, ids(lbIDs)...),
+		append(append([]string{"--", "--id=@l", "create", "Load_Balancer", "name=kv-lb-web_tcp", "protocol=tcp", `vips:"10.30.0.100:80"="10.30.0.7:80"`, "health_check=@h"}, ids(lbIDs)...),
+			"--", "add", "Logical_Router", "kv-copy", "load_balancer", "@l")...)...)
+	nbctl(t, c, append(append([]string{"--id=@l", "create", "Load_Balancer", "name=kv-lb-web_tcp_switch", "protocol=tcp", `vips:"10.30.0.100:80"="10.30.0.7:80"`}, ids(ours("marked", false))...),
+		"--", "add", "Logical_Switch", "kv-marked", "load_balancer", "@l")...)
+	ovnkIDs := func(typ, controller, name string) []string {
+		return []string{"external_ids:" + ovnkOwnerTypeKey + "=" + typ, "external_ids:" + ovnkControllerKey + "=" + controller, `external_ids:k8s.ovn.org/name="` + name + `"`}
+	}
+	nbctl(t, c, append([]string{"pg-add", "a111", "--", "set", "Port_Group", "a111"}, ovnkIDs("Cluster", ovnkDefaultController, "clusterPortGroup")...)...)
+	nbctl(t, c, append([]string{"pg-add", "a222", "--", "set", "Port_Group", "a222"}, ovnkIDs("NetworkPolicy", ovnkDefaultController, "ns9:gone-pol")...)...)
+	nbctl(t, c, append([]string{"--id=@a", "create", "ACL", "direction=to-lport", "priority=1001", `match="ip4.src==10.244.1.9"`, "action=allow-related"},
+		append(ovnkIDs("NetworkPolicy", ovnkDefaultController, "ns9:gone-pol"), "--", "add", "Port_Group", "a222", "acls", "@a")...)...)
+	nbctl(t, c, "--id=@a", "create", "ACL", "direction=from-lport", "priority=1000", `match="ip4.dst==10.96.0.99"`, "action=reject",
+		"--", "add", "Logical_Switch", "hv1", "acls", "@a")
+	nbctl(t, c, append([]string{"create", "Address_Set", "name=a333"}, ovnkIDs("Namespace", ovnkDefaultController, "ns9")...)...)
+	nbctl(t, c, append([]string{"create", "Address_Set", "name=a444"}, ovnkIDs("Namespace", "old-net-network-controller", "ns9")...)...)
+	nbctl(t, c, "create", "Address_Set", "name=a555", "external_ids:name=ns8_v4")
+	nbctl(t, c, "create", "Load_Balancer", "name=Service_ns9/gone_TCP_cluster", "protocol=tcp", `vips:"10.96.0.9:80"="10.244.1.9:8080"`,
+		"external_ids:"+ovnkKindKey+"=Service", `external_ids:k8s.ovn.org/owner="ns9/gone"`)
+	nbctl(t, c, "create", "Load_Balancer", "name=Service_ns7/svc_TCP_old.net", "protocol=tcp", `vips:"10.96.0.7:80"="10.128.1.7:8080"`,
+		"external_ids:"+ovnkNetworkKey+"=old-net")
+
 	z := ovnkZone{Nodes: []string{"hv1"}, Networks: []string{"tenant-blue"}, Pods: []string{"default_pod-live"}}
 	d := ovnkStart(t, c, z)
 	t.Logf("matched:\n%s", strings.Join(d.Matched, "\n"))
@@ -739,15 +1075,35 @@ func TestOVNKNeighbourHasTeeth(t *testing.T) {
 	}
 	assert.Equal(t, []string{"hv1", "kv-marked", "some.net_hv1", "tenant.blue_hv1"}, withQoS, "switches EgressQoS wrote to")
 	assert.Equal(t, withQoS, d.QoSOn)
+	assert.Equal(t, []string{"a111", "kv_sg_copy", "kv_sg_teeth"}, list("list", "Port_Group"), "port groups left: ovn-kubernetes' cluster group, our two")
+	assert.Equal(t, []string{"syncDb v1.0.0 port groups: Port_Group kv_sg_copy has no external_ids name"}, d.Failed, "v1.0.0 fails on a group without the owner-controller key")
+	assert.Equal(t, "[]", strings.TrimSpace(nbctl(t, c, "get", "Port_Group", "kv_sg_copy", "acls")), "the copy's ACL removed")
+	matches := strings.Split(strings.TrimSpace(nbctl(t, c, "--bare", "--columns=match", "list", "ACL")), "\n\n")
+	slices.Sort(matches)
+	assert.Equal(t, []string{"outport==@kv_sg_teeth&&ip", "outport==@kv_sg_teeth&&ip4.src==$kv_as_teeth_ip4"}, matches, "ACLs left: ours")
+	assert.Equal(t, []string{"a444", "a555", "kv_as_teeth_ip4"}, list("list", "Address_Set"), "address sets left: another controller's, the legacy one, ours")
+	assert.Contains(t, nbctl(t, c, "get", "Address_Set", "a555", "external_ids"), ovnkControllerKey, "the legacy address set rewritten")
+	assert.Equal(t, []string{"kv-lb-web_tcp", "kv-lb-web_tcp_switch"}, list("list", "Load_Balancer"), "load balancers left: ours")
+	lbOf := func(table, row string) string {
+		u := strings.TrimSpace(nbctl(t, c, "get", table, row, "load_balancer"))
+		return strings.TrimSpace(nbctl(t, c, "--bare", "--columns=name", "list", "Load_Balancer", strings.Trim(u, "[]")))
+	}
+	assert.Equal(t, "kv-lb-web_tcp", lbOf("Logical_Router", "kv-copy"))
+	assert.Equal(t, "kv-lb-web_tcp_switch", lbOf("Logical_Switch", "kv-marked"))
+	assert.Equal(t, "[]", strings.TrimSpace(nbctl(t, c, "get", "Logical_Switch", "hv1", "acls")), "the reject ACL")
+	assert.Len(t, strings.Fields(nbctl(t, c, "--bare", "--columns=_uuid", "list", "Load_Balancer_Health_Check")), 1, "our health check")
 
 	// The rewritten legacy NAT now reads as an EgressIP's, of an EgressIP
 	// that does not exist: the next start removes it, and the one after
 	// that matches and adds nothing.
+	// So does the rewritten legacy address set, now a stale namespace's.
 	again := ovnkStart(t, c, z)
-	assert.Equal(t, []string{"EgressIP stale SNAT: NAT 172.16.0.51 10.244.1.6"}, again.Matched, "a second start")
+	assert.ElementsMatch(t, []string{"EgressIP stale SNAT: NAT 172.16.0.51 10.244.1.6", "stale feature address sets: Address_Set a555"}, again.Matched, "a second start")
 	again = ovnkStart(t, c, z)
 	assert.Empty(t, again.Matched, "a third start")
 	assert.Empty(t, again.QoSOn, "a third start")
+	assert.Equal(t, d.Failed, again.Failed, "v1.0.0 fails at every start")
 	assert.Equal(t, again.OursBefore, again.OursAfter)
-	assert.Len(t, again.OursAfter, 8, "switch kv-marked, its port's DHCP options, router kv-copy, its SNAT, floating IP NAT, two policies and route")
+	assert.Len(t, again.OursAfter, 16, "switch kv-marked, its port's DHCP options, router kv-copy, its SNAT, floating IP NAT, two policies and route; "+
+		"group kv_sg_teeth, its two ACLs, the copy's group (its ACL removed), address set kv_as_teeth_ip4, two load balancers, a health check")
 }

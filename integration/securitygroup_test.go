@@ -99,6 +99,7 @@ func TestSecurityGroups(t *testing.T) {
 	out := e.sync()
 	assert.Contains(t, out, "create Port_Group kv_sg_sg_web.")
 	e.ready("gw1", "hv1", "hv2")
+	e.neighbour()
 
 	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
 	pass := func(from, to vmRef, at capture, sport, dport uint16, what string) {
@@ -159,6 +160,7 @@ func TestSecurityGroups(t *testing.T) {
 	})
 	e.write("vmis.yaml", sgVMIs(`["sg-web"]`, `["sg-client"]`))
 	e.sync()
+	e.neighbour()
 	pass(vmB, vmA, atA, 5009, 90, "vm-b -> vm-a udp/90, vm-b in sg-client")
 	pass(vmA, vmB, atB, 90, 5009, "vm-a's reply into sg-client's vm-b")
 

@@ -83,6 +83,7 @@ func (e *zoneEnv) neighbour() {
 	for _, zdb := range e.z.List() {
 		d := ovnkStart(e.t, zdb.Central, ovnkZone{Nodes: append(zdb.Chassis(), "node1"), Networks: []string{"tenant-blue"}})
 		require.Equal(e.t, d.OursBefore, d.OursAfter, "zone %s: rows of ours changed by ovn-kubernetes' start (it matched: %q)", zdb.Name, d.Matched)
+		require.Empty(e.t, d.Failed, "zone %s: rows of ours would fail ovn-kubernetes' start", zdb.Name)
 		if len(d.Matched) > 0 || len(d.QoSOn) > 0 {
 			e.t.Logf("zone %s: ovn-kubernetes' start matched %q, added its EgressQoS row to %q", zdb.Name, d.Matched, d.QoSOn)
 		}

@@ -438,20 +438,20 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 				// Only its groups changed: only the groups it left or
 				// joined are re-planned.
 				in.affectedByVM(d, c.affected)
-				affectedByRegrouping(&old, &d.VMInterface, c.affected)
+				in.affectedByRegrouping(&old, &d.VMInterface, c.affected)
 				delete(had, old)
 				continue
 			}
 			if !had[d.VMInterface] {
 				in.affectedByVM(d, c.affected)
-				affectedByVMGroups(&d.VMInterface, c.affected)
+				in.affectedByVMGroups(&d.VMInterface, c.affected)
 				in.affectedByAddrGroups(&d.VMInterface, c.affected)
 			}
 			delete(had, d.VMInterface)
 		}
 		for v := range had {
 			in.affectedByVM(&vmDecl{VMInterface: v}, c.affected)
-			affectedByVMGroups(&v, c.affected)
+			in.affectedByVMGroups(&v, c.affected)
 			in.affectedByAddrGroups(&v, c.affected)
 		}
 		c.affected.add(Unit{Kind: KindNetwork, Name: key})
@@ -658,6 +658,9 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 		}
 		for r := range in.routers {
 			all.add(Unit{Kind: KindRouter, Name: r})
+		}
+		for g := range in.sgs {
+			all.add(Unit{Kind: KindSecurityGroup, Name: g})
 		}
 		return sortedUnits(all)
 	}

@@ -319,6 +319,12 @@ type SecurityGroupPlan struct {
 	RuleErrors []error  `json:"-"`
 	// Notes say what was read but not applied (an IPv6 rule).
 	Notes []string `json:",omitempty"`
+	// AddressSet, in interconnect mode, is the group's addresses in every
+	// zone when a rule names it as its remote group (nil otherwise).
+	AddressSet *nbmodel.AddressSet `json:",omitempty"`
+	// Zones are the rows of each zone's NB in interconnect mode (nil
+	// otherwise); a zone without an entry holds none of them.
+	Zones map[string]*ZoneRows `json:",omitempty"`
 }
 
 // FloatingIP is a kubevirt.io/v1 floating IP (kind FloatingIp or

@@ -149,9 +149,6 @@ func (in *Input) planLoadBalancers(r *router) ([]LoadBalancerStatus, []*plannedL
 		for _, d := range in.lbDecls(n.Name) {
 			st := LoadBalancerStatus{Name: d.Name, Generation: d.Generation, Router: r.Name}
 			lb, err := in.checkLoadBalancer(d, n)
-			if err == nil && in.zoned {
-				err = lbErr(d.Name, "", "load balancers are not planned in interconnect mode yet")
-			}
 			if err != nil {
 				st.Reason, st.Err = err.Error(), err
 			} else {
@@ -254,6 +251,12 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 		return nil, lbErr(d.Name, "spec.rules", "is empty: nothing to balance")
 	}
 	if d.HealthCheck != nil {
+		if in.zoned && (n.Type == NetworkFlat || n.Type == NetworkVLAN) {
+			// OVN leaves a health-checked member out of a VIP when its
+			// port is not in the zone's NB, and a FLAT or VLAN
+			// network's VM ports have no remote twins.
+			return nil, lbErr(d.Name, "spec.healthCheck", "is not supported on %s network %s in interconnect mode: its VM ports exist only in their own zone, and OVN leaves a health-checked member whose port a zone lacks out of the VIP there", n.Type, n.Name)
+		}
 		hc, err := in.checkHealthCheck(d, n, vip, lb)
 		if err != nil {
 			return nil, err
@@ -368,11 +371,9 @@ func loadBalancerRows(rp *RouterPlan, r *router, ids func() map[string]string, r
 // a row of the router's unit that the switch referred to would make each
 // unit wait for the other (the router's ports need the network's switch,
 // the switch would need the router's row), and the VIP works from inside
-// the network also without a router. Central mode only.
+// the network also without a router. In interconnect mode every zone
+// holding the switch holds them (zoneNetwork).
 func (in *Input) switchLoadBalancers(n *network, instance string) ([]*nbmodel.LoadBalancer, []LBHealthCheckRow) {
-	if in.zoned {
-		return nil, nil
-	}
 	var out []*nbmodel.LoadBalancer
 	var hcs []LBHealthCheckRow
 	for _, d := range in.lbDecls(n.Name) {

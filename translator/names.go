@@ -93,6 +93,21 @@ func PortGroupName(id string) string {
 	return fmt.Sprintf("%s%s.%08x", PortGroupPrefix, clean, h.Sum64()>>32)
 }
 
+// AddressSetPrefix starts the name of every Address_Set kubevirt-ovn
+// writes. It is not PortGroupPrefix followed by more: ovn-northd names the
+// address sets it derives from each Port_Group <pg>_ip4 and <pg>_ip6 in
+// the Southbound, and an NB Address_Set of one of those names makes
+// every northd commit to the SB fail (seen on OVN 23.03: "constraint
+// violation" on the SB Address_Set name index, northd stuck).
+const AddressSetPrefix = "kv_sgaddr_"
+
+// AddressSetName is the Address_Set of security group id's members'
+// IPv4 addresses in interconnect mode: kv_sgaddr_<id>_ip4, id sanitized as
+// in PortGroupName (kv_sgaddr_sg_web.1f0c7e3a_ip4).
+func AddressSetName(id string) string {
+	return AddressSetPrefix + strings.TrimPrefix(PortGroupName(id), PortGroupPrefix) + "_ip4"
+}
+
 // LoadBalancerName is the Load_Balancer row of a LoadBalancer for one
 // protocol (tcp, udp, or icmp for its port-less VIP). The LoadBalancer's
 // name holds no '_' (a Kubernetes name), so the row names of two

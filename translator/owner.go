@@ -51,6 +51,31 @@ const (
 	NotAnOVNKNetwork = "kubevirt-ovn/not-ovn-kubernetes"
 )
 
+// Our Port_Group and ACL rows (and any Address_Set of ours) also carry
+// ovn-kubernetes' owner-controller key, with the same value: no
+// controller of ovn-kubernetes has that name (they are
+// "default-network-controller", "<network>-network-controller" and the
+// like, a network name having no "/"). ovnkube-controller v1.0.0, at every
+// start (DefaultNetworkController.syncDb, pkg/ovn/external_ids_syncer),
+// takes every row of those tables without the key for a legacy row of its
+// own: the ACL syncer removed every ACL of ours from our port groups (the
+// groups kept their ports and lost their rules), the address-set syncer
+// deletes an address set of ours that no ACL names, and the port-group
+// syncer failed on our groups, failing its start. Every reader
+// of the key in ovn-kubernetes v1.0.0 to master compares it with one of
+// its controllers' names, or needs a k8s.ovn.org/owner-type we never set
+// (README, "What ovn-kubernetes' own code does to our rows").
+const KeyOVNKOwnerController = "k8s.ovn.org/owner-controller"
+
+// PolicyIDs are the external_ids of a Port_Group, ACL or Address_Set of
+// unit u: its owner keys and ovn-kubernetes' owner-controller key
+// (KeyOVNKOwnerController).
+func PolicyIDs(instance string, u Unit) map[string]string {
+	ids := OwnerIDs(instance, u)
+	ids[KeyOVNKOwnerController] = NotAnOVNKNetwork
+	return ids
+}
+
 // SwitchIDs are the external_ids of a switch of unit u: its owner keys and
 // the survival marker.
 func SwitchIDs(instance string, u Unit) map[string]string {

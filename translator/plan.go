@@ -135,8 +135,8 @@ type UnitPlan struct {
 	Network *NetworkPlan
 	// Router is the router's plan when it is declared once and valid.
 	Router *RouterPlan
-	// SecurityGroup is the group's plan when it is declared once (and
-	// not in interconnect mode); its rules' own errors are in it.
+	// SecurityGroup is the group's plan when it is declared once; its
+	// rules' own errors are in it.
 	SecurityGroup *SecurityGroupPlan
 	// Errs say why the unit's input is invalid, sorted by message: its rows
 	// are left as they are. A network that did not decode from one source
@@ -231,10 +231,13 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 	if in.zoned && up.InInput && len(in.nodes) == 0 && len(up.Errs) == 0 {
 		// No zone's chassis are known (yet): where rows go is unknown,
 		// and the rows there are left as they are.
-		up.Network, up.Router = nil, nil
+		up.Network, up.Router, up.SecurityGroup = nil, nil, nil
 		kind := ObjNAD
-		if u.Kind == KindRouter {
+		switch u.Kind {
+		case KindRouter:
 			kind = ObjVirtualRouter
+		case KindSecurityGroup:
+			kind = ObjSecurityGroup
 		}
 		up.Errs = append(up.Errs, &InputError{Kind: kind, Object: u.Name, Msg: "waits: no zone's Southbound lists a chassis yet", Reason: ReasonWaiting})
 	}

@@ -3,6 +3,7 @@ package translator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -24,8 +25,10 @@ import (
 //     is to-lport "outport == @pg && ip4 && ...", egress from-lport
 //     "inport == @pg && ip4 && ..."; a remote prefix matches the other
 //     end's address, a remote group its Port_Group's address set
-//     ($<pg>_ip4, which OVN keeps for every Port_Group); ports match the
-//     destination port in both directions, ICMP min/max are type/code;
+//     ($<pg>_ip4, which OVN keeps for every Port_Group; in interconnect
+//     mode our Address_Set of every zone's members, zoneSecurityGroup);
+//     ports match the destination port in both directions, ICMP min/max
+//     are type/code;
 //   - the group's default drop, both directions (SGDropPriority), and the
 //     base allows ONOS handled before its ACL tables (SGBasePriority): a
 //     DHCP request, and ping to the gateway of a member port's network.
@@ -113,9 +116,11 @@ func (in *Input) replaceSecurityGroups(old, nw *source, c *setChange) {
 	replaceChanged(old.sgs, nw.sgs, sameSG, func(key string, olds, news []*sgDecl) {
 		for _, d := range olds {
 			in.removeSecurityGroup(d)
+			in.affectedByRemotes(d.rules, c.affected)
 		}
 		for _, d := range news {
 			in.addSecurityGroup(d)
+			in.affectedByRemotes(d.rules, c.affected)
 		}
 		in.affectedBySecurityGroup(key, c.affected)
 	})
@@ -129,8 +134,24 @@ func (in *Input) replaceSecurityGroups(old, nw *source, c *setChange) {
 			addTo(in.sgRules, key, d)
 			in.addRuleRemote(d)
 		}
+		in.affectedByRemotes(olds, c.affected)
+		in.affectedByRemotes(news, c.affected)
 		c.affected.add(Unit{Kind: KindSecurityGroup, Name: key})
 	})
+}
+
+// affectedByRemotes adds, in interconnect mode, the remote groups of
+// rules: whether and where their Address_Sets are needed follows the
+// rules naming them.
+func (in *Input) affectedByRemotes(rules []*ruleDecl, affected set[Unit]) {
+	if !in.zoned {
+		return
+	}
+	for _, r := range rules {
+		if r.RemoteGroupID != "" {
+			affected.add(Unit{Kind: KindSecurityGroup, Name: r.RemoteGroupID})
+		}
+	}
 }
 
 // addVMGroups and removeVMGroups keep the members index (sgMembers): the
@@ -147,10 +168,13 @@ func (in *Input) removeVMGroups(d *vmDecl) {
 	}
 }
 
-// affectedByVMGroups adds the groups VM interface v is bound to.
-func affectedByVMGroups(v *VMInterface, affected set[Unit]) {
+// affectedByVMGroups adds the groups VM interface v is bound to and, in
+// interconnect mode, the remote groups of their rules (the zones of their
+// Address_Sets follow the members').
+func (in *Input) affectedByVMGroups(v *VMInterface, affected set[Unit]) {
 	for _, g := range v.Groups() {
 		affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+		in.remoteGroupsOf(g, affected)
 	}
 }
 
@@ -182,17 +206,20 @@ func regroupings(olds []*vmDecl) map[VMInterface]VMInterface {
 }
 
 // affectedByRegrouping adds the groups VM interface old was bound to and
-// nw is not, and those nw is bound to and old was not.
-func affectedByRegrouping(old, nw *VMInterface, affected set[Unit]) {
+// nw is not, and those nw is bound to and old was not, with the groups
+// naming them as remote group (as affectedByVMGroups).
+func (in *Input) affectedByRegrouping(old, nw *VMInterface, affected set[Unit]) {
 	before, after := old.Groups(), nw.Groups()
 	for _, g := range before {
 		if !slices.Contains(after, g) {
 			affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+			in.remoteGroupsOf(g, affected)
 		}
 	}
 	for _, g := range after {
 		if !slices.Contains(before, g) {
 			affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+			in.remoteGroupsOf(g, affected)
 		}
 	}
 }
@@ -203,7 +230,7 @@ func affectedByRegrouping(old, nw *VMInterface, affected set[Unit]) {
 // resync catches it.)
 func (in *Input) affectedByAddrGroups(v *VMInterface, affected set[Unit]) {
 	for d := range in.vmAddrs[vmAddrKey(v.Network, normalizeIP(v.IP))] {
-		affectedByVMGroups(&d.VMInterface, affected)
+		in.affectedByVMGroups(&d.VMInterface, affected)
 	}
 }
 
@@ -211,7 +238,7 @@ func (in *Input) affectedByAddrGroups(v *VMInterface, affected set[Unit]) {
 // are bound to: their ports, and their gateway ping, follow the network.
 func (in *Input) affectedByNetworkGroups(n string, affected set[Unit]) {
 	for d := range in.vms[n] {
-		affectedByVMGroups(&d.VMInterface, affected)
+		in.affectedByVMGroups(&d.VMInterface, affected)
 	}
 }
 
@@ -256,18 +283,14 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	}
 	g := decls[0]
 	up.Generation = g.Generation
-	if in.zoned {
-		up.Errs = append(up.Errs, sgErr(g.Name, "", "security groups are not supported in interconnect mode yet"))
-		return
-	}
 	pg := PortGroupName(id)
 	u := Unit{Kind: KindSecurityGroup, Name: id}
 	ids := func(key string) map[string]string {
-		m := OwnerIDs(instance, u)
+		m := PolicyIDs(instance, u)
 		m[KeySecurityACL] = key
 		return m
 	}
-	pgIDs := OwnerIDs(instance, u)
+	pgIDs := PolicyIDs(instance, u)
 	pgIDs[KeySecurityGroup] = id
 	sp := &SecurityGroupPlan{ID: id, PortGroup: &nbmodel.PortGroup{Name: pg, ExternalIDs: pgIDs}}
 
@@ -275,10 +298,11 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	// NB may not have would fail the group).
 	gateways := set[netip.Addr]{}
 	type memberNet struct {
-		n     *network // nil: not a valid network
-		ports set[string]
+		n     *network          // nil: not a valid network
+		ports map[string]string // the ports it plans, with their IPs
 	}
-	nets := map[string]memberNet{} // each member network, and the ports it plans
+	nets := map[string]memberNet{} // each member network
+	var members []sgMember
 	for v := range in.sgMembers[id] {
 		mn, ok := nets[v.Network]
 		if !ok {
@@ -292,10 +316,12 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 			continue
 		}
 		port := VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)
-		if _, ok := ports[port]; !ok {
+		ip, ok := ports[port]
+		if !ok {
 			continue
 		}
 		sp.Ports = append(sp.Ports, port)
+		members = append(members, sgMember{port: port, ip: ip, zone: in.nodes[v.Node].zone})
 		if n.gateway.IsValid() {
 			gateways.add(n.gateway)
 		}
@@ -370,17 +396,126 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	slices.SortFunc(sp.ACLs, func(a, b *nbmodel.ACL) int {
 		return strings.Compare(a.ExternalIDs[KeySecurityACL], b.ExternalIDs[KeySecurityACL])
 	})
+	if in.zoned {
+		in.zoneSecurityGroup(sp, members, pgIDs)
+	}
 	up.SecurityGroup = sp
+}
+
+// sgMember is a member port of a security group, its IPv4 address, and
+// the zone whose NB holds it as a port of its own ("" outside interconnect
+// mode, or when its node is in no zone: then no NB holds it).
+type sgMember struct {
+	port, ip, zone string
+}
+
+// zoneSecurityGroup fills sp.Zones in interconnect mode. A zone whose NB
+// holds a member's port gets the group's Port_Group with the members it
+// holds (its ports there are the LSPs of its own zone's nodes: a
+// type=remote twin runs neither ACL direction in that zone) and every
+// ACL. A remote group's address set of a zone (OVN's $<pg>_ip4) would
+// know only that zone's ports, and a zone may have none of them, so when
+// a rule of a declared group names this group as its remote group, the
+// group also has an explicit Address_Set (AddressSetName) with every
+// member's address in all zones, in each zone where a group with such a
+// rule has a member.
+func (in *Input) zoneSecurityGroup(sp *SecurityGroupPlan, members []sgMember, pgIDs map[string]string) {
+	local := map[string][]string{}
+	var addrs []netip.Addr
+	for _, m := range members {
+		if m.zone != "" {
+			local[m.zone] = append(local[m.zone], m.port)
+		}
+		if a, err := netip.ParseAddr(m.ip); err == nil && a.Is4() {
+			addrs = append(addrs, a)
+		}
+	}
+	sp.Zones = map[string]*ZoneRows{}
+	for z, ports := range local {
+		slices.Sort(ports)
+		ports = slices.Compact(ports)
+		pg := Row{Model: sp.PortGroup}
+		for _, p := range ports {
+			pg.Refs = append(pg.Refs, Ref{Column: "ports", Key: p})
+		}
+		zr := &ZoneRows{Rows: []Row{pg}, Keep: sp.KeepACLs}
+		for _, a := range sp.ACLs {
+			zr.Rows = append(zr.Rows, Row{Model: a, Parent: sp.PortGroup.Name})
+		}
+		sp.Zones[z] = zr
+	}
+	setZones := in.remoteSetZones(sp.ID)
+	if len(setZones) == 0 {
+		return
+	}
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	addrs = slices.Compact(addrs)
+	ips := make([]string, len(addrs))
+	for i, a := range addrs {
+		ips[i] = a.String()
+	}
+	sp.AddressSet = &nbmodel.AddressSet{Name: AddressSetName(sp.ID), Addresses: ips, ExternalIDs: maps.Clone(pgIDs)}
+	for z := range setZones {
+		if sp.Zones[z] == nil {
+			sp.Zones[z] = &ZoneRows{}
+		}
+		sp.Zones[z].Rows = append(sp.Zones[z].Rows, Row{Model: sp.AddressSet})
+	}
+}
+
+// remoteSetZones are the zones where group id's Address_Set is needed in
+// interconnect mode: those of the member nodes of every declared group
+// with a rule whose remote group id is (its ACLs match the set there). A
+// member whose port its network does not plan counts too: a set where no
+// ACL uses it costs nothing, a missing one would break the ACL.
+func (in *Input) remoteSetZones(id string) set[string] {
+	out := set[string]{}
+	groups := set[string]{}
+	for r := range in.sgRemote[id] {
+		groups.add(r.SecurityGroupID)
+	}
+	for g := range groups {
+		if len(in.sgs[g]) == 0 {
+			continue
+		}
+		for v := range in.sgMembers[g] {
+			if z := in.nodes[v.Node].zone; z != "" {
+				out.add(z)
+			}
+		}
+	}
+	return out
+}
+
+// remoteGroupsOf adds, in interconnect mode, the groups that the rules of
+// group g name as remote groups: where their Address_Sets are needed
+// follows g's members.
+func (in *Input) remoteGroupsOf(g string, affected set[Unit]) {
+	if !in.zoned {
+		return
+	}
+	for d := range in.sgs[g] {
+		for _, r := range d.rules {
+			if r.RemoteGroupID != "" {
+				affected.add(Unit{Kind: KindSecurityGroup, Name: r.RemoteGroupID})
+			}
+		}
+	}
+	for r := range in.sgRules[g] {
+		if r.RemoteGroupID != "" {
+			affected.add(Unit{Kind: KindSecurityGroup, Name: r.RemoteGroupID})
+		}
+	}
 }
 
 // plannedVMPorts are the VM ports valid network n plans: those of its VM
 // interfaces without an error, its address claims decided as its own plan
-// decides them (planVMPorts). It costs what the network's VMs cost, once:
+// decides them (planVMPorts), with their IPs. It costs what the network's VMs cost, once:
 // a group is re-planned on every binding change of a member and has
 // members on most networks, so the ports of a network whose VMs claim no
 // address twice (then held, the NB's claims, decides nothing) are kept
 // until its VM interfaces or the network change (portsMemo).
-func (in *Input) plannedVMPorts(n *network, held Held) set[string] {
+func (in *Input) plannedVMPorts(n *network, held Held) map[string]string {
 	decls := make([]*vmDecl, 0, len(in.vms[n.Name]))
 	for d := range in.vms[n.Name] {
 		if d.NetworkNamespace == n.Namespace {
@@ -394,12 +529,12 @@ func (in *Input) plannedVMPorts(n *network, held Held) set[string] {
 	for i, d := range decls {
 		vms[i] = &d.VMInterface
 	}
-	out := set[string]{}
+	out := map[string]string{}
 	claimed := set[string]{}
 	clean := true
 	for _, vp := range planVMPorts(vms, n, held) {
 		if vp.err == nil {
-			out.add(vp.port)
+			out[vp.port] = vp.ip
 		}
 		if vp.mac == "" { // invalid on its own: claims nothing
 			continue
@@ -429,10 +564,10 @@ type portsMemo struct {
 type memoPorts struct {
 	n     *network
 	decls set[*vmDecl]
-	ports set[string]
+	ports map[string]string
 }
 
-func (m *portsMemo) get(n *network, decls []*vmDecl) (set[string], bool) {
+func (m *portsMemo) get(n *network, decls []*vmDecl) (map[string]string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entries[n.Name]
@@ -449,7 +584,7 @@ func (m *portsMemo) get(n *network, decls []*vmDecl) (set[string], bool) {
 
 // put keeps ports; when there are twice as many entries as networks (those
 // of networks gone stay until then), all are dropped.
-func (m *portsMemo) put(n *network, decls []*vmDecl, ports set[string], networks int) {
+func (m *portsMemo) put(n *network, decls []*vmDecl, ports map[string]string, networks int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.entries == nil {
@@ -511,7 +646,11 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 		if len(in.sgs[r.RemoteGroupID]) == 0 {
 			return nil, "", ruleErr(r, group, "spec.remoteGroupId", "SecurityGroup %s is not declared", r.RemoteGroupID)
 		}
-		m = append(m, remote+" == $"+PortGroupName(r.RemoteGroupID)+"_ip4")
+		set := PortGroupName(r.RemoteGroupID) + "_ip4" // OVN's, of the group's Port_Group
+		if in.zoned {
+			set = AddressSetName(r.RemoteGroupID) // ours, every zone's members
+		}
+		m = append(m, remote+" == $"+set)
 	}
 	proto, err := protocolMatch(r, group)
 	if err != nil {

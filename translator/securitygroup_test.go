@@ -226,6 +226,36 @@ func TestSecurityGroupPlan(t *testing.T) {
 	}
 }
 
+// TestSecurityGroupRowsAreNoLegacyOVNKRows: a group's Port_Group and every
+// ACL carry ovn-kubernetes' owner-controller key with a value that is no
+// controller name of it, so its v1.0.0 start-up syncers, which take every
+// Port_Group, ACL and Address_Set without the key for a legacy row of
+// their own (rewriting, deleting, or failing on it), leave ours alone.
+func TestSecurityGroupRowsAreNoLegacyOVNKRows(t *testing.T) {
+	in := NewInputFrom(sgSnapshot())
+	for _, id := range []string{"sg-db", "sg-web"} {
+		sp := in.Plan(sgUnit(id), testInstance, nil).SecurityGroup
+		require.NotNil(t, sp, id)
+		require.NotEmpty(t, sp.ACLs, id)
+		all := []map[string]string{sp.PortGroup.ExternalIDs}
+		for _, a := range sp.ACLs {
+			all = append(all, a.ExternalIDs)
+		}
+		for _, ids := range all {
+			assert.Equal(t, NotAnOVNKNetwork, ids[KeyOVNKOwnerController], "%s: %v", id, ids)
+			assert.True(t, OwnedBy(ids, testInstance, sgUnit(id)), "%s: %v", id, ids)
+			u, ok := OwnerOf(ids, testInstance)
+			assert.True(t, ok)
+			assert.Equal(t, sgUnit(id), u)
+		}
+	}
+	// ovn-kubernetes names its controllers "<network>-network-controller"
+	// (default-network-controller and others like it); a network name
+	// has no "/", and ours does.
+	assert.Contains(t, NotAnOVNKNetwork, "/")
+	assert.NotContains(t, NotAnOVNKNetwork, "-network-controller")
+}
+
 func withoutIDs(a *nbmodel.ACL) *nbmodel.ACL {
 	if a == nil {
 		return nil

@@ -33,6 +33,12 @@ import (
 //     same options:requested-tnl-key in every zone. A FLAT or VLAN
 //     network's zones meet on the physical network instead, through their
 //     localnet ports: its ports have no remote twins.
+//   - A router's load balancer rows are in its home zone; its network's
+//     switch's load balancer rows wherever the switch is.
+//   - A security group's Port_Group and ACLs are in the zones of its
+//     members' own ports, with those ports; a group named as remote group
+//     has an Address_Set of all its members where the naming groups have
+//     members (zoneSecurityGroup, securitygroup.go).
 //
 // Tunnel keys come from package tunnelkeys (tunnelkeys.go): each unit's
 // plan takes the keys of its switch and ports, the same in every zone,
@@ -260,7 +266,19 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		zr := &ZoneRows{Keep: np.KeepPorts}
 		ls := model.Clone(np.Switch).(*nbmodel.LogicalSwitch)
 		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[tunnelkeys.Ref{Switch: sw}])}
-		zr.Rows = append(zr.Rows, Row{Model: ls})
+		// The switch's load balancers go wherever it does: a VM in any
+		// zone reaches a VIP through its own zone's switch.
+		lsRow := Row{Model: ls}
+		for _, lb := range np.LoadBalancers {
+			lsRow.Refs = append(lsRow.Refs, Ref{Column: "load_balancer", Key: lb.Name})
+		}
+		zr.Rows = append(zr.Rows, lsRow)
+		for _, lb := range np.LoadBalancers {
+			zr.Rows = append(zr.Rows, Row{Model: lb})
+		}
+		for _, hc := range np.LBHealthChecks {
+			zr.Rows = append(zr.Rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+		}
 		// The DHCP options go wherever the switch does: a VM port refers
 		// to them in its own zone's NB.
 		if np.DHCP != nil {
@@ -315,7 +333,19 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 		lr = model.Clone(lr).(*nbmodel.LogicalRouter)
 		lr.Options["chassis"] = home
 	}
-	local.Rows = append(local.Rows, Row{Model: lr})
+	// Its load balancers (VIP and floating IP keys, health checks) are
+	// its home zone's: the router balances on its gateway chassis.
+	lrRow := Row{Model: lr}
+	for _, lb := range rp.LoadBalancers {
+		lrRow.Refs = append(lrRow.Refs, Ref{Column: "load_balancer", Key: lb.Name})
+	}
+	local.Rows = append(local.Rows, lrRow)
+	for _, lb := range rp.LoadBalancers {
+		local.Rows = append(local.Rows, Row{Model: lb})
+	}
+	for _, hc := range rp.LBHealthChecks {
+		local.Rows = append(local.Rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+	}
 	for _, p := range rp.Ports {
 		local.Rows = append(local.Rows, Row{Model: p, Parent: lr.Name})
 	}

@@ -256,6 +256,12 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 	if alloc := up.Allocation(); alloc != nil {
 		err = a.store.Apply(ctx, u, alloc)
 	}
+	if u.Kind == translator.KindSecurityGroup && a.status != nil {
+		if rerr := a.status.ReportSecurityGroup(ctx, securityGroupStatus(up, err)); rerr != nil {
+			return rerr
+		}
+		return err
+	}
 	if u.Kind != translator.KindRouter || a.status == nil {
 		return err
 	}
@@ -265,6 +271,9 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 		return rerr
 	}
 	if rerr := a.status.ReportFloatingIPs(ctx, floatingIPStatus(up.FloatingIPs, "", err)); rerr != nil {
+		return rerr
+	}
+	if rerr := a.status.ReportLoadBalancers(ctx, loadBalancerStatus(up.LoadBalancers, err)); rerr != nil {
 		return rerr
 	}
 	if kerr := a.reportKeys(ctx, u.Name, up.Router); kerr != nil {

@@ -63,6 +63,32 @@ type Status interface {
 	// router, after its reconcile (also of a router that is invalid or not
 	// declared).
 	ReportFloatingIPs(ctx context.Context, sts []translator.FloatingIPStatus) error
+	// ReportLoadBalancers records the state of the load balancers a
+	// router's plan holds, after its reconcile.
+	ReportLoadBalancers(ctx context.Context, sts []translator.LoadBalancerStatus) error
+	// ReportSecurityGroup records the state of a security group and its
+	// rules after the group's reconcile.
+	ReportSecurityGroup(ctx context.Context, st SecurityGroupStatus) error
+}
+
+// SecurityGroupStatus is the outcome of a security group's last
+// reconcile.
+type SecurityGroupStatus struct {
+	// ID is the group's spec.id, its unit's name.
+	ID string
+	// Generation is the metadata.generation of the group planned.
+	Generation int64
+	// Errs say why the group's input is invalid, each naming its object
+	// (a SecurityGroup, or a SecurityGroupRule that does not read): its
+	// rows are left as they are.
+	Errs []error
+	// RuleErrors are rules' own errors, each naming its rule: their ACLs
+	// are left as they are, the group's other rows are written.
+	RuleErrors []error
+	// Notes say what was read but not applied (an IPv6 rule).
+	Notes []string
+	// Err: the group's rows failed to commit.
+	Err error
 }
 
 // RouterStatus is the outcome of a router's last reconcile.
@@ -764,6 +790,11 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 		if s.unitErr == nil && u.Kind == translator.KindNetwork {
 			c.unpark(u.Name)
 		}
+		if u.Kind == translator.KindSecurityGroup && c.status != nil && c.zone == "" {
+			if err := c.status.ReportSecurityGroup(ctx, securityGroupStatus(s.up, s.unitErr)); err != nil {
+				return errors.Join(s.unitErr, fmt.Errorf("writing security group status: %w", err))
+			}
+		}
 		return s.unitErr
 	}
 	// A floating IP that is not bound has no row; say why (its bad input,
@@ -774,7 +805,7 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 			s.log.Info("floating IP not bound", "floatingIP", st.Name, "reason", st.Reason)
 		}
 	}
-	// Likewise a load balancer left out (no status writer yet).
+	// Likewise a load balancer left out (its status says it too).
 	for _, st := range s.up.LoadBalancers {
 		if !st.Ready {
 			s.log.Info("load balancer not planned", "loadBalancer", st.Name, "reason", st.Reason)
@@ -886,6 +917,9 @@ func (c *Controller) reportRouter(ctx context.Context, up translator.UnitPlan, w
 		}
 		if err := c.status.ReportFloatingIPs(ctx, floatingIPStatus(up.FloatingIPs, st.Active, unitErr)); err != nil {
 			return errors.Join(unitErr, fmt.Errorf("writing floating IP status: %w", err))
+		}
+		if err := c.status.ReportLoadBalancers(ctx, loadBalancerStatus(up.LoadBalancers, unitErr)); err != nil {
+			return errors.Join(unitErr, fmt.Errorf("writing load balancer status: %w", err))
 		}
 	}
 	return unitErr

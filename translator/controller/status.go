@@ -44,6 +44,32 @@ func floatingIPStatus(planned []translator.FloatingIPStatus, active string, err 
 	return out
 }
 
+// loadBalancerStatus is the load balancer status a router's plan gives,
+// once its reconcile is done: one planned is not Ready when the router's
+// rows failed to commit (err).
+func loadBalancerStatus(planned []translator.LoadBalancerStatus, err error) []translator.LoadBalancerStatus {
+	out := slices.Clone(planned)
+	for i := range out {
+		if out[i].Ready && err != nil {
+			out[i].Ready, out[i].Reason, out[i].Err = false, "its router's rows are not committed: "+err.Error(), err
+		}
+	}
+	return out
+}
+
+// securityGroupStatus is the status security group plan up gives, err
+// being why its rows are not committed.
+func securityGroupStatus(up translator.UnitPlan, err error) SecurityGroupStatus {
+	st := SecurityGroupStatus{ID: up.Unit.Name, Generation: up.Generation, Errs: up.Errs}
+	if len(up.Errs) == 0 {
+		st.Err = err
+	}
+	if sp := up.SecurityGroup; sp != nil {
+		st.RuleErrors, st.Notes = sp.RuleErrors, sp.Notes
+	}
+	return st
+}
+
 // primaries are the primary gateways last reported per router, to say
 // when one changed (a status's GatewayChanged, worth an Event).
 type primaries struct {

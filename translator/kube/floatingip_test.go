@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 )
 
 func floatingIP(name string) *unstructured.Unstructured {
@@ -85,14 +87,23 @@ func TestFloatingIPsReadAndReported(t *testing.T) {
 	}
 }
 
-// A cluster without the FloatingIp CRD: routers are still read, floating
-// IPs are not watched, and reporting them is a no-op.
-func TestFloatingIPsNotServed(t *testing.T) {
+// A cluster without the CRDs of deploy/common beside VirtualRouter, nor
+// the right to list VirtualMachines: routers are still read, the other kinds are
+// not watched, and reporting them is a no-op.
+func TestOptionalKindsNotServed(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
+		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList",
 	}, router("r1"))
-	client.PrependReactor("list", FloatingIPGVR.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewNotFound(FloatingIPGVR.GroupResource(), "")
+	for _, gvr := range []schema.GroupVersionResource{FloatingIPGVR, SecurityGroupGVR, SecurityGroupRuleGVR, LoadBalancerGVR} {
+		client.PrependReactor("list", gvr.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+		})
+	}
+	// Served, but RBAC not updated: the same, rather than a start that
+	// waits for ever.
+	client.PrependReactor("list", VMGVR.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(VMGVR.GroupResource(), "", errors.New("RBAC"))
 	})
 	s := NewSource(client, 0, record.NewFakeRecorder(10), logr.Discard())
 	require.NoError(t, s.Notify(func([]translator.Unit) {}))
@@ -101,5 +112,12 @@ func TestFloatingIPsNotServed(t *testing.T) {
 	s.Start(ctx)
 	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
 	assert.Len(t, s.Input().Routers(), 1)
+	assert.Nil(t, s.fips)
+	assert.Nil(t, s.sgs)
+	assert.Nil(t, s.sgRules)
+	assert.Nil(t, s.lbs)
+	assert.Nil(t, s.vms)
 	assert.NoError(t, s.ReportFloatingIPs(ctx, []translator.FloatingIPStatus{{Name: "fip-1", Ready: true}}))
+	assert.NoError(t, s.ReportLoadBalancers(ctx, []translator.LoadBalancerStatus{{Name: "lb-1", Ready: true}}))
+	assert.NoError(t, s.ReportSecurityGroup(ctx, controller.SecurityGroupStatus{ID: "sg-1"}))
 }

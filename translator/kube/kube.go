@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,8 +60,11 @@ type Source struct {
 	routers cache.SharedIndexInformer
 	nads    cache.SharedIndexInformer
 	vmis    cache.SharedIndexInformer
-	// fips is nil when the API server does not serve floating IPs.
-	fips     cache.SharedIndexInformer
+	// fips, sgs, sgRules, lbs and vms are nil when the API server does
+	// not serve them (optional.go).
+	fips, sgs, sgRules, lbs, vms cache.SharedIndexInformer
+	// vmiMu orders the conversions of VMIs, which read two stores (vm.go).
+	vmiMu    sync.Mutex
 	recorder record.EventRecorder
 	log      logr.Logger
 
@@ -131,8 +135,10 @@ func (s *Source) Start(ctx context.Context) { s.factory.Start(ctx.Done()) }
 // are in the input.
 func (s *Source) HasSynced() bool {
 	informers := []cache.SharedIndexInformer{s.routers, s.nads, s.vmis}
-	if s.fips != nil {
-		informers = append(informers, s.fips)
+	for _, inf := range []cache.SharedIndexInformer{s.fips, s.sgs, s.sgRules, s.lbs, s.vms} {
+		if inf != nil {
+			informers = append(informers, inf)
+		}
 	}
 	for _, inf := range informers {
 		if !inf.HasSynced() {
@@ -157,17 +163,22 @@ func (s *Source) Input() *translator.Input { return s.input }
 // enqueue (the controller's EnqueueUnits) the units each event affects: the input compares the object's old and
 // new conversion and says which units' plans may change (a router, the
 // routers competing for its claims, a network and the routers on it, the
-// networks of a VMI's interfaces).
+// networks of a VMI's interfaces, the security groups a VM's ports join
+// or leave). A kind of deploy/common, or VirtualMachines, that the API
+// server does not serve is left out, and logged (optional.go).
 func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 	type watched struct {
 		inf     cache.SharedIndexInformer
 		kind    string
 		convert func(*unstructured.Unstructured) translator.Objects
 	}
-	all := []watched{{s.routers, "VirtualRouter", s.routerObjects}, {s.nads, "NetworkAttachmentDefinition", s.nadObjects}, {s.vmis, "VirtualMachineInstance", s.vmiObjects}}
-	if s.floatingIPsServed() {
-		s.fips = s.factory.ForResource(FloatingIPGVR).Informer()
-		all = append(all, watched{s.fips, "FloatingIp", s.fipObjects})
+	all := []watched{{s.routers, "VirtualRouter", s.routerObjects}, {s.nads, "NetworkAttachmentDefinition", s.nadObjects}}
+	s.watchOptional()
+	for _, o := range []watched{{s.fips, "FloatingIp", s.fipObjects}, {s.sgs, "SecurityGroup", s.sgObjects},
+		{s.sgRules, "SecurityGroupRule", s.ruleObjects}, {s.lbs, "LoadBalancer", s.lbObjects}} {
+		if o.inf != nil {
+			all = append(all, o)
+		}
 	}
 	for _, h := range all {
 		kind, convert := h.kind, h.convert
@@ -197,6 +208,31 @@ func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 			AddFunc:    func(obj any) { set(obj, false) },
 			UpdateFunc: func(_, cur any) { set(cur, false) },
 			DeleteFunc: func(obj any) { set(obj, true) },
+		})
+		if err != nil {
+			return err
+		}
+		s.handlers = append(s.handlers, reg)
+	}
+	// A VMI, and the VirtualMachine whose template binds its ports to
+	// security groups, are read together (vm.go).
+	vmi := func(obj any) {
+		if u, ok := asUnstructured(obj); ok {
+			s.setVMI(u.GetNamespace(), u.GetName(), enqueue)
+		}
+	}
+	reg, err := s.vmis.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: vmi, UpdateFunc: func(_, cur any) { vmi(cur) }, DeleteFunc: vmi,
+	})
+	if err != nil {
+		return err
+	}
+	s.handlers = append(s.handlers, reg)
+	if s.vms != nil {
+		reg, err := s.vms.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.vmChanged(nil, obj, enqueue) },
+			UpdateFunc: func(old, cur any) { s.vmChanged(old, cur, enqueue) },
+			DeleteFunc: func(obj any) { s.vmChanged(obj, nil, enqueue) },
 		})
 		if err != nil {
 			return err
@@ -244,7 +280,9 @@ func (s *Source) nadObjects(u *unstructured.Unstructured) translator.Objects {
 	return translator.Objects{Networks: []translator.Network{n}}
 }
 
-// vmiObjects converts a VirtualMachineInstance into its interfaces.
+// vmiObjects converts a VirtualMachineInstance into its interfaces, bound
+// to the security groups of its VirtualMachine's template when it has one
+// (vm.go).
 func (s *Source) vmiObjects(u *unstructured.Unstructured) translator.Objects {
 	var vmi manifest.VirtualMachineInstance
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vmi); err != nil {
@@ -252,22 +290,12 @@ func (s *Source) vmiObjects(u *unstructured.Unstructured) translator.Objects {
 		return translator.Objects{}
 	}
 	ifaces, _ := manifest.VMInterfacesFrom(&vmi)
-	return translator.Objects{VMs: ifaces}
-}
-
-// floatingIPsServed says whether the API server serves floating IPs. A
-// cluster upgraded without deploy/common/crd-floatingip.yaml still has its
-// routers reconciled, without floating IPs, and says so; any other error
-// is the informer's to retry.
-func (s *Source) floatingIPsServed() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := s.client.Resource(FloatingIPGVR).List(ctx, metav1.ListOptions{Limit: 1})
-	if apierrors.IsNotFound(err) {
-		s.log.Info("the API server does not serve floating IPs (" + FloatingIPGVR.Resource + "." + FloatingIPGVR.Group + "): they are not read; apply deploy/common/crd-floatingip.yaml and restart kubevirt-ovn")
-		return false
+	if groups, ok := s.vmGroups(u); ok {
+		for i := range ifaces {
+			ifaces[i].SecurityGroups = groups
+		}
 	}
-	return true
+	return translator.Objects{VMs: ifaces}
 }
 
 // fipObjects converts a floating IP. The CRD's schema requires what

@@ -177,9 +177,22 @@ func securityGroupsOf(annotations map[string]string, ns, name string) (string, s
 	if !ok || text == "" {
 		return "", ""
 	}
-	var ids []string
-	if err := json.Unmarshal([]byte(text), &ids); err != nil {
+	groups, err := ParseSecurityGroups(text)
+	if err != nil {
 		return "", fmt.Sprintf("%s %s/%s: metadata.annotations[%s] is not a JSON list of security group ids, ignored: %v", KindVMI, ns, name, SecurityGroupsAnnotation, err)
 	}
-	return translator.JoinGroups(ids), ""
+	return groups, ""
+}
+
+// ParseSecurityGroups reads a securityGroups annotation's value (a JSON
+// list of security group spec.ids) as VMInterface.SecurityGroups.
+func ParseSecurityGroups(text string) (string, error) {
+	if text == "" {
+		return "", nil
+	}
+	var ids []string
+	if err := json.Unmarshal([]byte(text), &ids); err != nil {
+		return "", err
+	}
+	return translator.JoinGroups(ids), nil
 }

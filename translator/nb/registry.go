@@ -619,6 +619,14 @@ var Default = MustRegistry(
 			return fmt.Sprintf("%s priority=%d %s match=%q", a.Direction, a.Priority, a.Action, a.Match)
 		},
 	},
+	&Table{
+		// A security group's members' addresses in every zone, in
+		// interconnect mode, for the rules naming it as their remote
+		// group. The schema indexes its name.
+		Name: nbmodel.AddressSetTable, New: func() model.Model { return &nbmodel.AddressSet{} },
+		Identity: []string{"name"},
+		Columns:  []string{"name", "addresses", "external_ids"},
+	},
 )
 
 // natIdentity: a dnat_and_snat row is identified by its external IP, the

@@ -210,23 +210,14 @@ func richSnapshot(interconnect bool) *translator.Snapshot {
 			{Name: "hv2", Hostname: "node-hv2"},
 		},
 	}
-	if !interconnect {
-		// A load balancer on net-a with a floating IP on its VIP (central
-		// mode only: interconnect mode plans none yet).
-		s.LoadBalancers = []translator.LoadBalancer{{Name: "lb-1", ID: "lb-1", Network: "net-a", VIP: "10.10.0.100",
-			Members: []string{"10.10.0.5"}, Rules: []translator.LBRule{{Protocol: "tcp", PortMin: 80}, {Protocol: "icmp"}},
-			HealthCheck: &translator.LBHealthCheck{SourceIP: "10.10.0.250"}}}
-		s.FloatingIPs = append(s.FloatingIPs, translator.FloatingIP{Name: "fip-lb", ID: "fip-lb", Router: "r1", Network: "public", IP: "172.16.0.60", FixedIP: "10.10.0.100"})
-	}
-	if interconnect {
-		s.Interconnect = true
-		for i := range s.Chassis {
-			s.Chassis[i].Zone = s.Chassis[i].Name
-		}
-		return s
-	}
-	// Security groups (central mode only, for now): vm in two groups, a
-	// remote-group rule and an embedded rule.
+	// A load balancer on net-a with a floating IP on its VIP.
+	s.LoadBalancers = []translator.LoadBalancer{{Name: "lb-1", ID: "lb-1", Network: "net-a", VIP: "10.10.0.100",
+		Members: []string{"10.10.0.5"}, Rules: []translator.LBRule{{Protocol: "tcp", PortMin: 80}, {Protocol: "icmp"}},
+		HealthCheck: &translator.LBHealthCheck{SourceIP: "10.10.0.250"}}}
+	s.FloatingIPs = append(s.FloatingIPs, translator.FloatingIP{Name: "fip-lb", ID: "fip-lb", Router: "r1", Network: "public", IP: "172.16.0.60", FixedIP: "10.10.0.100"})
+	// Security groups: vm in two groups, a remote-group rule (in
+	// interconnect mode its remote group's Address_Set) and an embedded
+	// rule.
 	s.VMs[0].SecurityGroups = "sg-db,sg-web"
 	port := 80
 	s.SecurityGroups = []translator.SecurityGroup{
@@ -234,12 +225,14 @@ func richSnapshot(interconnect bool) *translator.Snapshot {
 		{Name: "sg-db", ID: "sg-db"},
 	}
 	s.SecurityGroupRules = []translator.SecurityGroupRule{{Name: "db-from-web", ID: "db-from-web", SecurityGroupID: "sg-db", Direction: "ingress", RemoteGroupID: "sg-web"}}
+	if interconnect {
+		s.Interconnect = true
+		for i := range s.Chassis {
+			s.Chassis[i].Zone = s.Chassis[i].Name
+		}
+	}
 	return s
 }
-
-// sgTables are the tables only security groups write: not in
-// interconnect mode yet.
-var sgTables = []string{nbmodel.PortGroupTable, nbmodel.ACLTable}
 
 // TestRegistryOwnsWhatThePlanEmits: every row a whole plan emits, in
 // central and in interconnect mode, is of a registry table; a child names
@@ -267,7 +260,11 @@ func TestRegistryOwnsWhatThePlanEmits(t *testing.T) {
 			}
 		}
 		for i := range plan.SecurityGroups {
-			sets = append(sets, plan.SecurityGroups[i].Rows())
+			sp := &plan.SecurityGroups[i]
+			sets = append(sets, sp.Rows())
+			for _, zr := range sp.Zones {
+				sets = append(sets, zr.Rows)
+			}
 		}
 		if interconnect {
 			require.NotEmpty(t, plan.Networks[0].Zones, "precondition: zone rows planned")
@@ -299,8 +296,8 @@ func TestRegistryOwnsWhatThePlanEmits(t *testing.T) {
 			}
 		}
 		for _, tbl := range Default.Tables() {
-			if interconnect && (slices.Contains(sgTables, tbl.Name) || tbl.Name == nbmodel.LoadBalancerTable || tbl.Name == nbmodel.LoadBalancerHealthCheckTable) {
-				continue // not planned in interconnect mode yet
+			if !interconnect && tbl.Name == nbmodel.AddressSetTable {
+				continue // interconnect mode only
 			}
 			assert.True(t, seen[tbl.Name], "interconnect=%v: the snapshot exercises %s", interconnect, tbl.Name)
 		}

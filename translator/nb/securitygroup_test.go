@@ -182,3 +182,64 @@ func TestSyncLargeSecurityGroup(t *testing.T) {
 	assert.ElementsMatch(t, append(slices.Clone(want), "other-port"), portNames(t, raw, portGroups(t, raw)[web]), "ours as planned, the other tool's kept")
 	requireIdle(t, ours, s)
 }
+
+// TestSyncSecurityGroupsInZone: in interconnect mode, zone hv1's NB (vm-a's
+// node; vm-b is in zone hv2) gets sg-web's and sg-db's Port_Groups with
+// vm-a's port only, and sg-web's Address_Set (sg-db's rule names sg-web
+// as its remote group) with its members' addresses; a second sync writes
+// nothing; a member's address change updates the set in place.
+func TestSyncSecurityGroupsInZone(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := withSecurityGroups()
+	s.Networks[2].Type = "GENEVE"
+	s.VMs[0].Node, s.VMs[1].Node = "node-hv1", "node-hv2"
+	s.VMs[1].SecurityGroups = "sg-db,sg-web"
+	s.Interconnect, s.ChassisKnown = true, true
+	s.Chassis = []tr.Chassis{
+		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw1"},
+		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
+		{Name: "hv2", Hostname: "node-hv2", Zone: "hv2"},
+	}
+	syncZone := func() *nb.SyncResult {
+		t.Helper()
+		res, err := nb.Sync(t.Context(), ours, tr.Build(s, instance), nb.SyncOptions{Instance: instance, Zone: "hv1"})
+		require.NoError(t, err)
+		requireNoFailures(t, res)
+		return res
+	}
+	syncZone()
+	pgs := portGroups(t, raw)
+	portA := tr.VMPortName("net-a", "default", "vm-a", "eth1")
+	require.Contains(t, pgs, tr.PortGroupName("sg-web"))
+	require.Contains(t, pgs, tr.PortGroupName("sg-db"))
+	assert.Equal(t, []string{portA}, portNames(t, raw, pgs[tr.PortGroupName("sg-web")]), "only the zone's own member")
+	assert.Equal(t, []string{portA}, portNames(t, raw, pgs[tr.PortGroupName("sg-db")]))
+	sets := byName(t, raw, func(a *nbmodel.AddressSet) string { return a.Name })
+	require.Len(t, sets, 1)
+	set := sets[tr.AddressSetName("sg-web")]
+	require.NotNil(t, set)
+	assert.Equal(t, []string{s.VMs[0].IP, s.VMs[1].IP}, set.Addresses, "every zone's members")
+	assert.Equal(t, "sg-web", set.ExternalIDs[tr.KeySecurityGroup])
+	assert.Equal(t, tr.NotAnOVNKNetwork, set.ExternalIDs[tr.KeyOVNKOwnerController], "ovnkube-controller v1.0.0's address-set syncer leaves it")
+	var rule *nbmodel.ACL
+	for _, a := range list[nbmodel.ACL](t, raw) {
+		if a.ExternalIDs[tr.KeySecurityACL] == "rule/db-pg" {
+			rule = a
+		}
+	}
+	require.NotNil(t, rule)
+	assert.Contains(t, rule.Match, "ip4.src == $"+tr.AddressSetName("sg-web"))
+	res, err := nb.Sync(t.Context(), ours, tr.Build(s, instance), nb.SyncOptions{Instance: instance, Zone: "hv1"})
+	require.NoError(t, err)
+	assert.Zero(t, res.Transactions, "a second sync writes nothing")
+
+	// vm-b (zone hv2) takes another address: the set is updated in place.
+	s.VMs[1].IP = "10.20.0.9"
+	changes := changeList(syncZone())
+	require.Len(t, changes, 1, "%v", changes)
+	assert.Equal(t, nb.Update, changes[0].Action)
+	assert.Equal(t, nbmodel.AddressSetTable, changes[0].Table)
+	after := byName(t, raw, func(a *nbmodel.AddressSet) string { return a.Name })[tr.AddressSetName("sg-web")]
+	assert.Equal(t, set.UUID, after.UUID)
+	assert.Equal(t, []string{s.VMs[0].IP, "10.20.0.9"}, after.Addresses)
+}

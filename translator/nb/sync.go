@@ -132,6 +132,8 @@ func WorkOf(up translator.UnitPlan, zone string) Work {
 		zr = up.Network.Zones[zone]
 	case zone != "" && up.Router != nil:
 		zr = up.Router.Zones[zone]
+	case zone != "" && up.SecurityGroup != nil:
+		zr = up.SecurityGroup.Zones[zone]
 	case up.Network != nil:
 		w.Rows, w.Keep = up.Network.Rows(), up.Network.KeepPorts
 	case up.Router != nil:

@@ -41,13 +41,22 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 		VMs: []translator.VMInterface{{Namespace: "default", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5",
 			SecurityGroups: "sg"}},
 		SecurityGroups: []translator.SecurityGroup{{Name: "sg", ID: "sg", Rules: []translator.SecurityGroupRule{{ID: "ssh", SecurityGroupID: "sg",
-			Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: ptr(22), PortRangeMax: ptr(22)}}}},
+			Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: ptr(22), PortRangeMax: ptr(22), RemoteGroupID: "sg"}}}},
 		FloatingIPs: []translator.FloatingIP{{Name: "fip", ID: "fip", Router: "r1", Network: "public", IP: "172.16.0.50", FixedIP: "10.10.0.5"}},
 		// A load balancer with a health check: its rows and their children.
 		LoadBalancers: []translator.LoadBalancer{{Name: "lb", ID: "lb", Network: "net-a", VIP: "10.10.0.100", Members: []string{"10.10.0.5"},
 			Rules: []translator.LBRule{{Protocol: "tcp", PortMin: 80}}, HealthCheck: &translator.LBHealthCheck{SourceIP: "10.10.0.250"}}},
+		// One zone of interconnect mode: a remote group's Address_Set
+		// too.
+		Interconnect: true, ChassisKnown: true,
+		Chassis: []translator.Chassis{
+			{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"public", "public2"}, Zone: "z1"},
+			{Name: "gw2", Hostname: "node-gw2", Gateway: true, Physnets: []string{"public", "public2"}, Zone: "z1"},
+			{Name: "hv1", Hostname: "node-hv1", Zone: "z1"},
+		},
 	}
-	res, err := nb.Sync(ctx, mon, translator.Build(s, "test"), nb.SyncOptions{Instance: "test"})
+	s.VMs[0].Node = "hv1"
+	res, err := nb.Sync(ctx, mon, translator.Build(s, "test"), nb.SyncOptions{Instance: "test", Zone: "z1"})
 	require.NoError(t, err)
 	require.Empty(t, res.Failed())
 	// Another instance's rows and a foreign column on ours.
@@ -62,7 +71,8 @@ func TestReadOwnedReadsWhatTheMonitorSees(t *testing.T) {
 	s.LoadBalancers[0].Name, s.LoadBalancers[0].Network = "lb2", "net-b"
 	// Port_Group names are one namespace across instances.
 	s.VMs[0].SecurityGroups, s.SecurityGroups[0].ID, s.SecurityGroups[0].Rules[0].SecurityGroupID = "sg2", "sg2", "sg2"
-	res, err = nb.Sync(ctx, other, translator.Build(s, "other"), nb.SyncOptions{Instance: "other"})
+	s.SecurityGroups[0].Rules[0].RemoteGroupID = "sg2"
+	res, err = nb.Sync(ctx, other, translator.Build(s, "other"), nb.SyncOptions{Instance: "other", Zone: "z1"})
 	require.NoError(t, err)
 	require.Empty(t, res.Failed())
 	lr := &nbmodel.LogicalRouter{}

@@ -132,7 +132,8 @@ func TestRunRefusesAnEmptyInput(t *testing.T) {
 	require.Error(t, err)
 	var refusal *controller.EmptyInputError
 	require.ErrorAs(t, err, &refusal)
-	assert.Equal(t, "the manifests in "+empty+" declare no router and no network, but 4 routers and networks own rows in the NB: refusing to delete them all without --allow-empty (nothing written)", err.Error())
+	// 5 units: router1, public, net-a, net-b and the security group sg-web.
+	assert.Equal(t, "the manifests in "+empty+" declare no router and no network, but 5 routers and networks own rows in the NB: refusing to delete them all without --allow-empty (nothing written)", err.Error())
 
 	o := opts(nb, empty)
 	o.DryRun = true
