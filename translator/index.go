@@ -91,6 +91,8 @@ type Input struct {
 	// remote group (securitygroup.go).
 	sgMembers map[string]set[*vmDecl]
 	sgRemote  map[string]set[*ruleDecl]
+	// portsMemo keeps each network's planned VM ports for the groups.
+	portsMemo portsMemo
 
 	// The claims, by normalized SNAT IP and by network name, of every
 	// declaration, eligible or not: who wins is decided when planning.
@@ -430,10 +432,19 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 			in.removeVMGroups(d)
 			had[d.VMInterface] = true
 		}
+		regrouped := regroupings(olds)
 		for _, d := range news {
 			addTo(in.vms, key, d)
 			in.addVMAddr(d)
 			in.addVMGroups(d)
+			if old, ok := regrouped[withoutGroups(d.VMInterface)]; ok && !had[d.VMInterface] && had[old] {
+				// Only its groups changed: only the groups it left or
+				// joined are re-planned.
+				in.affectedByVM(d, c.affected)
+				in.affectedByRegrouping(&old, &d.VMInterface, c.affected)
+				delete(had, old)
+				continue
+			}
 			if !had[d.VMInterface] {
 				in.affectedByVM(d, c.affected)
 				in.affectedByVMGroups(&d.VMInterface, c.affected)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
@@ -177,6 +178,52 @@ func (in *Input) affectedByVMGroups(v *VMInterface, affected set[Unit]) {
 	}
 }
 
+// withoutGroups is v but for its groups.
+func withoutGroups(v VMInterface) VMInterface {
+	v.SecurityGroups = ""
+	return v
+}
+
+// regroupings maps each of the VM interfaces olds (but for their groups)
+// to the interface, when no other of them is the same but for its groups:
+// a new interface equal to one of them but for its groups changed groups
+// only. Its port, and which VM gets an address, are as they were: the
+// groups it stays in plan the same rows.
+func regroupings(olds []*vmDecl) map[VMInterface]VMInterface {
+	out := make(map[VMInterface]VMInterface, len(olds))
+	twice := map[VMInterface]bool{}
+	for _, d := range olds {
+		k := withoutGroups(d.VMInterface)
+		if _, dup := out[k]; dup {
+			twice[k] = true
+		}
+		out[k] = d.VMInterface
+	}
+	for k := range twice {
+		delete(out, k)
+	}
+	return out
+}
+
+// affectedByRegrouping adds the groups VM interface old was bound to and
+// nw is not, and those nw is bound to and old was not, with the groups
+// naming them as remote group (as affectedByVMGroups).
+func (in *Input) affectedByRegrouping(old, nw *VMInterface, affected set[Unit]) {
+	before, after := old.Groups(), nw.Groups()
+	for _, g := range before {
+		if !slices.Contains(after, g) {
+			affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+			in.remoteGroupsOf(g, affected)
+		}
+	}
+	for _, g := range after {
+		if !slices.Contains(before, g) {
+			affected.add(Unit{Kind: KindSecurityGroup, Name: g})
+			in.remoteGroupsOf(g, affected)
+		}
+	}
+}
+
 // affectedByAddrGroups adds the groups of the VM interfaces that have VM
 // interface v's IP on its network: which of them gets the address (and a
 // port) may change with v. (A MAC shared the same way has no index: a
@@ -250,17 +297,23 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	// Members: the ports their networks plan (a reference to a port the
 	// NB may not have would fail the group).
 	gateways := set[netip.Addr]{}
-	planned := map[string]map[string]string{} // the ports each member network plans, with their IPs
+	type memberNet struct {
+		n     *network          // nil: not a valid network
+		ports map[string]string // the ports it plans, with their IPs
+	}
+	nets := map[string]memberNet{} // each member network
 	var members []sgMember
 	for v := range in.sgMembers[id] {
-		n, ok := in.validNetwork(v.Network)
-		if !ok || v.NetworkNamespace != n.Namespace {
-			continue
-		}
-		ports, ok := planned[n.Name]
+		mn, ok := nets[v.Network]
 		if !ok {
-			ports = in.plannedVMPorts(n, held)
-			planned[n.Name] = ports
+			if n, valid := in.validNetwork(v.Network); valid {
+				mn = memberNet{n: n, ports: in.plannedVMPorts(n, held)}
+			}
+			nets[v.Network] = mn
+		}
+		n, ports := mn.n, mn.ports
+		if n == nil || v.NetworkNamespace != n.Namespace {
+			continue
 		}
 		port := VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)
 		ip, ok := ports[port]
@@ -466,24 +519,96 @@ func (in *Input) remoteGroupsOf(g string, affected set[Unit]) {
 	}
 }
 
-// plannedVMPorts are the VM ports valid network n plans, with their IP
-// addresses: those of its VM interfaces without an error, its address
-// claims decided as its own plan decides them (planVMPorts). It costs
-// what the network's VMs cost.
+// plannedVMPorts are the VM ports valid network n plans: those of its VM
+// interfaces without an error, its address claims decided as its own plan
+// decides them (planVMPorts), with their IPs. It costs what the network's VMs cost, once:
+// a group is re-planned on every binding change of a member and has
+// members on most networks, so the ports of a network whose VMs claim no
+// address twice (then held, the NB's claims, decides nothing) are kept
+// until its VM interfaces or the network change (portsMemo).
 func (in *Input) plannedVMPorts(n *network, held Held) map[string]string {
-	vms := make([]*VMInterface, 0, len(in.vms[n.Name]))
+	decls := make([]*vmDecl, 0, len(in.vms[n.Name]))
 	for d := range in.vms[n.Name] {
 		if d.NetworkNamespace == n.Namespace {
-			vms = append(vms, &d.VMInterface)
+			decls = append(decls, d)
 		}
 	}
+	if ports, ok := in.portsMemo.get(n, decls); ok {
+		return ports
+	}
+	vms := make([]*VMInterface, len(decls))
+	for i, d := range decls {
+		vms[i] = &d.VMInterface
+	}
 	out := map[string]string{}
+	claimed := set[string]{}
+	clean := true
 	for _, vp := range planVMPorts(vms, n, held) {
 		if vp.err == nil {
 			out[vp.port] = vp.ip
 		}
+		if vp.mac == "" { // invalid on its own: claims nothing
+			continue
+		}
+		for _, k := range []string{"MAC " + vp.mac, "IP " + vp.ip} {
+			if _, dup := claimed[k]; dup {
+				clean = false
+			}
+			claimed.add(k)
+		}
+	}
+	if clean {
+		in.portsMemo.put(n, decls, out, len(in.networks))
 	}
 	return out
+}
+
+// portsMemo keeps plannedVMPorts' answer per network while the network
+// (its *network, replaced when its declaration changes) and its VM
+// declarations (replaced, all of the network's, when one of them
+// changes) are the same. Plans of several units may run at once.
+type portsMemo struct {
+	mu      sync.Mutex
+	entries map[string]*memoPorts // by network name
+}
+
+type memoPorts struct {
+	n     *network
+	decls set[*vmDecl]
+	ports map[string]string
+}
+
+func (m *portsMemo) get(n *network, decls []*vmDecl) (map[string]string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[n.Name]
+	if e == nil || e.n != n || len(e.decls) != len(decls) {
+		return nil, false
+	}
+	for _, d := range decls {
+		if _, ok := e.decls[d]; !ok {
+			return nil, false
+		}
+	}
+	return e.ports, true
+}
+
+// put keeps ports; when there are twice as many entries as networks (those
+// of networks gone stay until then), all are dropped.
+func (m *portsMemo) put(n *network, decls []*vmDecl, ports map[string]string, networks int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entries == nil {
+		m.entries = map[string]*memoPorts{}
+	}
+	if len(m.entries) >= 2*networks+16 {
+		clear(m.entries)
+	}
+	e := &memoPorts{n: n, decls: make(set[*vmDecl], len(decls)), ports: ports}
+	for _, d := range decls {
+		e.decls.add(d)
+	}
+	m.entries[n.Name] = e
 }
 
 // ruleACL is rule r's ACL in group pg (whose SecurityGroup is named

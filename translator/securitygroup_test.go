@@ -289,9 +289,15 @@ func TestSecurityGroupSetAffects(t *testing.T) {
 	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-web")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}))
 	assert.Contains(t, in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup.Ports, VMPortName("net-a", "default", "vm-c", "eth1"))
 	vms[0].SecurityGroups = "sg-web"
-	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db"), sgUnit("sg-web")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}),
-		"vm-a leaves sg-db: sg-db, and sg-web (vm-a's interface changed)")
+	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}),
+		"vm-a leaves sg-db: sg-db only; sg-web, which it stays in, plans the same rows")
 	assert.Equal(t, []string{VMPortName("net-b", "default", "vm-b", "eth1")}, in.Plan(sgUnit("sg-db"), testInstance, nil).SecurityGroup.Ports)
+	// vm-a back in sg-db with another MAC: every group it was or is in
+	// (its port changed).
+	vms[0].SecurityGroups, vms[0].MAC = "sg-db,sg-web", "50:54:00:00:00:55"
+	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db"), sgUnit("sg-web")}, in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms}))
+	vms[0].SecurityGroups, vms[0].MAC = "sg-web", s.VMs[0].MAC
+	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms})
 
 	// sg-web goes: it and sg-db (its rule names sg-web), whose rule now
 	// fails and keeps its ACL.
@@ -356,4 +362,51 @@ func TestSecurityGroupMembersArePlannedPorts(t *testing.T) {
 	assert.Empty(t, in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup.Ports, "vm-a has no port")
 	assert.Equal(t, []Unit{networkUnit("net-a"), sgUnit("sg-db"), sgUnit("sg-web")}, in.Set("thief", Objects{}))
 	assert.Equal(t, []string{VMPortName("net-a", "default", "vm-a", "eth1")}, in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup.Ports)
+}
+
+// TestSecurityGroupMembersFollowHeldClaimsAndNetworkEdits: a network's
+// planned ports are kept between plans of its groups only while nothing
+// they depend on changed. Two VMs claiming one IP: the NB's claim (held)
+// decides which is a member, plan by plan, without an input change in
+// between; a VM interface that changes on the network, and the network
+// itself, change the members at once.
+func TestSecurityGroupMembersFollowHeldClaimsAndNetworkEdits(t *testing.T) {
+	s := sgSnapshot()
+	in := NewInput()
+	in.Set("sgs", Objects{SecurityGroups: s.SecurityGroups})
+	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs})
+	portA := VMPortName("net-a", "default", "vm-a", "eth1")
+	portC := VMPortName("net-a", "default", "vm-c", "eth1")
+	members := func(held Held) []string { return in.Plan(sgUnit("sg-web"), testInstance, held).SecurityGroup.Ports }
+	require.Equal(t, []string{portA}, members(nil))
+	require.Equal(t, []string{portA}, members(nil), "planned again: the same")
+
+	// vm-c, in sg-web too, takes vm-a's IP: the NB's claim decides.
+	vms := append([]VMInterface(nil), s.VMs...)
+	vms[2].SecurityGroups, vms[2].IP = "sg-web", "10.10.0.5"
+	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms})
+	heldBy := func(port string) Held {
+		return Claims{VMAddresses: map[string]string{"net-a 10.10.0.5": port}}
+	}
+	assert.Equal(t, []string{portC}, members(heldBy(portC)))
+	assert.Equal(t, []string{portA}, members(heldBy(portA)), "the claim moved in the NB, the input did not")
+	assert.Equal(t, []string{portC}, members(heldBy(portC)))
+
+	// vm-c on its own IP again: both.
+	vms[2].IP = "10.10.0.7"
+	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms})
+	assert.Equal(t, []string{portA, portC}, members(heldBy(portC)))
+
+	// net-a's ipPool no more holds vm-a's IP: vm-a has no port; back:
+	// both again.
+	nets := append([]Network(nil), s.Networks...)
+	for i := range nets {
+		if nets[i].Name == "net-a" {
+			nets[i].IPPool = &IPPool{Start: "10.10.0.6", End: "10.10.0.200"}
+		}
+	}
+	in.Set("nets", Objects{Routers: s.Routers, Networks: nets, VMs: vms})
+	assert.Equal(t, []string{portC}, members(nil), "the network changed, its VMs did not")
+	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms})
+	assert.Equal(t, []string{portA, portC}, members(nil))
 }

@@ -176,6 +176,9 @@ type Differ struct {
 	refScan map[referrer]map[string][]string
 	// byKey caches our rows looked up by key.
 	byKey map[rowKey]model.Model
+	// bulk holds the tables read whole for a row that refers to many of
+	// their rows (bulkRows).
+	bulk map[*Table]*bulkRows
 	// arena holds the JSON of the values the inserts write.
 	arena arena
 	// parents, when given, says which row holds a child row.
@@ -277,8 +280,11 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 }
 
 // rowByKey is our row of table t whose key is key (the lowest UUID of
-// several), nil when the view has none.
+// several), nil when the view has none. The row is read only.
 func (d *Differ) rowByKey(t *Table, key string) (model.Model, error) {
+	if b := d.bulk[t]; b != nil {
+		return b.ours(key, d.instance), nil
+	}
 	k := rowKey{t.Name, key}
 	if m, ok := d.byKey[k]; ok {
 		return m, nil
@@ -289,6 +295,54 @@ func (d *Differ) rowByKey(t *Table, key string) (model.Model, error) {
 	}
 	d.byKey[k] = m
 	return m, nil
+}
+
+// bulkRows are a table's rows, in place (read only), and by key: a port
+// group refers to thousands of switch ports, and looking each up (an index
+// lookup and a copy of the row) cost more than one walk of the table.
+type bulkRows struct {
+	byUUID map[string]model.Model
+	byKey  map[string][]model.Model
+}
+
+// ours is our row of key (the lowest UUID of several), as view.byKey
+// finds it.
+func (b *bulkRows) ours(key, instance string) model.Model {
+	var found model.Model
+	for _, m := range b.byKey[key] {
+		if _, ok := translator.OwnerOf(externalIDs(m), instance); ok && (found == nil || uuidOf(m) < uuidOf(found)) {
+			found = m
+		}
+	}
+	return found
+}
+
+// bulkFor reads table t whole for a row that refers to refs of its rows,
+// when that is cheaper than looking each up: refs is at least an eighth
+// of the table's rows (and 64). nil when it is not, or when t's key is
+// not one string column of its own rows.
+func (d *Differ) bulkFor(t *Table, refs int) *bulkRows {
+	if b := d.bulk[t]; b != nil {
+		return b
+	}
+	rc := d.v.tables[t]
+	if rc == nil || refs < 64 || refs*8 < rc.Len() || !t.OwnerKeys() || t.IdentityOf != nil || len(t.Identity) != 1 {
+		return nil
+	}
+	if col, mapKey := identityColumn(t.Identity[0]); mapKey != "" || field(t.New(), col).Kind() != reflect.String {
+		return nil
+	}
+	rows := d.v.rows(t)
+	b := &bulkRows{byUUID: rows, byKey: make(map[string][]model.Model, len(rows))}
+	for _, m := range rows {
+		k := t.Key(m)
+		b.byKey[k] = append(b.byKey[k], m)
+	}
+	if d.bulk == nil {
+		d.bulk = map[*Table]*bulkRows{}
+	}
+	d.bulk[t] = b
+	return b
 }
 
 // scanParent finds the row of table t's parent table that references
@@ -616,6 +670,10 @@ func (d *Differ) wantRefs(ud *UnitDiff, t *Table, key string, w translator.Row) 
 		return nil, nil
 	}
 	out := map[string][]string{}
+	for _, ref := range t.References {
+		d.bulkFor(d.reg.byName[ref.Table], len(w.Refs))
+	}
+	seen := map[translator.Ref]bool{} // a port group refers to thousands of ports: no linear scan per reference
 	for _, r := range w.Refs {
 		i := slices.IndexFunc(t.References, func(ref Reference) bool { return ref.Column == r.Column })
 		if i < 0 {
@@ -625,9 +683,10 @@ func (d *Differ) wantRefs(ud *UnitDiff, t *Table, key string, w translator.Row) 
 		if r.Key == "" {
 			return nil, fmt.Errorf("%s %s: %s: a reference to %s without a key", t.Name, key, r.Column, ref.Table)
 		}
-		if slices.Contains(out[r.Column], r.Key) {
+		if seen[translator.Ref{Column: r.Column, Key: r.Key}] {
 			continue
 		}
+		seen[translator.Ref{Column: r.Column, Key: r.Key}] = true
 		out[r.Column] = append(out[r.Column], r.Key)
 		if field(t.New(), ref.Column).Kind() == reflect.Pointer && len(out[r.Column]) > 1 {
 			return nil, fmt.Errorf("%s %s: %s holds one reference, not %d (%s)", t.Name, key, r.Column, len(out[r.Column]), strings.Join(out[r.Column], ", "))
@@ -665,8 +724,15 @@ func (d *Differ) diffRefs(ud *UnitDiff, t *Table, have model.Model, key string, 
 		single := field(have, ref.Column).Kind() == reflect.Pointer
 		var ours, foreign []string
 		var curKeys []string
-		for _, uuid := range refs(have, ref.Column) {
-			row := d.v.row(target, uuid)
+		held := refs(have, ref.Column)
+		bulk := d.bulkFor(target, max(len(held), len(want[ref.Column])))
+		for _, uuid := range held {
+			var row model.Model
+			if bulk != nil {
+				row = bulk.byUUID[uuid]
+			} else {
+				row = d.v.row(target, uuid)
+			}
 			if row != nil {
 				if _, ok := d.v.owner(target, row, d.instance); ok {
 					ours = append(ours, uuid)
@@ -678,10 +744,14 @@ func (d *Differ) diffRefs(ud *UnitDiff, t *Table, have model.Model, key string, 
 		}
 		keys := want[ref.Column]
 		same := len(keys) == len(ours) && (!single || len(foreign) == 0 || len(keys) == 0)
-		for _, k := range keys {
-			m, _ := d.rowByKey(target, k)
-			if m == nil || !slices.Contains(ours, uuidOf(m)) {
-				same = false
+		if same {
+			oursSet := setOf(ours)
+			for _, k := range keys {
+				m, _ := d.rowByKey(target, k)
+				if m == nil || !oursSet[uuidOf(m)] {
+					same = false
+					break
+				}
 			}
 		}
 		if len(foreign) > 0 && (!single || len(keys) == 0) {

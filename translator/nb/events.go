@@ -69,17 +69,41 @@ func (r *Registry) Affected(c client.Client, table string, old, cur model.Model,
 }
 
 // symmetricDifference are the elements of a or b that are not in both.
+// A port group's ports are thousands: they are compared through sets.
 func symmetricDifference(a, b []string) []string {
 	var out []string
+	if len(a) <= 8 && len(b) <= 8 {
+		for _, x := range a {
+			if !slices.Contains(b, x) {
+				out = append(out, x)
+			}
+		}
+		for _, x := range b {
+			if !slices.Contains(a, x) {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	inA, inB := setOf(a), setOf(b)
 	for _, x := range a {
-		if !slices.Contains(b, x) {
+		if !inB[x] {
 			out = append(out, x)
 		}
 	}
 	for _, x := range b {
-		if !slices.Contains(a, x) {
+		if !inA[x] {
 			out = append(out, x)
 		}
+	}
+	return out
+}
+
+// setOf is the set of the strings of list.
+func setOf(list []string) map[string]bool {
+	out := make(map[string]bool, len(list))
+	for _, x := range list {
+		out[x] = true
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package nb
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -336,4 +337,17 @@ func TestRegistryMapKeyIdentity(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
+}
+
+// A port group's thousands of ports are compared through sets: the
+// difference is the same as the small lists' linear one.
+func TestSymmetricDifferenceOfLargeSets(t *testing.T) {
+	var a, b []string
+	for i := 0; i < 1000; i++ {
+		a = append(a, fmt.Sprint("p", i))
+		b = append(b, fmt.Sprint("p", i+3))
+	}
+	assert.Equal(t, []string{"p0", "p1", "p2", "p1000", "p1001", "p1002"}, symmetricDifference(a, b))
+	assert.Empty(t, symmetricDifference(a, slices.Clone(a)))
+	assert.Equal(t, []string{"x", "y"}, symmetricDifference([]string{"x", "z"}, []string{"z", "y"}))
 }

@@ -1,9 +1,15 @@
 package nb_test
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -116,6 +122,64 @@ func TestSyncSecurityGroups(t *testing.T) {
 	pgs = portGroups(t, raw)
 	assert.NotContains(t, pgs, tr.PortGroupName("sg-db"))
 	assert.Len(t, list[nbmodel.ACL](t, raw), 5)
+	requireIdle(t, ours, s)
+}
+
+// TestSyncLargeSecurityGroup: a group of 120 ports (which the differ reads
+// through one walk of the switch port table rather than a lookup per
+// port) is written whole; a second sync writes nothing; members leaving
+// and joining change exactly those references; another tool's port in
+// the Port_Group stays.
+func TestSyncLargeSecurityGroup(t *testing.T) {
+	ours, raw := connect(t, startNB(t))
+	s := withSecurityGroups()
+	var want []string
+	for i := 0; i < 120; i++ {
+		v := tr.VMInterface{Namespace: "default", VMI: fmt.Sprintf("big-%d", i), Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+			MAC: fmt.Sprintf("50:54:00:00:01:%02x", i), IP: fmt.Sprintf("10.10.0.%d", 100+i), SecurityGroups: "sg-web"}
+		s.VMs = append(s.VMs, v)
+		want = append(want, tr.VMPortName("net-a", "default", v.VMI, "eth1"))
+	}
+	want = append(want, tr.VMPortName("net-a", "default", "vm-a", "eth1"))
+	requireNoFailures(t, sync(t, ours, s))
+	web := tr.PortGroupName("sg-web")
+	assert.ElementsMatch(t, want, portNames(t, raw, portGroups(t, raw)[web]))
+	requireIdle(t, ours, s)
+
+	// Another tool's port in our group.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ls := &nbmodel.LogicalSwitch{UUID: "ls", Name: "other-ls", Ports: []string{"lsp"}}
+	lsp := &nbmodel.LogicalSwitchPort{UUID: "lsp", Name: "other-port"}
+	ops, err := raw.Create(lsp)
+	require.NoError(t, err)
+	lsOps, err := raw.Create(ls)
+	require.NoError(t, err)
+	ops = append(ops, lsOps...)
+	pg := portGroups(t, raw)[web]
+	mut, err := raw.Where(pg).Mutate(pg, model.Mutation{Field: &pg.Ports, Mutator: ovsdb.MutateOperationInsert, Value: []string{"lsp"}})
+	require.NoError(t, err)
+	ops = append(ops, mut...)
+	results, err := raw.Transact(ctx, ops...)
+	require.NoError(t, err)
+	_, err = ovsdb.CheckOperationResults(results, ops)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var rows []*nbmodel.PortGroup
+		_ = ours.List(ctx, &rows)
+		return len(rows) == 2 && (rows[0].Name != web || len(rows[0].Ports) == len(want)+1) && (rows[1].Name != web || len(rows[1].Ports) == len(want)+1)
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// Five members leave, vm-b joins.
+	for i := 0; i < 5; i++ {
+		s.VMs[2+i*10].SecurityGroups = ""
+		want = slices.DeleteFunc(want, func(p string) bool { return p == tr.VMPortName("net-a", "default", s.VMs[2+i*10].VMI, "eth1") })
+	}
+	s.VMs[1].SecurityGroups = "sg-db,sg-web"
+	want = append(want, tr.VMPortName("net-b", "default", "vm-b", "eth1"))
+	res := sync(t, ours, s)
+	requireNoFailures(t, res)
+	assert.ElementsMatch(t, append(slices.Clone(want), "other-port"), portNames(t, raw, portGroups(t, raw)[web]), "ours as planned, the other tool's kept")
 	requireIdle(t, ours, s)
 }
 

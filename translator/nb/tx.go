@@ -345,10 +345,11 @@ func (d *Differ) setOps(s *refSet, resolve func(*Table, string) (string, error))
 		return d.c.Where(m).Update(m, fieldPtr(m, s.ref.Column))
 	}
 	var mutations []model.Mutation
-	if out := slices.DeleteFunc(slices.Clone(s.ours), func(u string) bool { return slices.Contains(uuids, u) }); len(out) > 0 {
+	wanted, ours := setOf(uuids), setOf(s.ours)
+	if out := slices.DeleteFunc(slices.Clone(s.ours), func(u string) bool { return wanted[u] }); len(out) > 0 {
 		mutations = append(mutations, model.Mutation{Field: fieldPtr(m, s.ref.Column), Mutator: ovsdb.MutateOperationDelete, Value: out})
 	}
-	if in := slices.DeleteFunc(slices.Clone(uuids), func(u string) bool { return slices.Contains(s.ours, u) }); len(in) > 0 {
+	if in := slices.DeleteFunc(slices.Clone(uuids), func(u string) bool { return ours[u] }); len(in) > 0 {
 		mutations = append(mutations, model.Mutation{Field: fieldPtr(m, s.ref.Column), Mutator: ovsdb.MutateOperationInsert, Value: in})
 	}
 	if len(mutations) == 0 {

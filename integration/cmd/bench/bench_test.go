@@ -74,11 +74,20 @@ var smallDump = map[string]string{
 		"nat":["set",[["uuid","55555555-0000-0000-0000-000000000001"],["uuid","55555555-0000-0000-0000-000000000002"]]],
 		"static_routes":["uuid","66666666-0000-0000-0000-000000000001"],"external_ids":["map",[["kubevirt-ovn/owner","r"]]]}]`,
 	"Static_MAC_Binding": `[{"_uuid":["uuid","99999999-0000-0000-0000-000000000001"],"logical_port":"kv-rtoe-r","ip":"172.16.0.1","mac":"00:00:00:00:ee:01"}]`,
-	"ACL":                `[{"_uuid":["uuid","aaaaaaaa-0000-0000-0000-000000000001"],"action":"allow"}]`,
+	"ACL": `[{"_uuid":["uuid","aaaaaaaa-0000-0000-0000-000000000001"],"action":"allow"},
+		{"_uuid":["uuid","aaaaaaaa-0000-0000-0000-000000000002"],"action":"allow-related","direction":"to-lport","priority":1002,
+		"match":"outport == @kv_sg_web && ip4 && tcp && tcp.dst == 80","name":["set",[]],"log":false,
+		"external_ids":["map",[["kubevirt-ovn/sg-acl","rule/web-in"]]]},
+		{"_uuid":["uuid","aaaaaaaa-0000-0000-0000-000000000003"],"action":"drop","direction":"from-lport","priority":1000,
+		"match":"inport == @kv_sg_web && ip","name":["set",[]],"log":false}]`,
+	"Port_Group": `[{"_uuid":["uuid","cccccccc-0000-0000-0000-000000000001"],"name":"kv_sg_web",
+		"ports":["set",[["uuid","11111111-0000-0000-0000-000000000001"]]],
+		"acls":["set",[["uuid","aaaaaaaa-0000-0000-0000-000000000003"],["uuid","aaaaaaaa-0000-0000-0000-000000000002"]]],
+		"external_ids":["map",[["kubevirt-ovn/security-group","web"]]]}]`,
 }
 
 var smallOrder = []string{"DHCP_Options", "Logical_Switch_Port", "Logical_Switch", "Gateway_Chassis", "NAT", "Logical_Router_Static_Route",
-	"Logical_Router_Port", "Logical_Router", "Static_MAC_Binding", "ACL"}
+	"Logical_Router_Port", "Logical_Router", "Static_MAC_Binding", "ACL", "Port_Group"}
 
 // insertOf is the insert op of the row with dump UUID u, and its position.
 func insertOf(t *testing.T, ops []any, u string) (map[string]any, int) {
@@ -95,8 +104,8 @@ func insertOf(t *testing.T, ops []any, u string) (map[string]any, int) {
 func TestFloorOpsInsertEveryRowWithNamedUUIDReferences(t *testing.T) {
 	tables := dumpOf(t, smallDump, smallOrder...)
 	ops, n := floorOps("OVN_Northbound", tables)
-	require.Equal(t, 13, n)
-	require.Len(t, ops, 14)
+	require.Equal(t, 16, n)
+	require.Len(t, ops, 17)
 	assert.Equal(t, "OVN_Northbound", ops[0])
 
 	port, portAt := insertOf(t, ops, "11111111-0000-0000-0000-000000000001")
@@ -134,6 +143,14 @@ func TestFloorOpsInsertEveryRowWithNamedUUIDReferences(t *testing.T) {
 	}}, lr["row"].(map[string]any)["nat"], "the SNAT and the floating IP's dnat_and_snat are the router's children")
 	fip, _ := insertOf(t, ops, "55555555-0000-0000-0000-000000000002")
 	assert.Equal(t, "dnat_and_snat", fip["row"].(map[string]any)["type"])
+
+	pg, _ := insertOf(t, ops, "cccccccc-0000-0000-0000-000000000001")
+	assert.Equal(t, []any{"set", []any{[]any{"named-uuid", "r11111111_0000_0000_0000_000000000001"}}}, pg["row"].(map[string]any)["ports"],
+		"a port group refers to its ports inserted in the same transaction")
+	assert.Equal(t, []any{"set", []any{
+		[]any{"named-uuid", "raaaaaaaa_0000_0000_0000_000000000003"},
+		[]any{"named-uuid", "raaaaaaaa_0000_0000_0000_000000000002"},
+	}}, pg["row"].(map[string]any)["acls"], "its ACLs are its children")
 }
 
 func TestSchemaOrderPutsReferencedTablesFirst(t *testing.T) {
@@ -169,7 +186,7 @@ func TestNbctlCommandsRebuildTheDump(t *testing.T) {
 		{"dhcp-options-create", "10.0.0.0/24", "kubevirt-ovn/network=net", "kubevirt-ovn/owner=net"},
 		{"dhcp-options-create", "172.16.0.0/16", "kubevirt-ovn/network=public"},
 	}, plan.create, "DHCP options are created first, with their external_ids")
-	assert.Equal(t, map[string]int{"ACL": 1}, plan.skipped)
+	assert.Equal(t, map[string]int{"ACL": 1}, plan.skipped, "an ACL of no port group is not rebuilt")
 
 	cmds, err := plan.resolve(map[string]string{
 		"10.0.0.0/24 kubevirt-ovn/network=net kubevirt-ovn/owner=net": "d0000000-0000-0000-0000-000000000001",
@@ -200,7 +217,11 @@ func TestNbctlCommandsRebuildTheDump(t *testing.T) {
 		"lr-nat-add kv-r dnat_and_snat 172.16.156.74 10.0.0.5",
 		"lr-route-add kv-r 0.0.0.0/0 172.16.0.1 kv-rtoe-r",
 		"static-mac-binding-add kv-rtoe-r 172.16.0.1 00:00:00:00:ee:01",
-	}, got)
+		"pg-add kv_sg_web kv-net_default_vm_eth1",
+		`set Port_Group kv_sg_web external_ids:"kubevirt-ovn/security-group"="web"`,
+		"--type=port-group acl-add kv_sg_web from-lport 1000 inport == @kv_sg_web && ip drop",
+		"--type=port-group acl-add kv_sg_web to-lport 1002 outport == @kv_sg_web && ip4 && tcp && tcp.dst == 80 allow-related",
+	}, got, "the port groups last, after the ports they name")
 
 	_, err = plan.resolve(map[string]string{"172.16.0.0/16 kubevirt-ovn/network=public": "d0000000-0000-0000-0000-000000000002"})
 	assert.ErrorContains(t, err, `ovn-nbctl created no DHCP_Options row "10.0.0.0/24 kubevirt-ovn/network=net kubevirt-ovn/owner=net"`)
@@ -265,7 +286,7 @@ func TestGeneratedInputIsUniqueAcrossRouters(t *testing.T) {
 			}
 		}
 	}
-	_, err := generate(t.TempDir(), maxRouters+1, true)
+	_, err := generate(t.TempDir(), maxRouters+1, variant{fips: true})
 	assert.ErrorContains(t, err, "at most 20000")
 }
 
@@ -283,7 +304,7 @@ func steps(from, to, step int) []int {
 // moved, it is bound to the other VM.
 func TestGeneratedFloatingIPsArePlannedOnePerRouter(t *testing.T) {
 	const n = 4
-	in, err := generate(t.TempDir(), n, true)
+	in, err := generate(t.TempDir(), n, variant{fips: true})
 	require.NoError(t, err)
 	in.routers[2].fipVM = 1
 	require.NoError(t, in.write(in.routers[2]))
@@ -327,9 +348,68 @@ func TestGeneratedFloatingIPsArePlannedOnePerRouter(t *testing.T) {
 	}
 
 	// Without floating IPs: the same routers, SNAT only.
-	plain, err := generate(t.TempDir(), 1, false)
+	plain, err := generate(t.TempDir(), 1, variant{})
 	require.NoError(t, err)
 	b, err := os.ReadFile(plain.routers[0].file(plain.dir))
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "FloatingIp")
+}
+
+// The generated input with security groups, planned as `sync` plans it: no
+// error, sgCount Port_Groups of sgRules rule ACLs (and the base ones) each,
+// every VM port in exactly its two groups, each group with 2/sgCount of
+// them; a VM rebound is in its new second group and no more in its old.
+func TestGeneratedSecurityGroupsArePlannedTwoPerVM(t *testing.T) {
+	const n = 5
+	in, err := generate(t.TempDir(), n, variant{sgs: true})
+	require.NoError(t, err)
+	s := in.routers[3]
+	moved := vm(3, 1, 2)
+	s.rebound[moved.name] = true
+	require.NoError(t, in.write(s))
+	in.sgAlt[4] = true
+	require.NoError(t, in.writeSGs())
+
+	set, err := manifest.LoadPaths([]string{in.dir})
+	require.NoError(t, err)
+	plan := translator.Build(set.Objects.Snapshot(), "bench")
+	require.Empty(t, plan.Errors)
+	require.Empty(t, plan.Notes)
+
+	require.Len(t, plan.SecurityGroups, sgCount)
+	member := map[string][]int{}
+	for g, sp := range plan.SecurityGroups {
+		require.Equal(t, sgID(g), sp.ID)
+		assert.Equal(t, sgRow(g), sp.PortGroup.Name)
+		assert.InDelta(t, n*netsPerRouter*vmsPerNet*2/sgCount, len(sp.Ports), 1, "group %s holds 2/%d of the ports (one VM rebound)", sp.ID, sgCount)
+		rules := 0
+		for _, a := range sp.ACLs {
+			if a.Priority == translator.SGRulePriority {
+				rules++
+			}
+		}
+		assert.Equal(t, sgRules, rules, "group %s", sp.ID)
+		for _, p := range sp.Ports {
+			member[p] = append(member[p], g)
+		}
+	}
+	require.Len(t, member, n*netsPerRouter*vmsPerNet)
+	for i := 0; i < n; i++ {
+		for j := 0; j < netsPerRouter; j++ {
+			for v := 0; v < vmsPerNet; v++ {
+				x := vm(i, j, v)
+				assert.ElementsMatch(t, in.routers[i].groups(x), member[vmPortRow(x.network, x.name, "eth1")], "VM %s", x.name)
+			}
+		}
+	}
+	g := moved.serial % sgCount
+	assert.ElementsMatch(t, []int{g, (g + 2) % sgCount}, member[vmPortRow(moved.network, moved.name, "eth1")])
+
+	var edited string
+	for _, a := range plan.SecurityGroups[4].ACLs {
+		if a.ExternalIDs[sgACLKey] == "rule/"+sgRuleID(4, sgEditedRule) {
+			edited = a.Match
+		}
+	}
+	assert.Equal(t, fmt.Sprintf("outport == @%s && ip4 && tcp && tcp.dst == %d", sgRow(4), sgAltPort+4), edited)
 }

@@ -35,6 +35,9 @@ type eventResult struct {
 	// fipMoves counts fip-move events; fipReplaced those whose NAT row
 	// came back as a new row instead of being updated in place.
 	fipMoves, fipReplaced int
+	// sgEdits counts sg-rule events; sgReplaced those whose ACL came back
+	// as a new row instead of being updated in place.
+	sgEdits, sgReplaced int
 }
 
 // runProc is a running `kubevirt-ovn run`.
@@ -282,12 +285,16 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 			}
 		}
 	}
-	// The kinds cycle with this period; the input with floating IPs has one
-	// more.
-	period := 5
+	// The kinds cycle; the inputs with floating IPs or security groups
+	// have their own.
+	kinds := []string{"vm-add", "snat-ip", "router-del", "hand-del", "router-add"}
 	if in.fips {
-		period = 6
+		kinds = append(kinds, "fip-move")
 	}
+	if in.sgs {
+		kinds = append(kinds, "sg-rule", "sg-bind")
+	}
+	period := len(kinds)
 	var removed *routerState
 	for k := 0; k < count; k++ {
 		if time.Now().After(budgetEnd) {
@@ -305,8 +312,10 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 		var kind string
 		fipMoved := "" // the UUID of the NAT row of a floating IP moved
 		var movedFrom *routerState
-		switch k % period {
-		case 0: // one VM added to a router's file
+		sgEdited := "" // the UUID of the ACL of a rule edited
+		sgGroup := -1
+		switch kinds[k%period] {
+		case "vm-add": // one VM added to a router's file
 			kind = "vm-add"
 			s := pick(-1)
 			j := k / period % netsPerRouter
@@ -317,7 +326,10 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 				return res, err
 			}
 			cond = vmPresent(v, nil)
-		case 1: // one router's SNAT IP changed
+			if in.sgs {
+				cond = both(cond, s.vmGroupsRight(v))
+			}
+		case "snat-ip": // one router's SNAT IP changed
 			kind = "snat-ip"
 			s := pick(-1)
 			s.altSNAT = !s.altSNAT
@@ -326,7 +338,7 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 				return res, err
 			}
 			cond = routerRight(s)
-		case 2: // one router removed: its file deleted
+		case "router-del": // one router removed: its file deleted
 			kind = "router-del"
 			removed = pick(-1)
 			removed.removed = true
@@ -335,7 +347,7 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 				return res, err
 			}
 			cond = routerGone(removed)
-		case 3: // one owned row deleted by hand
+		case "hand-del": // one owned row deleted by hand
 			s := pick(removed.index)
 			var args []string
 			var oldUUID string
@@ -348,6 +360,9 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 				}
 				args = []string{"lsp-del", vmPortRow(v.network, v.name, "eth1")}
 				cond = vmPresent(v, &oldUUID)
+				if in.sgs {
+					cond = both(cond, s.vmGroupsRight(v))
+				}
 			} else {
 				kind = "nat-del"
 				a, b := netPrefix(s.index, 1)
@@ -371,7 +386,7 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 			if _, err := runChild(cfg.timeout, nil, "ovn-nbctl", append([]string{"--db=" + nb}, args...)...); err != nil {
 				return res, err
 			}
-		case 4: // the removed router back
+		case "router-add": // the removed router back
 			kind = "router-add"
 			removed.removed = false
 			t0 = time.Now()
@@ -379,7 +394,7 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 				return res, err
 			}
 			cond = routerRight(removed)
-		case 5: // one router's floating IP moved to another of its VMs
+		case "fip-move": // one router's floating IP moved to another of its VMs
 			kind = "fip-move"
 			s := pick(-1)
 			w.mu.Lock()
@@ -397,6 +412,34 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 				return res, err
 			}
 			cond = fipBound(s)
+		case "sg-rule": // one rule of a security group edited: its port
+			kind = "sg-rule"
+			g := k / period % sgCount
+			w.mu.Lock()
+			if a := (view{w}).ruleACL(g, sgRuleID(g, sgEditedRule)); a != nil {
+				sgEdited = a.UUID
+			}
+			w.mu.Unlock()
+			if sgEdited == "" {
+				return res, fmt.Errorf("event %d (%s): the ACL of rule %s is not in the NB", k, kind, sgRuleID(g, sgEditedRule))
+			}
+			in.sgAlt[g] = !in.sgAlt[g]
+			sgGroup = g
+			t0 = time.Now()
+			if err := in.writeSGs(); err != nil {
+				return res, err
+			}
+			cond = ruleOnPort(g, in.sgRulePort(g))
+		case "sg-bind": // one VM moved from one of its groups to another
+			kind = "sg-bind"
+			s := pick(-1)
+			v := vm(s.index, k/period%netsPerRouter, k/period%vmsPerNet)
+			s.rebound[v.name] = !s.rebound[v.name]
+			t0 = time.Now()
+			if err := in.write(s); err != nil {
+				return res, err
+			}
+			cond = s.vmGroupsRight(v)
 		}
 		t1, err := w.until(cond, cfg.timeout)
 		if err != nil {
@@ -407,6 +450,14 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 			w.mu.Lock()
 			if n := (view{w}).fipNAT(movedFrom); n == nil || n.UUID != fipMoved {
 				res.fipReplaced++
+			}
+			w.mu.Unlock()
+		}
+		if sgGroup >= 0 {
+			res.sgEdits++
+			w.mu.Lock()
+			if a := (view{w}).ruleACL(sgGroup, sgRuleID(sgGroup, sgEditedRule)); a == nil || a.UUID != sgEdited {
+				res.sgReplaced++
 			}
 			w.mu.Unlock()
 		}
@@ -494,6 +545,15 @@ func routerRight(s *routerState) func(view) bool {
 		if s.fip && !fipBound(s)(x) {
 			return false
 		}
+		if s.sgs {
+			for j := 0; j < netsPerRouter; j++ {
+				for _, v := range s.vms(j) {
+					if !s.vmGroupsRight(v)(x) {
+						return false
+					}
+				}
+			}
+		}
 		gw := x.routerPortNamed(rtoeRow(routerName(s.index)))
 		if gw == nil || !slices.ContainsFunc(gw.Networks, func(n string) bool { return strings.HasPrefix(n, s.snat()+"/") }) {
 			return false
@@ -557,5 +617,53 @@ func fipBound(s *routerState) func(view) bool {
 	return func(x view) bool {
 		n := x.fipNAT(s)
 		return n != nil && n.LogicalIP == s.fipFixed().ip
+	}
+}
+
+func both(a, b func(view) bool) func(view) bool {
+	return func(x view) bool { return a(x) && b(x) }
+}
+
+// vmGroupsRight: VM v's port is in the Port_Groups of its two security
+// groups and in no other.
+func (s *routerState) vmGroupsRight(v vmSpec) func(view) bool {
+	return func(x view) bool {
+		p := x.portNamed(vmPortRow(v.network, v.name, "eth1"))
+		if p == nil {
+			return false
+		}
+		want := s.groups(v)
+		for g := 0; g < sgCount; g++ {
+			pg := x.groupNamed(sgRow(g))
+			if pg == nil || slices.Contains(pg.Ports, p.UUID) != slices.Contains(want, g) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// sgACLKey is the external_ids key that names a security group's ACL.
+const sgACLKey = "kubevirt-ovn/sg-acl"
+
+// ruleACL is the ACL of rule id among group g's ACLs.
+func (v view) ruleACL(g int, id string) *nbmodel.ACL {
+	pg := v.groupNamed(sgRow(g))
+	if pg == nil {
+		return nil
+	}
+	for _, u := range pg.ACLs {
+		if a := v.w.acl[u]; a != nil && a.ExternalIDs[sgACLKey] == "rule/"+id {
+			return a
+		}
+	}
+	return nil
+}
+
+// ruleOnPort: group g's edited rule matches TCP port port.
+func ruleOnPort(g, port int) func(view) bool {
+	return func(x view) bool {
+		a := x.ruleACL(g, sgRuleID(g, sgEditedRule))
+		return a != nil && strings.HasSuffix(a.Match, fmt.Sprintf("tcp.dst == %d", port))
 	}
 }

@@ -56,10 +56,15 @@ type routerState struct {
 	fipVM int
 	// extra are VMs added by events, per internal network.
 	extra [netsPerRouter][]vmSpec
+	// sgs says the VMs are bound to security groups; rebound are the
+	// VMs (by name) whose second group an event moved on by one.
+	sgs     bool
+	rebound map[string]bool
 }
 
 type vmSpec struct {
 	name, network, mac, ip string
+	serial                 int
 }
 
 func routerName(i int) string { return fmt.Sprintf("r%d", i) }
@@ -102,7 +107,37 @@ func vm(i, j, v int) vmSpec {
 		network: netName(i, j),
 		mac:     vmMAC(serial),
 		ip:      fmt.Sprintf("10.%d.%d.%d", a, b, 10+v),
+		serial:  serial,
 	}
+}
+
+// The security groups of the variant with them.
+const (
+	sgCount = 5
+	sgRules = 10
+	// sgEditedRule is the rule of each group that sg-rule events edit: its
+	// TCP port moves between sgPort and sgAltPort plus the group's index.
+	sgEditedRule = sgRules - 1
+	sgPort       = 8000
+	sgAltPort    = 9000
+)
+
+func sgID(g int) string { return fmt.Sprintf("sg%d", g) }
+
+// sgRow is group g's Port_Group name (kv_sg_<id>: the id is a plain word).
+func sgRow(g int) string { return "kv_sg_" + sgID(g) }
+
+func sgRuleID(g, q int) string { return fmt.Sprintf("sg%d-r%d", g, q) }
+
+// groups are the two security groups VM v is bound to: two neighbours by
+// its serial, the second moved on by one when rebound.
+func (s *routerState) groups(v vmSpec) []int {
+	g := v.serial % sgCount
+	h := (g + 1) % sgCount
+	if s.rebound[v.name] {
+		h = (g + 2) % sgCount
+	}
+	return []int{g, h}
 }
 
 func (s *routerState) vms(j int) []vmSpec {
@@ -162,12 +197,17 @@ spec:
 		netName(i, 0), netName(i, 1), s.snat(), externalNet, peerIP, peerMAC)
 	for j := 0; j < netsPerRouter; j++ {
 		for _, v := range s.vms(j) {
+			ann := ""
+			if s.sgs {
+				g := s.groups(v)
+				ann = fmt.Sprintf("\n  annotations:\n    securityGroups: '[\"%s\", \"%s\"]'", sgID(g[0]), sgID(g[1]))
+			}
 			fmt.Fprintf(&b, `---
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
 metadata:
   name: %s
-  namespace: %s
+  namespace: %s%s
 spec:
   networks:
     - name: eth1
@@ -179,7 +219,7 @@ status:
     - name: eth1
       mac: "%s"
       ipAddress: %s
-`, v.name, namespace, v.network, v.mac, v.ip)
+`, v.name, namespace, ann, v.network, v.mac, v.ip)
 		}
 	}
 	if s.fip {
@@ -217,15 +257,24 @@ type input struct {
 	dir, tmp string
 	routers  []*routerState
 	fips     bool // every router has a floating IP
+	sgs      bool // the security groups, every VM in two
+	// sgAlt says group g's edited rule is on its alternate port.
+	sgAlt [sgCount]bool
 }
 
+// variant is one input measured at an N: with a floating IP per router,
+// or with security groups, or neither.
+type variant struct{ fips, sgs bool }
+
 // generate writes N routers' files and the external network's into
-// dir/manifests; with fips, every router has a floating IP.
-func generate(dir string, n int, fips bool) (*input, error) {
+// dir/manifests, and the security groups' with v.sgs; with v.fips, every
+// router has a floating IP.
+func generate(dir string, n int, v variant) (*input, error) {
+	fips := v.fips
 	if n > maxRouters {
 		return nil, fmt.Errorf("%d routers: the external network %s holds the SNAT and floating IPs of at most %d", n, externalCIDR, maxRouters)
 	}
-	in := &input{dir: filepath.Join(dir, "manifests"), tmp: filepath.Join(dir, "manifests.tmp"), fips: fips}
+	in := &input{dir: filepath.Join(dir, "manifests"), tmp: filepath.Join(dir, "manifests.tmp"), fips: fips, sgs: v.sgs}
 	for _, d := range []string{in.dir, in.tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -235,13 +284,75 @@ func generate(dir string, n int, fips bool) (*input, error) {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
-		s := &routerState{index: i, fip: fips}
+		s := &routerState{index: i, fip: fips, sgs: v.sgs, rebound: map[string]bool{}}
 		in.routers = append(in.routers, s)
 		if err := os.WriteFile(s.file(in.dir), s.manifest(), 0o644); err != nil {
 			return nil, err
 		}
 	}
+	if in.sgs {
+		if err := os.WriteFile(in.sgFile(in.dir), in.sgManifest(), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	return in, nil
+}
+
+func (in *input) sgFile(dir string) string { return filepath.Join(dir, "securitygroups.yaml") }
+
+// sgRulePort is the TCP port of group g's edited rule.
+func (in *input) sgRulePort(g int) int {
+	if in.sgAlt[g] {
+		return sgAltPort + g
+	}
+	return sgPort + g
+}
+
+// sgManifest is the security groups' file: sgCount groups, each with
+// sgRules SecurityGroupRule objects of every kind of match (ports, a port
+// range, ICMP, a remote prefix, a remote group, egress).
+func (in *input) sgManifest() []byte {
+	var docs []string
+	for g := 0; g < sgCount; g++ {
+		docs = append(docs, fmt.Sprintf(`apiVersion: kubevirt.io/v1
+kind: SecurityGroup
+metadata:
+  name: %s
+spec:
+  id: %s
+  name: group %d
+`, sgID(g), sgID(g), g))
+		specs := [sgRules]string{
+			"direction: ingress, protocol: tcp, portRangeMin: 22, portRangeMax: 22, remoteIpPrefix: 0.0.0.0/0",
+			"direction: ingress, protocol: tcp, portRangeMin: 80, portRangeMax: 90, remoteIpPrefix: 10.0.0.0/8",
+			"direction: ingress, protocol: udp, portRangeMin: 53",
+			"direction: ingress, protocol: icmp, portRangeMin: 8, portRangeMax: 0",
+			fmt.Sprintf("direction: ingress, protocol: tcp, portRangeMin: 443, remoteGroupId: %s", sgID((g+1)%sgCount)),
+			"direction: egress, etherType: IPv4",
+			"direction: egress, protocol: tcp, portRangeMin: 5432, remoteIpPrefix: 172.16.0.0/16",
+			fmt.Sprintf("direction: ingress, protocol: udp, portRangeMin: 5000, portRangeMax: 5100, remoteGroupId: %s", sgID(g)),
+			"direction: ingress, protocol: sctp, portRangeMin: 9999",
+			fmt.Sprintf("direction: ingress, protocol: tcp, portRangeMin: %d", in.sgRulePort(g)),
+		}
+		for q, spec := range specs {
+			docs = append(docs, fmt.Sprintf(`apiVersion: kubevirt.io/v1
+kind: SecurityGroupRule
+metadata:
+  name: %s
+spec: {id: %s, securityGroupId: %s, %s}
+`, sgRuleID(g, q), sgRuleID(g, q), sgID(g), spec))
+		}
+	}
+	return []byte(strings.Join(docs, "---\n"))
+}
+
+// writeSGs replaces the security groups' file at once.
+func (in *input) writeSGs() error {
+	tmp := in.sgFile(in.tmp)
+	if err := os.WriteFile(tmp, in.sgManifest(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, in.sgFile(in.dir))
 }
 
 // write replaces a router's file at once (written aside, then renamed), so

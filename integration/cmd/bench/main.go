@@ -3,7 +3,8 @@
 // for each N routers (2 internal networks of 5 VMs each, DHCP on every
 // network, SNAT, a peer router and a gateway chassis, on one shared FLAT
 // external network; at the -fip-n sizes also with one floating IP per
-// router) it times a full
+// router, and at the -sg-n sizes with 5 security groups of 10 rules, every
+// VM in two) it times a full
 // `sync`, the time until northd has it (--wait=sb), a no-op `sync`, the same
 // rows inserted as one raw OVSDB transaction (the floor) and built by batched
 // ovn-nbctl, each on a fresh NB; at the -events-n sizes it runs `run` on the
@@ -38,6 +39,9 @@ type config struct {
 	fipNs        []int // among ns: also measured with a floating IP per router
 	fipEventsNs  []int // among fipNs: `run` events on that input
 	fipNbctlMax  int
+	sgNs         []int // among ns: also measured with security groups
+	sgEventsNs   []int // among sgNs: `run` events on that input
+	sgNbctlMax   int
 	events       int
 	nbctlMax     int
 	nbctlBatch   int
@@ -52,16 +56,19 @@ type config struct {
 
 func main() {
 	var cfg config
-	var ns, eventsNs, startNs, fipNs, fipEventsNs string
+	var ns, eventsNs, startNs, fipNs, fipEventsNs, sgNs, sgEventsNs string
 	flag.StringVar(&cfg.bin, "bin", "bin/kubevirt-ovn", "the kubevirt-ovn binary to measure")
 	flag.StringVar(&ns, "n", "10,100,1000,3000", "router counts, comma-separated")
 	flag.StringVar(&eventsNs, "events-n", "10,1000", "router counts (among -n) at which `run` events are measured")
 	flag.StringVar(&startNs, "start-n", "1000,3000", "router counts (among -n) at which `run`'s start is measured: cold (an empty NB) and warm (the synced NB)")
 	flag.StringVar(&fipNs, "fip-n", "10,1000,3000", "router counts (among -n) measured a second time with one floating IP per router (rows \"N + FIP\"); empty: none")
 	flag.StringVar(&fipEventsNs, "fip-events-n", "10,1000", "router counts (among -fip-n) at which `run` events are measured on the input with floating IPs")
-	flag.IntVar(&cfg.events, "events", 60, "events per -events-n size (cycling VM added, SNAT IP changed, router removed, owned row deleted by hand, router re-added, and with floating IPs a floating IP moved to another VM)")
+	flag.StringVar(&sgNs, "sg-n", "10,1000", "router counts (among -n) measured a second time with 5 security groups of 10 rules, every VM in two of them (rows \"N + SG\"); empty: none")
+	flag.StringVar(&sgEventsNs, "sg-events-n", "10,1000", "router counts (among -sg-n) at which `run` events are measured on the input with security groups")
+	flag.IntVar(&cfg.events, "events", 60, "events per -events-n size (cycling VM added, SNAT IP changed, router removed, owned row deleted by hand, router re-added, with floating IPs a floating IP moved to another VM, and with security groups a rule edited and a VM moved to another group)")
 	flag.IntVar(&cfg.nbctlMax, "nbctl-max", 1000, "build the topology with ovn-nbctl only up to this N")
 	flag.IntVar(&cfg.fipNbctlMax, "fip-nbctl-max", 100, "build the topology with floating IPs with ovn-nbctl only up to this N")
+	flag.IntVar(&cfg.sgNbctlMax, "sg-nbctl-max", 100, "build the topology with security groups with ovn-nbctl only up to this N")
 	flag.IntVar(&cfg.nbctlBatch, "nbctl-batch", 500, "ovn-nbctl commands per invocation")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "limit of one measurement (a sync, an event, run becoming idle)")
 	flag.DurationVar(&cfg.eventsBudget, "events-budget", 4*time.Minute, "stop starting events at one N after this long")
@@ -85,6 +92,12 @@ func main() {
 	}
 	if cfg.fipEventsNs, err = parseInts(fipEventsNs); err != nil {
 		fatal(fmt.Errorf("-fip-events-n %q: %w", fipEventsNs, err))
+	}
+	if cfg.sgNs, err = parseInts(sgNs); err != nil {
+		fatal(fmt.Errorf("-sg-n %q: %w", sgNs, err))
+	}
+	if cfg.sgEventsNs, err = parseInts(sgEventsNs); err != nil {
+		fatal(fmt.Errorf("-sg-events-n %q: %w", sgEventsNs, err))
 	}
 	if _, err := os.Stat(cfg.bin); err != nil {
 		fatal(fmt.Errorf("the binary to measure: %w (run 'make build')", err))
@@ -164,6 +177,7 @@ var cleanup stoppers
 type result struct {
 	n                int
 	fips             bool // the input with a floating IP per router
+	sgs              bool // the input with security groups
 	rows             int
 	full, noop       childRun
 	fullTx, noopTx   string
@@ -187,35 +201,49 @@ func (r *result) fail(what string, err error) { r.errs[what] = err }
 
 // label names the row of r's N and input in the tables.
 func (r *result) label() string {
-	if r.fips {
+	switch {
+	case r.fips:
 		return fmt.Sprintf("%d + FIP", r.n)
+	case r.sgs:
+		return fmt.Sprintf("%d + SG", r.n)
 	}
 	return strconv.Itoa(r.n)
 }
 
 // rawLabel names r's N and input in the raw numbers: "1000", "1000+fip".
 func (r *result) rawLabel() string {
-	if r.fips {
+	switch {
+	case r.fips:
 		return fmt.Sprintf("%d+fip", r.n)
+	case r.sgs:
+		return fmt.Sprintf("%d+sg", r.n)
 	}
 	return fmt.Sprint(r.n)
 }
 
 // key names r's N and input in the raw numbers and the work directory.
 func (r *result) key() string {
-	if r.fips {
+	switch {
+	case r.fips:
 		return fmt.Sprintf("n%d-fip", r.n)
+	case r.sgs:
+		return fmt.Sprintf("n%d-sg", r.n)
 	}
 	return fmt.Sprintf("n%d", r.n)
 }
 
-// variants are the inputs measured at N: without floating IPs, and with
-// one per router at the -fip-n sizes.
-func (cfg *config) variants(n int) []bool {
+// variants are the inputs measured at N: the plain one, with a floating
+// IP per router at the -fip-n sizes, with security groups at the -sg-n
+// sizes.
+func (cfg *config) variants(n int) []variant {
+	out := []variant{{}}
 	if slices.Contains(cfg.fipNs, n) {
-		return []bool{false, true}
+		out = append(out, variant{fips: true})
 	}
-	return []bool{false}
+	if slices.Contains(cfg.sgNs, n) {
+		out = append(out, variant{sgs: true})
+	}
+	return out
 }
 
 func run(cfg *config) int {
@@ -250,8 +278,8 @@ func run(cfg *config) int {
 	failed := false
 measuring:
 	for _, n := range cfg.ns {
-		for _, fips := range cfg.variants(n) {
-			r := &result{n: n, fips: fips, errs: map[string]error{}}
+		for _, v := range cfg.variants(n) {
+			r := &result{n: n, fips: v.fips, sgs: v.sgs, errs: map[string]error{}}
 			results = append(results, r)
 			if time.Now().After(cfg.deadline) {
 				r.skipped = fmt.Sprintf("not measured: the -budget of %s ran out", cfg.budget)
@@ -294,7 +322,7 @@ func measure(cfg *config, dir string, r *result) {
 		return !cfg.keepGoing
 	}
 	// What the rest depends on ends this N when it fails, -keep-going or not.
-	in, err := generate(dir, n, r.fips)
+	in, err := generate(dir, n, variant{fips: r.fips, sgs: r.sgs})
 	if err != nil {
 		r.fail("input", err)
 		return
@@ -354,8 +382,11 @@ func measure(cfg *config, dir string, r *result) {
 	}
 
 	nbctlMax, nbctlFlag := cfg.nbctlMax, "-nbctl-max"
-	if r.fips {
+	switch {
+	case r.fips:
 		nbctlMax, nbctlFlag = cfg.fipNbctlMax, "-fip-nbctl-max"
+	case r.sgs:
+		nbctlMax, nbctlFlag = cfg.sgNbctlMax, "-sg-nbctl-max"
 	}
 	if time.Now().After(cfg.deadline) {
 		r.nbctlNotMeasured = fmt.Sprintf("the -budget of %s ran out", cfg.budget)
@@ -371,8 +402,11 @@ func measure(cfg *config, dir string, r *result) {
 
 	events := slices.Contains(cfg.eventsNs, n) && cfg.events > 0
 	starts := slices.Contains(cfg.startNs, n)
-	if r.fips {
+	switch {
+	case r.fips:
 		events, starts = slices.Contains(cfg.fipEventsNs, n) && cfg.events > 0, false
+	case r.sgs:
+		events, starts = slices.Contains(cfg.sgEventsNs, n) && cfg.events > 0, false
 	}
 	switch {
 	case !events && !starts:
@@ -437,6 +471,9 @@ func measureFloor(cfg *config, dir string, tables []dumpTable) (time.Duration, i
 	}
 	if a, b := countRows(got), countRows(tables); a != b {
 		return 0, 0, fmt.Errorf("the floor NB holds %d rows after the transaction, the dump %d", a, b)
+	}
+	if a, b := refTotal(got, "Port_Group", "ports"), refTotal(tables, "Port_Group", "ports"); a != b {
+		return 0, 0, fmt.Errorf("the floor NB's port groups hold %d ports after the transaction, the dump's %d", a, b)
 	}
 	return d, n, nil
 }
@@ -526,6 +563,11 @@ func measureNbctl(cfg *config, dir string, tables []dumpTable, r *result) error 
 	if have, want := refCount(got, "Logical_Switch_Port", "dhcpv4_options"), refCount(tables, "Logical_Switch_Port", "dhcpv4_options"); have != want {
 		return fmt.Errorf("ovn-nbctl built %d switch ports with DHCP options, the dump has %d", have, want)
 	}
+	for _, col := range []string{"ports", "acls"} {
+		if have, want := refTotal(got, "Port_Group", col), refTotal(tables, "Port_Group", col); have != want {
+			return fmt.Errorf("ovn-nbctl built port groups with %d %s in all, the dump's have %d", have, col, want)
+		}
+	}
 	return nil
 }
 
@@ -539,6 +581,19 @@ func refCount(tables []dumpTable, table, column string) int {
 		for _, r := range t.rows {
 			if len(uuids(r[column])) > 0 {
 				n++
+			}
+		}
+	}
+	return n
+}
+
+// refTotal is how many references the rows of table hold in column.
+func refTotal(tables []dumpTable, table, column string) int {
+	n := 0
+	for _, t := range tables {
+		if t.name == table {
+			for _, r := range t.rows {
+				n += len(uuids(r[column]))
 			}
 		}
 	}

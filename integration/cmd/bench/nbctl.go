@@ -45,9 +45,10 @@ func dhcpKey(cidr string, ids [][2]string) string {
 // lsp-add, lsp-set-addresses, lsp-set-port-security, lsp-set-type,
 // lsp-set-options, lsp-set-dhcpv4-options, lr-add, lrp-add,
 // lrp-set-gateway-chassis, lr-nat-add, lr-route-add,
-// static-mac-binding-add, and `set` for the external_ids and options of
-// named rows. NAT and route rows, which have no name to `set`, get no
-// external_ids.
+// static-mac-binding-add, pg-add with the group's ports and acl-add
+// --type=port-group for its ACLs (after every switch port exists), and
+// `set` for the external_ids and options of named rows. NAT, route and ACL
+// rows, which have no name to `set`, get no external_ids.
 func nbctlCommands(tables []dumpTable) nbctlPlan {
 	byUUID := map[string]row{}
 	for _, t := range tables {
@@ -59,14 +60,32 @@ func nbctlCommands(tables []dumpTable) nbctlPlan {
 	}
 	handled := map[string]bool{"Logical_Switch": true, "Logical_Switch_Port": true, "Logical_Router": true,
 		"Logical_Router_Port": true, "Gateway_Chassis": true, "NAT": true, "Logical_Router_Static_Route": true,
-		"Static_MAC_Binding": true, "DHCP_Options": true}
+		"Static_MAC_Binding": true, "DHCP_Options": true, "Port_Group": true}
+	// ACLs are rebuilt as their port group's.
+	groupACLs := map[string]bool{}
+	for _, t := range tables {
+		if t.name == "Port_Group" {
+			for _, pg := range t.rows {
+				for _, u := range uuids(pg["acls"]) {
+					groupACLs[u] = true
+				}
+			}
+		}
+	}
 	plan := nbctlPlan{dhcpKeys: map[string]string{}, skipped: map[string]int{}}
 	for _, t := range tables {
-		if !handled[t.name] {
+		switch {
+		case t.name == "ACL":
+			for _, a := range t.rows {
+				if u, _ := uuidOf(a["_uuid"]); !groupACLs[u] {
+					plan.skipped[t.name]++
+				}
+			}
+		case !handled[t.name]:
 			plan.skipped[t.name] += len(t.rows)
 		}
 	}
-	var cmds [][]string
+	var cmds, groups [][]string
 	set := func(table, name string, r row, cols ...string) {
 		args := []string{"set", table, name}
 		for _, c := range cols {
@@ -133,6 +152,33 @@ func nbctlCommands(tables []dumpTable) nbctlPlan {
 			for _, b := range t.rows {
 				cmds = append(cmds, []string{"static-mac-binding-add", str(b["logical_port"]), str(b["ip"]), str(b["mac"])})
 			}
+		case "Port_Group":
+			// Its commands go last, as pg-add names ports that must exist.
+			for _, pg := range t.rows {
+				name := str(pg["name"])
+				var ports []string
+				for _, pu := range uuids(pg["ports"]) {
+					ports = append(ports, str(byUUID[pu]["name"]))
+				}
+				slices.Sort(ports)
+				groups = append(groups, append([]string{"pg-add", name}, ports...))
+				before := len(cmds)
+				set("Port_Group", name, pg, "external_ids")
+				groups = append(groups, cmds[before:]...)
+				cmds = cmds[:before]
+				for _, au := range uuids(pg["acls"]) {
+					a := byUUID[au]
+					args := []string{"--type=port-group"}
+					if n := strs(a["name"]); len(n) > 0 {
+						args = append(args, "--name="+n[0])
+					}
+					if a["log"] == true {
+						args = append(args, "--log")
+					}
+					args = append(args, "acl-add", name, str(a["direction"]), num(a["priority"]), str(a["match"]), str(a["action"]))
+					groups = append(groups, args)
+				}
+			}
 		case "Logical_Router":
 			for _, lr := range t.rows {
 				name := str(lr["name"])
@@ -182,7 +228,7 @@ func nbctlCommands(tables []dumpTable) nbctlPlan {
 			}
 		}
 	}
-	plan.cmds = cmds
+	plan.cmds = append(cmds, groups...)
 	return plan
 }
 

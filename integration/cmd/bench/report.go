@@ -71,6 +71,7 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 	fmt.Fprintf(w, "Machine: %s. Binary: %s. Bench took %s.\n\n", machine(), cfg.bin, took.Round(time.Second))
 	fmt.Fprintf(w, "Per router: 2 internal networks × 5 VMs, DHCP on every network, SNAT, peer router, gateway chassis; one shared FLAT network (with DHCP). "+
 		"Rows \"N + FIP\": the same input with one floating IP per router, bound to one of its VMs. "+
+		"Rows \"N + SG\": the same input with 5 security groups of 10 rules each (SecurityGroupRule objects), every VM bound to two of them (each group holds 40%% of the VM ports). "+
 		"Each column on a fresh NB (full and no-op sync, wait=sb on one NB with northd; floor and nbctl each on their own NB without northd).\n\n")
 	fmt.Fprintln(w, "| N | NB rows | full sync | CPU | peak RSS | txns/ops | wait=sb | no-op sync | CPU | peak RSS | txns/ops | floor (1 txn) | ovn-nbctl | full/floor | nbctl/floor |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -161,6 +162,9 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			if e.note != "" {
 				notes = append(notes, fmt.Sprintf("N=%s: %s", r.label(), e.note))
 			}
+			if e.sgReplaced > 0 {
+				notes = append(notes, fmt.Sprintf("N=%s: %d of %d rule edits replaced the ACL instead of updating its match in place", r.label(), e.sgReplaced, e.sgEdits))
+			}
 			if e.fipReplaced > 0 {
 				notes = append(notes, fmt.Sprintf("N=%s: %d of %d floating IP moves replaced the NAT row instead of updating its logical_ip in place", r.label(), e.fipReplaced, e.fipMoves))
 			}
@@ -176,7 +180,7 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		}
 		for _, r := range withEvents {
 			fmt.Fprintf(w, "- N=%s:", r.label())
-			for _, k := range []string{"vm-add", "snat-ip", "router-del", "lsp-del", "nat-del", "router-add", "fip-move"} {
+			for _, k := range []string{"vm-add", "snat-ip", "router-del", "lsp-del", "nat-del", "router-add", "fip-move", "sg-rule", "sg-bind"} {
 				var lat, cpu []time.Duration
 				for i, kk := range r.ev.kinds {
 					if kk == k {
@@ -189,10 +193,10 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			}
 			fmt.Fprintln(w)
 		}
-		for _, fips := range []bool{false, true} {
+		for _, v := range []variant{{}, {fips: true}, {sgs: true}} {
 			var same []*result
 			for _, r := range withEvents {
-				if r.fips == fips {
+				if r.fips == v.fips && r.sgs == v.sgs {
 					same = append(same, r)
 				}
 			}
@@ -204,9 +208,9 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -fip-nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
+	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -fip-nbctl-max %d, -sg-nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
 		"Floor: a raw JSON-RPC `transact` over the NB's unix socket of every dumped row (NB_Global excluded) as named-UUID inserts, children referenced from their parents' rows.\n",
-		cfg.nbctlBatch, cfg.nbctlMax, cfg.fipNbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
+		cfg.nbctlBatch, cfg.nbctlMax, cfg.fipNbctlMax, cfg.sgNbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range notes {

@@ -26,6 +26,8 @@ type nbWatch struct {
 	lr     map[string]*nbmodel.LogicalRouter
 	lrp    map[string]*nbmodel.LogicalRouterPort
 	nat    map[string]*nbmodel.NAT
+	pg     map[string]*nbmodel.PortGroup
+	acl    map[string]*nbmodel.ACL
 	wakeup chan struct{}
 	// goneAt is when the monitor said a row was deleted, by UUID.
 	goneAt map[string]time.Time
@@ -42,7 +44,7 @@ func watchNB(ctx context.Context, endpoint string) (*nbWatch, error) {
 	}
 	w := &nbWatch{c: c, ls: map[string]*nbmodel.LogicalSwitch{}, lsp: map[string]*nbmodel.LogicalSwitchPort{},
 		lr: map[string]*nbmodel.LogicalRouter{}, lrp: map[string]*nbmodel.LogicalRouterPort{}, nat: map[string]*nbmodel.NAT{},
-		wakeup: make(chan struct{}, 1)}
+		pg: map[string]*nbmodel.PortGroup{}, acl: map[string]*nbmodel.ACL{}, wakeup: make(chan struct{}, 1)}
 	if err := c.Connect(ctx); err != nil {
 		return nil, fmt.Errorf("watching the NB at %s: %w", endpoint, err)
 	}
@@ -54,7 +56,7 @@ func watchNB(ctx context.Context, endpoint string) (*nbWatch, error) {
 	if _, err := c.Monitor(ctx, c.NewMonitor(
 		client.WithTable(&nbmodel.LogicalSwitch{}), client.WithTable(&nbmodel.LogicalSwitchPort{}),
 		client.WithTable(&nbmodel.LogicalRouter{}), client.WithTable(&nbmodel.LogicalRouterPort{}),
-		client.WithTable(&nbmodel.NAT{}))); err != nil {
+		client.WithTable(&nbmodel.NAT{}), client.WithTable(&nbmodel.PortGroup{}), client.WithTable(&nbmodel.ACL{}))); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitoring the NB at %s: %w", endpoint, err)
 	}
@@ -86,6 +88,10 @@ func (w *nbWatch) put(m model.Model, del bool) {
 		setOrDelete(w.lrp, r.UUID, r, del)
 	case *nbmodel.NAT:
 		setOrDelete(w.nat, r.UUID, r, del)
+	case *nbmodel.PortGroup:
+		setOrDelete(w.pg, r.UUID, r, del)
+	case *nbmodel.ACL:
+		setOrDelete(w.acl, r.UUID, r, del)
 	}
 	w.mu.Unlock()
 	select {
@@ -136,6 +142,15 @@ func (v view) routerPortNamed(name string) *nbmodel.LogicalRouterPort {
 	for _, p := range v.w.lrp {
 		if p.Name == name {
 			return p
+		}
+	}
+	return nil
+}
+
+func (v view) groupNamed(name string) *nbmodel.PortGroup {
+	for _, g := range v.w.pg {
+		if g.Name == name {
+			return g
 		}
 	}
 	return nil
