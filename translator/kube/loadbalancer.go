@@ -50,8 +50,11 @@ func (s *Source) ReportLoadBalancers(ctx context.Context, sts []translator.LoadB
 		}
 		ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Committed",
 			Message: "its Load_Balancer rows are committed to the OVN Northbound database"}
+		if s.allocator {
+			ready.Reason, ready.Message = "Planned", "planned; the kubevirt-ovn agents write its rows (its router's home zone, and each zone of its network's switch)"
+		}
 		if st.Ready && st.Reason != "" {
-			ready.Message = "its switch's Load_Balancer rows are committed to the OVN Northbound database; " + st.Reason
+			ready.Message += "; " + st.Reason
 		}
 		if !st.Ready {
 			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "NotPlanned", st.Reason

@@ -95,6 +95,9 @@ func (s *Source) ReportSecurityGroup(ctx context.Context, st controller.Security
 	for _, u := range groups {
 		ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Committed",
 			Message: "its Port_Group and ACLs are committed to the OVN Northbound database"}
+		if s.allocator {
+			ready.Reason, ready.Message = "Planned", "planned; each zone's kubevirt-ovn agent writes its Port_Group and ACLs where its members are"
+		}
 		if len(st.Notes) > 0 {
 			ready.Message += "; not applied: " + strings.Join(st.Notes, "; ")
 		}
@@ -125,6 +128,9 @@ func (s *Source) ReportSecurityGroup(ctx context.Context, st controller.Security
 	for _, u := range byIndex(s.sgRules.GetIndexer().ByIndex(byGroupID, st.ID)) {
 		ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Committed",
 			Message: "its ACL is committed to the OVN Northbound database"}
+		if s.allocator {
+			ready.Reason, ready.Message = "Planned", "planned; each zone's kubevirt-ovn agent writes its ACL where its group has members"
+		}
 		own := append(ofKind(st.Errs, translator.ObjSGRule, u.GetName()), ofKind(st.RuleErrors, translator.ObjSGRule, u.GetName())...)
 		switch {
 		case len(own) > 0:

@@ -399,6 +399,13 @@ func TestReportLoadBalancers(t *testing.T) {
 	require.NoError(t, s.ReportLoadBalancers(ctx, []translator.LoadBalancerStatus{{Name: "lb-web", Generation: 4, Ready: true, Reason: why}}))
 	st, ready = readyOfObject(t, client, LoadBalancerGVR, "lb-web")
 	assert.Equal(t, "True", ready["status"])
-	assert.Equal(t, "its switch's Load_Balancer rows are committed to the OVN Northbound database; "+why, ready["message"])
+	assert.Equal(t, "its Load_Balancer rows are committed to the OVN Northbound database; "+why, ready["message"])
 	assert.Nil(t, st["router"])
+
+	// The interconnect allocator commits nothing: it says planned.
+	s.SetAllocator()
+	require.NoError(t, s.ReportLoadBalancers(ctx, []translator.LoadBalancerStatus{{Name: "lb-web", Generation: 4, Ready: true, Router: "r1"}}))
+	_, ready = readyOfObject(t, client, LoadBalancerGVR, "lb-web")
+	assert.Equal(t, "Planned", ready["reason"])
+	assert.Contains(t, ready["message"], "the kubevirt-ovn agents write its rows")
 }
