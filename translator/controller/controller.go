@@ -360,6 +360,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	if c.sb != nil {
 		c.refreshChassis(ctx)
+		if c.group != nil {
+			c.group.refreshOfflineMembers(ctx, c)
+		}
 	}
 	go c.watchReconnect(ctx, c.nbState())
 	if c.sb != nil && !c.opts.SkipMoveNudge {
@@ -426,6 +429,12 @@ func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
 	switch table {
 	case sbmodel.ChassisTable:
 		c.refreshChassis(ctx)
+	case sbmodel.ServiceMonitorTable:
+		// A health check's status in this zone: in interconnect mode the
+		// other zones leave a member offline here out (lbhealth.go).
+		if c.group != nil {
+			c.group.refreshOfflineMembers(ctx, c)
+		}
 	case sbmodel.PortBindingTable:
 		// A gateway port bound elsewhere (BFD failover, a move): its
 		// router's status says where it is active. The monitor's other

@@ -142,6 +142,18 @@ func (g *Zones) refreshChassis(ctx context.Context) {
 	g.EnqueueUnits(g.input.SetChassis(all, true))
 }
 
+// refreshOfflineMembers reads the load balancer members zone c's own
+// health checks find offline into the input and enqueues, in every zone,
+// the units of the load balancers whose members changed.
+func (g *Zones) refreshOfflineMembers(ctx context.Context, c *Controller) {
+	down, err := ovn.OfflineMembers(ctx, c.sb)
+	if err != nil {
+		c.opts.Log.Info("reading SB health checks", "error", err.Error())
+		return
+	}
+	g.EnqueueUnits(g.input.SetOfflineMembers(c.zone, down))
+}
+
 // refreshForeignKeys reads the keys other tools' rows request in every
 // zone's NB into the input and enqueues, in every zone, the networks whose
 // switch must move off one. At start (strict) a zone that cannot be read or
