@@ -41,6 +41,32 @@ type OfflineMember struct {
 func (in *Input) SetOfflineMembers(zone string, down []OfflineMember) []Unit {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	affected := set[Unit]{}
+	in.setOffline(zone, down, affected)
+	return sortedUnits(affected)
+}
+
+// SetAllOfflineMembers is SetOfflineMembers of every zone at once (a zone
+// agent's view of every zone's OVNZone): a zone missing from byZone has
+// none.
+func (in *Input) SetAllOfflineMembers(byZone map[string][]OfflineMember) []Unit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	affected := set[Unit]{}
+	for zone := range in.lbDown {
+		if _, ok := byZone[zone]; !ok {
+			in.setOffline(zone, nil, affected)
+		}
+	}
+	for zone, down := range byZone {
+		in.setOffline(zone, down, affected)
+	}
+	return sortedUnits(affected)
+}
+
+// setOffline is SetOfflineMembers adding to affected. Callers hold in.mu
+// (write).
+func (in *Input) setOffline(zone string, down []OfflineMember, affected set[Unit]) {
 	now := set[OfflineMember]{}
 	for _, m := range down {
 		m.IP = normalizeIP(m.IP)
@@ -63,13 +89,11 @@ func (in *Input) SetOfflineMembers(zone string, down []OfflineMember) []Unit {
 	} else {
 		in.lbDown[zone] = now
 	}
-	affected := set[Unit]{}
 	for ip := range changed {
 		for d := range in.lbMembers[ip] {
 			in.affectedByLoadBalancer(d, affected)
 		}
 	}
-	return sortedUnits(affected)
 }
 
 // addLBMembers and removeLBMembers keep lbMembers, the load balancers by

@@ -99,3 +99,27 @@ func TestZoneOfflineMembers(t *testing.T) {
 	assert.Equal(t, affected, in.SetOfflineMembers("hv1", nil))
 	check(want{both, both, both, both}, "online again")
 }
+
+// TestSetAllOfflineMembers: a zone agent's view of every zone at once; a
+// zone left out has none.
+func TestSetAllOfflineMembers(t *testing.T) {
+	s := lbSnapshot()
+	s.Chassis = zoneChassis()
+	s.ChassisKnown = true
+	lb := webLB()
+	lb.HealthCheck = &LBHealthCheck{SourceIP: "10.10.0.250"}
+	s.LoadBalancers = []LoadBalancer{lb}
+	in := NewInputFrom(s)
+	a2 := OfflineMember{Port: VMPortName("net-a", "default", "vm-a2", "eth1"), IP: "10.10.0.6", Protocol: "tcp", PortNum: 80}
+	affected := []Unit{{KindNetwork, "net-a"}, {KindRouter, "r1"}}
+	backends := func() string {
+		r1 := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+		require.Empty(t, r1.Errs)
+		return zoneLBRow(r1.Router.Zones["gw1"], "kv-lb-web_tcp").Vips["10.10.0.100:80"]
+	}
+	assert.Equal(t, affected, in.SetAllOfflineMembers(map[string][]OfflineMember{"hv2": {a2}, "hv1": nil}))
+	assert.Equal(t, "10.10.0.5:80", backends())
+	assert.Empty(t, in.SetAllOfflineMembers(map[string][]OfflineMember{"hv2": {a2}}), "hv1 had none")
+	assert.Equal(t, affected, in.SetAllOfflineMembers(map[string][]OfflineMember{"hv1": nil}), "hv2 gone: none")
+	assert.Equal(t, "10.10.0.5:80,10.10.0.6:80", backends())
+}

@@ -177,8 +177,10 @@ type Controller struct {
 	group    *Zones
 	planHeld translator.Held
 	remote   map[string]translator.Unit
-	// chassisFrom, for a zone agent, gives every zone's chassis.
+	// chassisFrom, for a zone agent, gives every zone's chassis, and
+	// offlineFrom every zone's offline load balancer members.
 	chassisFrom func() []translator.Chassis
+	offlineFrom func() map[string][]translator.OfflineMember
 	// keys are the tunnel key checks of a zone's controller (keys.go).
 	keys *keyChecks
 
@@ -227,8 +229,10 @@ type zoneRole struct {
 	// nil: a new index of this NB, read alone.
 	held     *nb.HeldIndex
 	planHeld translator.Held
-	// chassisFrom, for a zone agent, gives every zone's chassis.
+	// chassisFrom, for a zone agent, gives every zone's chassis, and
+	// offlineFrom every zone's offline load balancer members.
 	chassisFrom func() []translator.Chassis
+	offlineFrom func() map[string][]translator.OfflineMember
 }
 
 func newController(nbc, sb client.Client, source Source, status Status, opts Options, role zoneRole) *Controller {
@@ -243,7 +247,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc),
-		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom,
+		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom, offlineFrom: role.offlineFrom,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
@@ -315,6 +319,9 @@ func (c *Controller) refreshChassis(ctx context.Context) {
 	}
 	if c.chassisFrom != nil {
 		c.EnqueueUnits(c.input.SetChassis(c.chassisFrom(), true))
+		if c.offlineFrom != nil {
+			c.EnqueueUnits(c.input.SetAllOfflineMembers(c.offlineFrom()))
+		}
 		return
 	}
 	chassis, err := ovn.GatewayChassis(ctx, c.sb)

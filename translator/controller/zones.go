@@ -66,16 +66,18 @@ func NewZones(zones []ZoneClients, source Source, status Status, opts Options) *
 // NewZoneAgent returns the controller of one zone in a cluster whose OVN
 // has one NB per zone: it writes zone's NB (nbc) and binds remote ports in
 // its SB (sbc), following the allocator's decisions in store (gateway
-// orders, tunnel keys) and taking every zone's chassis from it. It reports
+// orders, tunnel keys) and taking every zone's chassis and offline load
+// balancer members from it (ChassisChanged reads them again). It reports
 // no status: the allocator does.
 func NewZoneAgent(nbc, sbc client.Client, zone string, source Source, store interface {
 	translator.Held
 	Chassis() []translator.Chassis
+	OfflineMembers() map[string][]translator.OfflineMember
 }, opts Options) *Controller {
 	source.Input().SetFollower(true)
 	held := nb.NewHeldIndex(nbc, opts.withDefaults().Instance)
 	return newController(nbc, sbc, source, nil, opts, zoneRole{
-		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis})
+		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis, offlineFrom: store.OfflineMembers})
 }
 
 // EnqueueUnits schedules units in every zone.
