@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 )
 
 // probeAnswerer answers the TCP health probes (SYN from src to port) that
@@ -76,16 +82,51 @@ func (a *probeAnswerer) answer(m vmRef) {
 // TestZonesLoadBalancerHealthCheck: a health-checked member is probed
 // only in its own zone (a remote twin's Service_Monitor has no status:
 // OVN would keep it in rotation everywhere else), so run --zone carries
-// each zone's offline members to the other zones' rows. Router1 lives in
-// zone gw1, where no member is local; vm-a is in zone hv1, vm-c in hv2.
-// Flows from outside through the floating IP (balanced in gw1) reach both
-// members; vm-c stops answering its probes: zone hv2's monitor goes
-// offline and new flows from outside all go to vm-a; vm-c answers again:
-// flows reach it again. With neither answering, gw1's VIP has no
-// backends, and a sync reading the zones' SBs writes what run wrote.
+// each zone's offline members to the other zones' rows (zonesHealth).
 func TestZonesLoadBalancerHealthCheck(t *testing.T) {
-	const src = "10.10.0.250"
 	e := newZoneEnv(t)
+	probes := zonesHealthSetup(t, e)
+	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.z.ZoneFlags()...)...)
+	e.converged()
+	zonesHealth(t, e, probes, func() {})
+}
+
+// TestInterconnectClusterLoadBalancerHealthCheck: zonesHealth with the
+// cluster roles (allocator and one agent per zone, a real API server):
+// zone hv2's agent publishes vm-c offline in its OVNZone, and zone gw1's
+// agent leaves it out of the router's rows.
+func TestInterconnectClusterLoadBalancerHealthCheck(t *testing.T) {
+	e := newZoneEnv(t)
+	probes := zonesHealthSetup(t, e)
+	k := startKubeAPI(t)
+	startInterconnect(t, e, k)
+	for _, f := range []string{"networks.yaml", "vmis.yaml", "router.yaml", "lb.yaml"} {
+		k.apply(t, filepath.Join(e.manifests, f))
+	}
+	e.converged()
+	zonesHealth(t, e, probes, func() {
+		var last any
+		require.NoError(t, pollUntil(60*time.Second, func() bool {
+			u, err := k.dyn.Resource(kube.ZoneGVR).Namespace(icNamespace).Get(context.Background(), "zone-hv2", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			members, _, _ := unstructured.NestedSlice(u.Object, "spec", "offlineMembers")
+			last = members
+			for _, m := range members {
+				if mm, ok := m.(map[string]any); ok && mm["ip"] == vmLBCIP && mm["port"] == vmLBCPort {
+					return true
+				}
+			}
+			return false
+		}), "zone hv2's OVNZone lists vm-c offline; spec.offlineMembers: %v", last)
+	})
+}
+
+// zonesHealthSetup adds vm-c (zone hv2) and web with a TCP health check
+// to e's manifests, and answers both members' probes.
+func zonesHealthSetup(t *testing.T, e *zoneEnv) *probeAnswerer {
+	const src = "10.10.0.250"
 	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
 	m := strings.Replace(lbManifests, "protocol: udp", "protocol: tcp", 1)
 	m = strings.Replace(m, "  rules:\n", "  healthCheck: {sourceIp: "+src+", interval: 1, timeout: 1, successCount: 1, failureCount: 1}\n  rules:\n", 1)
@@ -93,11 +134,19 @@ func TestZonesLoadBalancerHealthCheck(t *testing.T) {
 	probes := startProbeAnswerer(t, e.traffic, src, lbPort, vmA, vmLBC)
 	probes.set(vmA, true)
 	probes.set(vmLBC, true)
-	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.z.ZoneFlags()...)...)
-	e.converged()
+	return probes
+}
+
+// zonesHealth: router1 lives in zone gw1, where no member is local; vm-a
+// is in zone hv1, vm-c in hv2. Flows from outside through the floating IP
+// (balanced in gw1) reach both members; vm-c stops answering its probes:
+// zone hv2's monitor goes offline (then published() holds) and new flows
+// from outside all go to vm-a; vm-c answers again: flows reach it again.
+// With neither answering, gw1's VIP has no backends, and a sync reading
+// the zones' SBs writes what the controllers wrote.
+func zonesHealth(t *testing.T, e *zoneEnv, probes *probeAnswerer, published func()) {
 	e.ready("gw1")
 	nbctl(t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
-
 	status := func(zone, ip string) []string {
 		return strings.Fields(sbctl(t, e.z.Zone(zone), "--bare", "--columns=status", "find", "Service_Monitor", "ip="+ip))
 	}
@@ -176,6 +225,7 @@ func TestZonesLoadBalancerHealthCheck(t *testing.T) {
 	// gw1's own monitor of vm-c (its remote twin) never says so.
 	probes.set(vmLBC, false)
 	waitStatus("hv2", vmLBCIP, "offline")
+	published()
 	waitBackends(onlyA)
 	skipC := count(t, e.vm(vmLBC.chassis, vmLBC.port))
 	for sport := uint16(7600); sport < 7610; sport++ {
