@@ -32,10 +32,11 @@ import (
 // resources of kubevirt-ovn's namespace
 // (deploy/interconnect/crd-interconnect.yaml):
 //   - OVNZone: a zone's chassis, the tunnel keys in kubevirt-ovn's range
-//     that other tools' rows request in its NB, and the collisions of our
-//     switches' and ports' keys in its SB, one per zone, written by its
-//     agent and owned by its Node, so that a deleted node's chassis go with
-//     it;
+//     that other tools' rows request in its NB, the collisions of our
+//     switches' and ports' keys in its SB and the load balancer members its
+//     health checks find offline (which the other zones' agents leave out
+//     of their VIPs), one per zone, written by its agent and owned by its
+//     Node, so that a deleted node's chassis go with it;
 //   - OVNAllocation: one unit's decisions, one per router and network,
 //     written by the allocator: a router's gateway order and the tunnel
 //     keys of the unit's switch and ports.
