@@ -90,7 +90,8 @@ func (g *Zones) EnqueueUnits(units []translator.Unit) {
 // Run runs every zone's controller until ctx ends. It first reads every
 // zone's NB for the tunnel keys other tools' rows request, before the
 // first allocation, and refuses to start when a zone runs VXLAN; the keys
-// are read again on every resync.
+// are read again on every resync, and so are the zones' offline load
+// balancer members (also read on every Service_Monitor event).
 func (g *Zones) Run(ctx context.Context) error {
 	if err := g.refreshForeignKeys(ctx, true); err != nil {
 		return err
@@ -104,6 +105,11 @@ func (g *Zones) Run(ctx context.Context) error {
 				return
 			case <-ticker.C:
 				_ = g.refreshForeignKeys(ctx, false)
+				// Level-triggered: every zone's offline members again,
+				// whatever events were missed.
+				for _, c := range g.ctrls {
+					g.refreshOfflineMembers(ctx, c)
+				}
 			}
 		}
 	}()
@@ -148,6 +154,9 @@ func (g *Zones) refreshChassis(ctx context.Context) {
 // health checks find offline into the input and enqueues, in every zone,
 // the units of the load balancers whose members changed.
 func (g *Zones) refreshOfflineMembers(ctx context.Context, c *Controller) {
+	if c.sb == nil {
+		return
+	}
 	down, err := ovn.OfflineMembers(ctx, c.sb)
 	if err != nil {
 		c.opts.Log.Info("reading SB health checks", "error", err.Error())
