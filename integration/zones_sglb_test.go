@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,78 +185,6 @@ func TestZonesLoadBalancer(t *testing.T) {
 		})
 		assert.Equal(t, lbVIP, back.SrcIP, "the reply comes from the VIP")
 	}
-}
-
-// TestZonesLoadBalancerHealthCheck: where OVN probes a member in
-// interconnect mode. Each zone's rows map every member to its port (a
-// health-checked member without a mapping, or whose port the zone lacks,
-// is left out of the VIP there), so each zone's SB has a Service_Monitor
-// per member; only the zone whose chassis has the member's port probes it
-// (vm-a, vm-c silent: offline in zones hv1 and hv2), a remote twin's
-// monitor stays without a status (in rotation), and the router's home
-// zone gw1, where no member is local, balances flows from outside to
-// members that fail their checks. Documented in the README.
-func TestZonesLoadBalancerHealthCheck(t *testing.T) {
-	const src = "10.10.0.250"
-	e := newZoneEnv(t)
-	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
-	m := strings.Replace(lbManifests, "protocol: udp", "protocol: tcp", 1)
-	m = strings.Replace(m, "  rules:\n", "  healthCheck: {sourceIp: "+src+", interval: 1, timeout: 1, successCount: 1, failureCount: 1}\n  rules:\n", 1)
-	e.write("lb.yaml", m)
-	e.sync()
-	e.ready("gw1")
-	nbctl(t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
-
-	status := func(zone, ip string) []string {
-		return strings.Fields(sbctl(t, e.z.Zone(zone), "--bare", "--columns=status", "find", "Service_Monitor", "ip="+ip))
-	}
-	monitors := func(zone, ip string) int {
-		return len(strings.Fields(sbctl(t, e.z.Zone(zone), "--bare", "--columns=_uuid", "find", "Service_Monitor", "ip="+ip)))
-	}
-	// Each member offline where it is local (nobody answers the probes).
-	for _, w := range []struct{ zone, ip string }{{"hv1", vmAIP}, {"hv2", vmLBCIP}} {
-		require.NoError(t, pollUntil(90*time.Second, func() bool {
-			s := status(w.zone, w.ip)
-			return len(s) > 0 && !slices.ContainsFunc(s, func(x string) bool { return x != "offline" })
-		}), "zone %s: member %s offline; Service_Monitor:\n%s", w.zone, w.ip, sbctl(t, e.z.Zone(w.zone), "list", "Service_Monitor"))
-	}
-	// A remote twin is monitored by nobody: a Service_Monitor without a
-	// status, in every zone where the member is not local.
-	for _, w := range []struct{ zone, ip string }{{"hv1", vmLBCIP}, {"hv2", vmAIP}, {"gw1", vmAIP}, {"gw1", vmLBCIP}} {
-		assert.Positive(t, monitors(w.zone, w.ip), "zone %s has a Service_Monitor for %s (mapped to its remote twin)", w.zone, w.ip)
-		assert.Empty(t, status(w.zone, w.ip), "zone %s: nobody probes remote member %s", w.zone, w.ip)
-	}
-
-	// gw1 balances to members whose checks fail in their own zones.
-	nbctl(t, e.z.Zone("gw1"), "--timeout=90", "--wait=hv", "sync")
-	members := []vmRef{vmA, vmLBC}
-	sport := uint16(7500)
-	flow := func(s seen) bool {
-		return s.IsTCP && s.SYN && s.SrcIP == remoteIP && s.SPort == sport && s.DPort == lbPort
-	}
-	skips := map[string]int{}
-	for _, mm := range members {
-		skips[mm.port] = len(mustRead(t, e.vm(mm.chassis, mm.port)))
-	}
-	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort, TCP: true})
-	waitFor(t, capture{name: "vm-a or vm-c", read: func() ([]seen, error) {
-		var all []seen
-		for _, mm := range members {
-			ps, err := e.vm(mm.chassis, mm.port).read()
-			if err != nil {
-				return nil, err
-			}
-			all = append(all, ps[skips[mm.port]:]...)
-		}
-		return all, nil
-	}}, "a flow from outside at a member failing its check", 0, flow)
-}
-
-func mustRead(t *testing.T, c capture) []seen {
-	t.Helper()
-	ps, err := c.read()
-	require.NoError(t, err)
-	return ps
 }
 
 // pollUntil polls cond every 50 ms until it holds or timeout passes.

@@ -80,6 +80,11 @@ type Input struct {
 	sgRules  map[string]set[*ruleDecl]    // by SecurityGroupRule.SecurityGroupID
 	lbs      map[string]set[*lbDecl]      // by LoadBalancer.Network
 	lbNames  map[string]set[*lbDecl]      // by LoadBalancer.Name
+	// lbMembers are the load balancers by normalized member address, and
+	// lbDown the members each zone's health checks find offline
+	// (lbhealth.go).
+	lbMembers map[string]set[*lbDecl]
+	lbDown    map[string]set[OfflineMember]
 	// rejectEmptyLB: see Snapshot.RejectEmptyLB.
 	rejectEmptyLB bool
 	// defaultDeny: see Snapshot.DefaultDeny.
@@ -220,6 +225,8 @@ func NewInput() *Input {
 		sgRemote:       map[string]set[*ruleDecl]{},
 		lbs:            map[string]set[*lbDecl]{},
 		lbNames:        map[string]set[*lbDecl]{},
+		lbMembers:      map[string]set[*lbDecl]{},
+		lbDown:         map[string]set[OfflineMember]{},
 		invalid:        map[Unit]map[string]error{},
 		snatClaims:     map[string]set[*routerDecl]{},
 		internalClaims: map[string]set[*routerDecl]{},
@@ -244,6 +251,9 @@ func NewInputFrom(s *Snapshot) *Input {
 	}
 	in.rejectEmptyLB = s.RejectEmptyLB
 	in.defaultDeny = s.DefaultDeny
+	for _, zone := range slices.Sorted(maps.Keys(s.OfflineMembers)) {
+		in.SetOfflineMembers(zone, s.OfflineMembers[zone])
+	}
 	in.Set("snapshot", s.Objects())
 	in.SetChassis(s.Chassis, s.ChassisKnown)
 	return in

@@ -51,6 +51,9 @@ type Snapshot struct {
 	// ForeignKeys are the datapath keys datapaths not ours request, by
 	// source (a zone's NB): see Input.SetForeignKeys.
 	ForeignKeys map[string][]ForeignKey
+	// OfflineMembers are the load balancer members each zone's own
+	// health checks find offline, by zone: see Input.SetOfflineMembers.
+	OfflineMembers map[string][]OfflineMember
 	// Invalid are objects the source could not decode: their units fail and
 	// keep their rows (they must not look deleted).
 	Invalid map[Unit]error

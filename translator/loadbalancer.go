@@ -67,11 +67,13 @@ const (
 func (in *Input) addLoadBalancer(d *lbDecl) {
 	addTo(in.lbs, d.Network, d)
 	addTo(in.lbNames, d.Name, d)
+	in.addLBMembers(d)
 }
 
 func (in *Input) removeLoadBalancer(d *lbDecl) {
 	removeFrom(in.lbs, d.Network, d)
 	removeFrom(in.lbNames, d.Name, d)
+	in.removeLBMembers(d)
 }
 
 // replaceLoadBalancers moves the load balancers that changed from old to

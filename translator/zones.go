@@ -282,7 +282,7 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		}
 		zr.Rows = append(zr.Rows, lsRow)
 		for _, lb := range np.LoadBalancers {
-			zr.Rows = append(zr.Rows, Row{Model: lb})
+			zr.Rows = append(zr.Rows, Row{Model: in.zoneLB(lb, z)})
 		}
 		for _, hc := range np.LBHealthChecks {
 			zr.Rows = append(zr.Rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
@@ -359,7 +359,7 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	}
 	local.Rows = append(local.Rows, lrRow)
 	for _, lb := range rp.LoadBalancers {
-		local.Rows = append(local.Rows, Row{Model: lb})
+		local.Rows = append(local.Rows, Row{Model: in.zoneLB(lb, zone)})
 	}
 	for _, hc := range rp.LBHealthChecks {
 		local.Rows = append(local.Rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})

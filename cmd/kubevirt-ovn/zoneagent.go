@@ -178,12 +178,15 @@ func runZoneAgent(ctx context.Context, f *zoneAgentFlags, log logr.Logger) error
 
 	source := kube.NewSource(dyn, f.ctrl.resync, nil, log.WithName("kube"))
 	store := kube.NewStore(dyn, kc, f.cluster.namespace, f.ctrl.resync, log.WithName("store"))
-	// The zone's chassis, the keys other tools' rows request in its NB
-	// and its tunnel key collisions, published for the allocator.
+	// The zone's chassis, the keys other tools' rows request in its NB,
+	// its tunnel key collisions (for the allocator) and the load balancer
+	// members its health checks find offline (for the other zones'
+	// agents), published in its OVNZone.
 	publisher := controller.NewZonePublisher(controller.ZonePublication{
 		Zone: zone, Node: f.agent.nodeName,
 		Chassis: func(ctx context.Context) ([]translator.Chassis, error) { return ovn.ZoneChassis(ctx, sbc, zone) },
 		Keys:    func(ctx context.Context) (ovn.ZoneKeys, error) { return ovn.ReadZoneKeys(ctx, nbc, f.ctrl.instance) },
+		Offline: func(ctx context.Context) ([]translator.OfflineMember, error) { return ovn.OfflineMembers(ctx, sbc) },
 		Publish: store.PublishZone,
 		Resync:  f.ctrl.resync,
 		Log:     log,
@@ -207,15 +210,16 @@ func runZoneAgent(ctx context.Context, f *zoneAgentFlags, log logr.Logger) error
 	if !cache.WaitForCacheSync(ctx.Done(), store.HasSynced) {
 		return ctx.Err()
 	}
-	onChassis := func(table string) {
-		if table == sbmodel.ChassisTable {
+	// A chassis or a health check status changed: publish the zone again.
+	kick := func(table string) {
+		if table == sbmodel.ChassisTable || table == sbmodel.ServiceMonitorTable {
 			publisher.Kick()
 		}
 	}
 	sbc.Cache().AddEventHandler(&ovsdbcache.EventHandlerFuncs{
-		AddFunc:    func(table string, _ model.Model) { onChassis(table) },
-		UpdateFunc: func(table string, _, _ model.Model) { onChassis(table) },
-		DeleteFunc: func(table string, _ model.Model) { onChassis(table) },
+		AddFunc:    func(table string, _ model.Model) { kick(table) },
+		UpdateFunc: func(table string, _, _ model.Model) { kick(table) },
+		DeleteFunc: func(table string, _ model.Model) { kick(table) },
 	})
 	go publisher.Run(ctx)
 	return agent.Run(ctx)

@@ -179,8 +179,10 @@ type Controller struct {
 	group    *Zones
 	planHeld translator.Held
 	remote   map[string]translator.Unit
-	// chassisFrom, for a zone agent, gives every zone's chassis.
+	// chassisFrom, for a zone agent, gives every zone's chassis, and
+	// offlineFrom every zone's offline load balancer members.
 	chassisFrom func() []translator.Chassis
+	offlineFrom func() map[string][]translator.OfflineMember
 	// keys are the tunnel key checks of a zone's controller (keys.go).
 	keys *keyChecks
 
@@ -229,8 +231,10 @@ type zoneRole struct {
 	// nil: a new index of this NB, read alone.
 	held     *nb.HeldIndex
 	planHeld translator.Held
-	// chassisFrom, for a zone agent, gives every zone's chassis.
+	// chassisFrom, for a zone agent, gives every zone's chassis, and
+	// offlineFrom every zone's offline load balancer members.
 	chassisFrom func() []translator.Chassis
+	offlineFrom func() map[string][]translator.OfflineMember
 }
 
 func newController(nbc, sb client.Client, source Source, status Status, opts Options, role zoneRole) *Controller {
@@ -246,7 +250,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc),
-		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom,
+		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom, offlineFrom: role.offlineFrom,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
@@ -318,6 +322,9 @@ func (c *Controller) refreshChassis(ctx context.Context) {
 	}
 	if c.chassisFrom != nil {
 		c.EnqueueUnits(c.input.SetChassis(c.chassisFrom(), true))
+		if c.offlineFrom != nil {
+			c.EnqueueUnits(c.input.SetAllOfflineMembers(c.offlineFrom()))
+		}
 		return
 	}
 	chassis, err := ovn.GatewayChassis(ctx, c.sb)
@@ -363,6 +370,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	if c.sb != nil {
 		c.refreshChassis(ctx)
+		if c.group != nil {
+			c.group.refreshOfflineMembers(ctx, c)
+		}
 	}
 	go c.watchReconnect(ctx, c.nbState())
 	if c.sb != nil && !c.opts.SkipMoveNudge {
@@ -429,6 +439,12 @@ func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
 	switch table {
 	case sbmodel.ChassisTable:
 		c.refreshChassis(ctx)
+	case sbmodel.ServiceMonitorTable:
+		// A health check's status in this zone: in interconnect mode the
+		// other zones leave a member offline here out (lbhealth.go).
+		if c.group != nil {
+			c.group.refreshOfflineMembers(ctx, c)
+		}
 	case sbmodel.PortBindingTable:
 		// A gateway port bound elsewhere (BFD failover, a move): its
 		// router's status says where it is active. The monitor's other

@@ -23,9 +23,12 @@ type ZonePublication struct {
 	// Keys reads the tunnel keys other tools' rows request in the zone's
 	// NB (ovn.ReadZoneKeys).
 	Keys func(context.Context) (ovn.ZoneKeys, error)
-	// Publish writes the publication: the chassis, the foreign keys and
-	// the zone's tunnel key collisions.
-	Publish func(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey, collisions []translator.KeyMismatch) error
+	// Offline reads the load balancer members the zone's own health
+	// checks find offline (ovn.OfflineMembers of its SB); nil: none.
+	Offline func(context.Context) ([]translator.OfflineMember, error)
+	// Publish writes the publication: the chassis, the foreign keys, the
+	// zone's tunnel key collisions and its offline members.
+	Publish func(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey, collisions []translator.KeyMismatch, offline []translator.OfflineMember) error
 	// Resync is how often it is read and published again whatever the
 	// events (the foreign keys have no event).
 	Resync time.Duration
@@ -36,7 +39,7 @@ type ZonePublication struct {
 }
 
 // ZonePublisher keeps a zone's publication current: once at start, again
-// on Kick (a chassis changed), when the collisions change, on every
+// on Kick (a chassis or a health check's status changed), when the collisions change, on every
 // resync, and after a failure until it succeeds.
 type ZonePublisher struct {
 	pub        ZonePublication
@@ -115,5 +118,11 @@ func (p *ZonePublisher) publish(ctx context.Context) error {
 	if gerr := zk.CheckGeneve(p.pub.Zone); gerr != nil {
 		p.pub.Log.Error(gerr, "the zone's tunnel keys")
 	}
-	return p.pub.Publish(ctx, p.pub.Zone, p.pub.Node, chassis, zk.Foreign, *p.collisions.Load())
+	var offline []translator.OfflineMember
+	if p.pub.Offline != nil {
+		if offline, err = p.pub.Offline(ctx); err != nil {
+			return err
+		}
+	}
+	return p.pub.Publish(ctx, p.pub.Zone, p.pub.Node, chassis, zk.Foreign, *p.collisions.Load(), offline)
 }

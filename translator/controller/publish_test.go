@@ -46,7 +46,7 @@ func (z *fakeZone) publication() ZonePublication {
 			defer z.mu.Unlock()
 			return z.keys, nil
 		},
-		Publish: func(_ context.Context, zone, node string, chassis []tr.Chassis, foreign []tr.ForeignKey, collisions []tr.KeyMismatch) error {
+		Publish: func(_ context.Context, zone, node string, chassis []tr.Chassis, foreign []tr.ForeignKey, collisions []tr.KeyMismatch, _ []tr.OfflineMember) error {
 			z.attempts <- published{zone, node, chassis, foreign, collisions}
 			z.mu.Lock()
 			defer z.mu.Unlock()

@@ -66,16 +66,18 @@ func NewZones(zones []ZoneClients, source Source, status Status, opts Options) *
 // NewZoneAgent returns the controller of one zone in a cluster whose OVN
 // has one NB per zone: it writes zone's NB (nbc) and binds remote ports in
 // its SB (sbc), following the allocator's decisions in store (gateway
-// orders, tunnel keys) and taking every zone's chassis from it. It reports
+// orders, tunnel keys) and taking every zone's chassis and offline load
+// balancer members from it (ChassisChanged reads them again). It reports
 // no status: the allocator does.
 func NewZoneAgent(nbc, sbc client.Client, zone string, source Source, store interface {
 	translator.Held
 	Chassis() []translator.Chassis
+	OfflineMembers() map[string][]translator.OfflineMember
 }, opts Options) *Controller {
 	source.Input().SetFollower(true)
 	held := nb.NewHeldIndex(nbc, opts.withDefaults().Instance)
 	return newController(nbc, sbc, source, nil, opts, zoneRole{
-		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis})
+		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis, offlineFrom: store.OfflineMembers})
 }
 
 // EnqueueUnits schedules units in every zone.
@@ -88,7 +90,8 @@ func (g *Zones) EnqueueUnits(units []translator.Unit) {
 // Run runs every zone's controller until ctx ends. It first reads every
 // zone's NB for the tunnel keys other tools' rows request, before the
 // first allocation, and refuses to start when a zone runs VXLAN; the keys
-// are read again on every resync.
+// are read again on every resync, and so are the zones' offline load
+// balancer members (also read on every Service_Monitor event).
 func (g *Zones) Run(ctx context.Context) error {
 	if err := g.refreshForeignKeys(ctx, true); err != nil {
 		return err
@@ -102,6 +105,11 @@ func (g *Zones) Run(ctx context.Context) error {
 				return
 			case <-ticker.C:
 				_ = g.refreshForeignKeys(ctx, false)
+				// Level-triggered: every zone's offline members again,
+				// whatever events were missed.
+				for _, c := range g.ctrls {
+					g.refreshOfflineMembers(ctx, c)
+				}
 			}
 		}
 	}()
@@ -140,6 +148,21 @@ func (g *Zones) refreshChassis(ctx context.Context) {
 		g.log.Error(cf, "refusing a zone's claim on a chassis another zone holds", "chassis", cf.Chassis, "zone", cf.Refused, "holder", cf.Kept)
 	}
 	g.EnqueueUnits(g.input.SetChassis(all, true))
+}
+
+// refreshOfflineMembers reads the load balancer members zone c's own
+// health checks find offline into the input and enqueues, in every zone,
+// the units of the load balancers whose members changed.
+func (g *Zones) refreshOfflineMembers(ctx context.Context, c *Controller) {
+	if c.sb == nil {
+		return
+	}
+	down, err := ovn.OfflineMembers(ctx, c.sb)
+	if err != nil {
+		c.opts.Log.Info("reading SB health checks", "error", err.Error())
+		return
+	}
+	g.EnqueueUnits(g.input.SetOfflineMembers(c.zone, down))
 }
 
 // refreshForeignKeys reads the keys other tools' rows request in every

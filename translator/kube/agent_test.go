@@ -36,11 +36,45 @@ func TestAgentSourceWaitsForItsZonesChassis(t *testing.T) {
 
 	publish := func(zone string) {
 		t.Helper()
-		require.NoError(t, store.PublishZone(ctx, zone, "", []translator.Chassis{{Name: zone, Zone: zone}}, nil, nil))
+		require.NoError(t, store.PublishZone(ctx, zone, "", []translator.Chassis{{Name: zone, Zone: zone}}, nil, nil, nil))
 	}
 	publish("hv2")
 	require.Eventually(t, func() bool { return len(store.Chassis()) == 1 }, 5*time.Second, 10*time.Millisecond)
 	assert.False(t, agent.HasSynced(), "another zone's chassis only")
 	publish("hv1")
 	require.Eventually(t, agent.HasSynced, 5*time.Second, 10*time.Millisecond, "synced once its own chassis are listed")
+}
+
+// A zone's offline load balancer members go through its OVNZone to every
+// agent's store, and go when the zone publishes none; the zone's object
+// changing is what makes the agents re-read them (onZones).
+func TestStoreOfflineMembersThroughOVNZones(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		ZoneGVR: "OVNZoneList", AllocationGVR: "OVNAllocationList",
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	store := NewStore(client, nil, "kubevirt-ovn", 0, logr.Discard())
+	changed := make(chan struct{}, 10)
+	store.Notify(func(translator.Unit) {}, func() { changed <- struct{}{} })
+	store.Start(ctx)
+	require.Eventually(t, store.HasSynced, 5*time.Second, 10*time.Millisecond)
+
+	c := translator.OfflineMember{Port: "kv-net-a_default_vm-c_eth1", IP: "10.10.0.7", Protocol: "tcp", PortNum: 8080}
+	hv2 := []translator.Chassis{{Name: "hv2", Zone: "hv2"}}
+	require.NoError(t, store.PublishZone(ctx, "hv2", "", hv2, nil, nil, []translator.OfflineMember{c}))
+	require.NoError(t, store.PublishZone(ctx, "hv1", "", []translator.Chassis{{Name: "hv1", Zone: "hv1"}}, nil, nil, nil))
+	require.Eventually(t, func() bool { return len(store.OfflineMembers()) == 2 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, map[string][]translator.OfflineMember{"hv2": {c}, "hv1": nil}, store.OfflineMembers())
+
+	for len(changed) > 0 {
+		<-changed
+	}
+	require.NoError(t, store.PublishZone(ctx, "hv2", "", hv2, nil, nil, nil))
+	require.Eventually(t, func() bool { return len(store.OfflineMembers()["hv2"]) == 0 }, 5*time.Second, 10*time.Millisecond)
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "no zone change notified")
+	}
 }

@@ -32,10 +32,11 @@ import (
 // resources of kubevirt-ovn's namespace
 // (deploy/interconnect/crd-interconnect.yaml):
 //   - OVNZone: a zone's chassis, the tunnel keys in kubevirt-ovn's range
-//     that other tools' rows request in its NB, and the collisions of our
-//     switches' and ports' keys in its SB, one per zone, written by its
-//     agent and owned by its Node, so that a deleted node's chassis go with
-//     it;
+//     that other tools' rows request in its NB, the collisions of our
+//     switches' and ports' keys in its SB and the load balancer members its
+//     health checks find offline (which the other zones' agents leave out
+//     of their VIPs), one per zone, written by its agent and owned by its
+//     Node, so that a deleted node's chassis go with it;
 //   - OVNAllocation: one unit's decisions, one per router and network,
 //     written by the allocator: a router's gateway order and the tunnel
 //     keys of the unit's switch and ports.
@@ -64,6 +65,18 @@ type zoneSpec struct {
 	// the one they request in the zone: the allocator reports them on the
 	// routers attached to their networks.
 	KeyCollisions []zoneCollision `json:"keyCollisions,omitempty"`
+	// OfflineMembers are the load balancer members the zone's own health
+	// checks find offline: every other zone's agent leaves them out of
+	// its rows' VIPs.
+	OfflineMembers []zoneOfflineMember `json:"offlineMembers,omitempty"`
+}
+
+// zoneOfflineMember is a translator.OfflineMember as an OVNZone lists it.
+type zoneOfflineMember struct {
+	Port     string `json:"port"`
+	IP       string `json:"ip"`
+	Protocol string `json:"protocol"`
+	PortNum  int    `json:"portNumber"`
 }
 
 // zoneCollision is a translator.KeyMismatch as an OVNZone lists it (its
@@ -84,6 +97,7 @@ type zoneState struct {
 	foreign []translator.ForeignKey
 	// collisions are marked with the zone.
 	collisions []translator.KeyMismatch
+	offline    []translator.OfflineMember
 }
 
 type allocUnit struct {
@@ -285,6 +299,19 @@ func (s *Store) KeyCollisions() []translator.KeyMismatch {
 	return out
 }
 
+// OfflineMembers are the load balancer members every zone's agent
+// published as offline in its zone, by zone (every zone published, also
+// with none).
+func (s *Store) OfflineMembers() map[string][]translator.OfflineMember {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string][]translator.OfflineMember{}
+	for _, z := range s.zones {
+		out[z.zone] = append(out[z.zone], z.offline...)
+	}
+	return out
+}
+
 // Units are the units that have an allocation.
 func (s *Store) Units() []translator.Unit {
 	s.mu.RLock()
@@ -366,12 +393,16 @@ func (s *Store) Apply(ctx context.Context, u translator.Unit, a *translator.Allo
 }
 
 // PublishZone makes zone's OVNZone list chassis, the foreign keys in
-// kubevirt-ovn's range and the zone's tunnel key collisions; with node
+// kubevirt-ovn's range, the zone's tunnel key collisions and the load
+// balancer members its health checks find offline; with node
 // (and a Nodes client), the Node owns it, so that it goes with the node.
 // It writes only when the OVNZone differs.
-func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey, collisions []translator.KeyMismatch) error {
+func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey, collisions []translator.KeyMismatch, offline []translator.OfflineMember) error {
 	name := objectName("zone-", zone)
 	spec := zoneSpec{Zone: zone}
+	for _, m := range offline {
+		spec.OfflineMembers = append(spec.OfflineMembers, zoneOfflineMember{Port: m.Port, IP: m.IP, Protocol: m.Protocol, PortNum: m.PortNum})
+	}
 	for _, m := range collisions {
 		spec.KeyCollisions = append(spec.KeyCollisions, zoneCollision{Network: m.Network, Switch: m.Switch, Port: m.Port,
 			Requested: m.Key, Actual: m.Actual, Holder: m.Holder})
@@ -448,6 +479,9 @@ func decodeZone(u *unstructured.Unstructured) (*zoneState, error) {
 		out.collisions = append(out.collisions, translator.KeyMismatch{Zone: spec.Zone,
 			KeyRequest: translator.KeyRequest{Network: c.Network, Switch: c.Switch, Port: c.Port, Key: c.Requested},
 			Actual:     c.Actual, Holder: c.Holder})
+	}
+	for _, m := range spec.OfflineMembers {
+		out.offline = append(out.offline, translator.OfflineMember{Port: m.Port, IP: m.IP, Protocol: m.Protocol, PortNum: m.PortNum})
 	}
 	for _, c := range spec.Chassis {
 		out.chassis = append(out.chassis, translator.Chassis{Name: c.Name, Hostname: c.Hostname, Gateway: c.Gateway, Physnets: c.Physnets, Zone: spec.Zone})

@@ -49,7 +49,7 @@ func TestStoreRefusesTheLaterZonesClaimOnAChassis(t *testing.T) {
 	}
 	publish := func(zone string, names ...string) {
 		t.Helper()
-		require.NoError(t, store.PublishZone(ctx, zone, "", chassis(zone, names...), nil, nil))
+		require.NoError(t, store.PublishZone(ctx, zone, "", chassis(zone, names...), nil, nil, nil))
 		require.Eventually(t, func() bool {
 			for _, c := range store.Chassis() {
 				if c.Zone == zone {

@@ -254,7 +254,8 @@ func monitorNB(ctx context.Context, c client.Client, instance string, reg *nb.Re
 // table that GatewayChassis reads and, of Port_Binding, the chassisredirect
 // ports (where each gateway port is active, for ActiveGateway) and the
 // remote ports (interconnect: a port of another zone, which
-// BindRemotePorts binds); the client model holds only those tables.
+// BindRemotePorts binds), and the health checks' Service_Monitors
+// (OfflineMembers); the client model holds only those tables.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
 	return connectSB(ctx, ep, "", log)
 }
@@ -272,7 +273,7 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 	modelFor := func(ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
 		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{
 			sbmodel.ChassisTable: &sbmodel.Chassis{}, sbmodel.PortBindingTable: &sbmodel.PortBinding{},
-			sbmodel.DatapathBindingTable: &sbmodel.DatapathBinding{}})
+			sbmodel.DatapathBindingTable: &sbmodel.DatapathBinding{}, sbmodel.ServiceMonitorTable: &sbmodel.ServiceMonitor{}})
 	}
 	c, err := connect(ctx, "SB", sbmodel.Schema().Name, modelFor, ep, log)
 	if err != nil {
@@ -299,6 +300,10 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 		client.WithConditionalTable(pb, conds,
 			&pb.LogicalPort, &pb.Type, &pb.Chassis, &pb.RequestedChassis, &pb.Datapath, &pb.TunnelKey),
 	}
+	// A zone's health checks (OfflineMembers): a Service_Monitor per
+	// member of every health-checked load balancer, few rows.
+	sm := &sbmodel.ServiceMonitor{}
+	tables = append(tables, client.WithTable(sm, &sm.LogicalPort, &sm.IP, &sm.Port, &sm.Protocol, &sm.Status))
 	if instance != "" {
 		dp := &sbmodel.DatapathBinding{}
 		tables = append(tables, client.WithTable(dp, &dp.TunnelKey, &dp.ExternalIDs))
@@ -308,6 +313,33 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 		return nil, fmt.Errorf("monitoring SB %s: %w", ep.Address, err)
 	}
 	return c, nil
+}
+
+// OfflineMembers are the load balancer members whose health check the
+// zone of SB sb finds offline: its Service_Monitors with status offline.
+// Only the zone where a member's port is bound probes it (a remote twin's
+// monitor has no status), so these are the zone's own members; which of
+// them are ours the planner decides (Input.SetOfflineMembers).
+func OfflineMembers(ctx context.Context, sb client.Client) ([]translator.OfflineMember, error) {
+	var rows []*sbmodel.ServiceMonitor
+	err := sb.WhereCache(func(m *sbmodel.ServiceMonitor) bool {
+		return m.Status != nil && *m.Status == sbmodel.ServiceMonitorStatusOffline
+	}).List(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("listing SB Service_Monitor: %w", err)
+	}
+	out := make([]translator.OfflineMember, 0, len(rows))
+	for _, m := range rows {
+		proto := string(sbmodel.ServiceMonitorProtocolTCP)
+		if m.Protocol != nil {
+			proto = string(*m.Protocol)
+		}
+		out = append(out, translator.OfflineMember{Port: m.LogicalPort, IP: m.IP, Protocol: proto, PortNum: m.Port})
+	}
+	slices.SortFunc(out, func(a, b translator.OfflineMember) int {
+		return cmp.Or(strings.Compare(a.Port, b.Port), strings.Compare(a.IP, b.IP), strings.Compare(a.Protocol, b.Protocol), cmp.Compare(a.PortNum, b.PortNum))
+	})
+	return out, nil
 }
 
 // GatewayChassis lists the SB chassis, marking those whose ovn-cms-options

@@ -201,6 +201,9 @@ func readDatabases(ctx context.Context, set *manifest.Set, snap *translator.Snap
 	if err := readZoneKeys(ctx, snap, targets, opts.Instance); err != nil {
 		return nil, err
 	}
+	if snap.OfflineMembers, err = offlineMembersOf(ctx, targets); err != nil {
+		return nil, nothingWritten(err)
+	}
 	var held translator.ZonesHeld
 	for _, t := range targets {
 		if err := RefuseEmpty(ctx, set, t.nbc, opts.Instance, opts.AllowEmpty, opts.Paths); err != nil {
@@ -335,6 +338,24 @@ func MemoryLimit(paths []string) int64 {
 		}
 	}
 	return max(least, 30*size)
+}
+
+// offlineMembersOf reads, of every zone's SB, the load balancer members
+// its own health checks find offline (ovn.OfflineMembers), by zone; nil
+// for a central sync, where OVN itself takes them out.
+func offlineMembersOf(ctx context.Context, targets []*target) (map[string][]translator.OfflineMember, error) {
+	out := map[string][]translator.OfflineMember{}
+	for _, t := range targets {
+		if t.sbc == nil || t.Zone == "" {
+			continue
+		}
+		down, err := ovn.OfflineMembers(ctx, t.sbc)
+		if err != nil {
+			return nil, fmt.Errorf("%s%w", t.Label(), err)
+		}
+		out[t.Zone] = down
+	}
+	return out, nil
 }
 
 // chassisOf reads the chassis of every target's SB: all of the central
