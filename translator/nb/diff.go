@@ -868,8 +868,14 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 	target := d.reg.byName[ref.Table]
 	held := refs(have, ref.Column)
 	bulk := d.bulkFor(target, max(len(held), len(keys)))
-	ours := make(map[string]string, len(held))    // held UUID -> key, of our rows
-	byKey := make(map[string][]string, len(held)) // key -> held UUIDs of ours
+	// A held row of ours stands for its key's row when no two rows can
+	// have one key (byKey, by key).
+	unique := d.uniqueKey(target)
+	var byKey map[string]string
+	if unique {
+		byKey = make(map[string]string, len(held))
+	}
+	ours := make(map[string]string, len(held)) // held UUID -> key, of our rows
 	var foreign []string
 	for _, uuid := range held {
 		var row model.Model
@@ -882,18 +888,20 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 			if _, ok := d.v.owner(target, row, d.instance); ok {
 				k := target.Key(row)
 				ours[uuid] = k
-				byKey[k] = append(byKey[k], uuid)
+				if unique {
+					byKey[k] = uuid
+				}
 				continue
 			}
 		}
 		foreign = append(foreign, uuid)
 	}
-	unique := d.uniqueKey(target)
 	kept := make(map[string]bool, len(keys))
+	d.wanted = slices.Grow(d.wanted, len(keys))
 	var lookup []string
 	for _, k := range keys {
-		if us := byKey[k]; unique && len(us) == 1 {
-			kept[us[0]] = true
+		if u, ok := byKey[k]; ok {
+			kept[u] = true
 			d.want(ud, t, key, ref, k, true)
 			continue
 		}
