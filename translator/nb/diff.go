@@ -39,6 +39,10 @@ const (
 	Delete = "delete"
 )
 
+// MovedTo begins the detail of an Update that moves a child row to
+// another parent: the parents' containment columns change, not the row.
+const MovedTo = "moved to "
+
 // Desired is what one unit should own: its rows (none: the unit is gone
 // from the input and everything it owns goes) and the switch ports left as
 // they are whatever they hold (VM interfaces whose input is invalid).
@@ -707,7 +711,7 @@ func (td *tableDiff) moveToParent(st *unitState, have model.Model, parentKey, ke
 		rc.parentUUID = parent.uuid
 	}
 	ud.refs = append(ud.refs, rc)
-	ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: key, Detail: "moved to " + parentKey})
+	ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: key, Detail: MovedTo + parentKey})
 }
 
 // removeUnwanted removes the unit's rows no desired row claimed
