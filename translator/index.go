@@ -433,6 +433,7 @@ func (in *Input) replaceNetworks(old, nw *source, c *setChange) {
 func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 	same := func(a, b *vmDecl) bool { return a.VMInterface == b.VMInterface }
 	replaceChanged(old.vms, nw.vms, same, func(key string, olds, news []*vmDecl) {
+		in.portsMemo.forget(key)
 		// The interfaces that came, went or changed: their floating IPs'
 		// routers are affected.
 		had := make(map[VMInterface]bool, len(olds))

@@ -298,8 +298,8 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	// NB may not have would fail the group).
 	gateways := set[netip.Addr]{}
 	type memberNet struct {
-		n     *network          // nil: not a valid network
-		ports map[string]string // the ports it plans, with their IPs
+		n     *network    // nil: not a valid network
+		ports *netVMPorts // the ports it plans, with their IPs
 	}
 	nets := map[string]memberNet{} // each member network
 	var members []sgMember
@@ -315,8 +315,7 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 		if n == nil || v.NetworkNamespace != n.Namespace {
 			continue
 		}
-		port := VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)
-		ip, ok := ports[port]
+		port, ip, ok := ports.of(v)
 		if !ok {
 			continue
 		}
@@ -521,31 +520,35 @@ func (in *Input) remoteGroupsOf(g string, affected set[Unit]) {
 
 // plannedVMPorts are the VM ports valid network n plans: those of its VM
 // interfaces without an error, its address claims decided as its own plan
-// decides them (planVMPorts), with their IPs. It costs what the network's VMs cost, once:
-// a group is re-planned on every binding change of a member and has
-// members on most networks, so the ports of a network whose VMs claim no
-// address twice (then held, the NB's claims, decides nothing) are kept
-// until its VM interfaces or the network change (portsMemo).
-func (in *Input) plannedVMPorts(n *network, held Held) map[string]string {
+// decides them (planVMPorts), with their IPs. It costs what the network's
+// VMs cost, once: a group is re-planned on every binding change of a
+// member and has members on most networks, so the ports of a network
+// whose VMs claim no address twice (then held, the NB's claims, decides
+// nothing) are kept until its VM interfaces or the network change
+// (portsMemo).
+func (in *Input) plannedVMPorts(n *network, held Held) *netVMPorts {
+	if ports, ok := in.portsMemo.get(n); ok {
+		return ports
+	}
 	decls := make([]*vmDecl, 0, len(in.vms[n.Name]))
 	for d := range in.vms[n.Name] {
 		if d.NetworkNamespace == n.Namespace {
 			decls = append(decls, d)
 		}
 	}
-	if ports, ok := in.portsMemo.get(n, decls); ok {
-		return ports
-	}
 	vms := make([]*VMInterface, len(decls))
+	declOf := make(map[*VMInterface]*vmDecl, len(decls))
 	for i, d := range decls {
 		vms[i] = &d.VMInterface
+		declOf[vms[i]] = d
 	}
-	out := map[string]string{}
+	out := &netVMPorts{n: n, byName: map[string]string{}, byDecl: make(map[*vmDecl]vmPortIP, len(decls))}
 	claimed := set[string]{}
 	clean := true
 	for _, vp := range planVMPorts(vms, n, held) {
 		if vp.err == nil {
-			out[vp.port] = vp.ip
+			out.byName[vp.port] = vp.ip
+			out.byDecl[declOf[vp.VMInterface]] = vmPortIP{port: vp.port, ip: vp.ip}
 		}
 		if vp.mac == "" { // invalid on its own: claims nothing
 			continue
@@ -558,57 +561,71 @@ func (in *Input) plannedVMPorts(n *network, held Held) map[string]string {
 		}
 	}
 	if clean {
-		in.portsMemo.put(n, decls, out, len(in.networks))
+		in.portsMemo.put(n, out, len(in.networks))
 	}
 	return out
 }
 
+// netVMPorts are the VM ports a network plans, with their IPs: by name,
+// and by the declaration of the VM interface each is planned for.
+type netVMPorts struct {
+	n      *network
+	byName map[string]string
+	byDecl map[*vmDecl]vmPortIP
+}
+
+type vmPortIP struct{ port, ip string }
+
+// of is the port VM interface d of the network gets, if any, and its IP:
+// its own, or the port of its name that another declaration of it gets.
+func (p *netVMPorts) of(d *vmDecl) (port, ip string, ok bool) {
+	if pi, ok := p.byDecl[d]; ok {
+		return pi.port, pi.ip, true
+	}
+	port = VMPortName(p.n.Name, d.Namespace, d.VMI, d.Interface)
+	ip, ok = p.byName[port]
+	return port, ip, ok
+}
+
 // portsMemo keeps plannedVMPorts' answer per network while the network
 // (its *network, replaced when its declaration changes) and its VM
-// declarations (replaced, all of the network's, when one of them
-// changes) are the same. Plans of several units may run at once.
+// declarations are the same: replaceVMs forgets a network whose VM
+// interfaces change. Plans of several units may run at once (under the
+// input's read lock; replaceVMs holds its write lock).
 type portsMemo struct {
 	mu      sync.Mutex
-	entries map[string]*memoPorts // by network name
+	entries map[string]*netVMPorts // by network name
 }
 
-type memoPorts struct {
-	n     *network
-	decls set[*vmDecl]
-	ports map[string]string
-}
-
-func (m *portsMemo) get(n *network, decls []*vmDecl) (map[string]string, bool) {
+func (m *portsMemo) get(n *network) (*netVMPorts, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entries[n.Name]
-	if e == nil || e.n != n || len(e.decls) != len(decls) {
+	if e == nil || e.n != n {
 		return nil, false
 	}
-	for _, d := range decls {
-		if _, ok := e.decls[d]; !ok {
-			return nil, false
-		}
-	}
-	return e.ports, true
+	return e, true
 }
 
 // put keeps ports; when there are twice as many entries as networks (those
 // of networks gone stay until then), all are dropped.
-func (m *portsMemo) put(n *network, decls []*vmDecl, ports map[string]string, networks int) {
+func (m *portsMemo) put(n *network, ports *netVMPorts, networks int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.entries == nil {
-		m.entries = map[string]*memoPorts{}
+		m.entries = map[string]*netVMPorts{}
 	}
 	if len(m.entries) >= 2*networks+16 {
 		clear(m.entries)
 	}
-	e := &memoPorts{n: n, decls: make(set[*vmDecl], len(decls)), ports: ports}
-	for _, d := range decls {
-		e.decls.add(d)
-	}
-	m.entries[n.Name] = e
+	m.entries[n.Name] = ports
+}
+
+// forget drops network name's entry: its VM interfaces changed.
+func (m *portsMemo) forget(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, name)
 }
 
 // ruleACL is rule r's ACL in group pg (whose SecurityGroup is named

@@ -410,3 +410,33 @@ func TestSecurityGroupMembersFollowHeldClaimsAndNetworkEdits(t *testing.T) {
 	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms})
 	assert.Equal(t, []string{portA, portC}, members(nil))
 }
+
+// TestSecurityGroupMembersFollowNetworkVMs: a group's members are its
+// networks' planned ports as they are now, though each network's ports
+// are kept between plans: a VM interface added on a member network (from
+// another source), changed to an invalid address, made valid again and
+// removed changes the group's ports each time.
+func TestSecurityGroupMembersFollowNetworkVMs(t *testing.T) {
+	s := sgSnapshot()
+	in := NewInputFrom(s)
+	portA := VMPortName("net-a", "default", "vm-a", "eth1")
+	portD := VMPortName("net-a", "default", "vm-d", "eth1")
+	ports := func() []string { return in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup.Ports }
+	require.Equal(t, []string{portA}, ports())
+
+	vmD := VMInterface{Namespace: "default", VMI: "vm-d", Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+		MAC: "50:54:00:00:00:0d", IP: "10.10.0.13", Node: "hv1", SecurityGroups: "sg-web"}
+	in.Set("more", Objects{VMs: []VMInterface{vmD}})
+	assert.Equal(t, []string{portA, portD}, ports(), "vm-d joins")
+
+	bad := vmD
+	bad.IP = "not-an-ip"
+	in.Set("more", Objects{VMs: []VMInterface{bad}})
+	assert.Equal(t, []string{portA}, ports(), "vm-d's interface is invalid: no port")
+
+	in.Set("more", Objects{VMs: []VMInterface{vmD}})
+	assert.Equal(t, []string{portA, portD}, ports(), "valid again")
+
+	in.Set("more", Objects{})
+	assert.Equal(t, []string{portA}, ports(), "vm-d gone")
+}

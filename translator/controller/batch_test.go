@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -172,4 +173,44 @@ type beforeTransact struct {
 func (b beforeTransact) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	b.f()
 	return b.Client.Transact(ctx, ops...)
+}
+
+// setRouterOptions sets router1's options by hand, as another tool would.
+func setRouterOptions(t *testing.T, nbc client.Client, opts map[string]string) {
+	t.Helper()
+	var rows []*nbmodel.LogicalRouter
+	require.NoError(t, nbc.List(context.Background(), &rows))
+	i := slices.IndexFunc(rows, func(r *nbmodel.LogicalRouter) bool { return r.Name == tr.RouterName("router1") })
+	require.GreaterOrEqual(t, i, 0)
+	r := rows[i]
+	r.Options = opts
+	ops, err := nbc.Where(r).Update(r, &r.Options)
+	require.NoError(t, err)
+	_, err = nbc.Transact(context.Background(), ops...)
+	require.NoError(t, err)
+}
+
+// The NB announcing a row a reconcile updated (another tool's edit
+// undone) or deleted reconciles nothing again; another tool's update of
+// it does.
+func TestOwnUpdatesReconcileNothingAgain(t *testing.T) {
+	c, nbc := newTestController(t)
+	c.watchNB()
+	for i, err := range c.reconcile(context.Background(), []tr.Unit{public, netA, netB, router1}) {
+		require.NoError(t, err, "unit %d", i)
+	}
+	require.Eventually(t, func() bool { return echoesAwaited(c) == 0 }, 10*time.Second, 5*time.Millisecond)
+	drain(c)
+
+	setRouterOptions(t, nbc, map[string]string{"foreign": "x"})
+	require.Eventually(t, func() bool { return c.queue.Len() > 0 }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, []tr.Unit{router1}, drain(c), "another tool's edit")
+
+	require.NoError(t, c.reconcile(context.Background(), []tr.Unit{router1})[0], "undoes it: an update")
+	require.Eventually(t, func() bool { return echoesAwaited(c) == 0 }, 10*time.Second, 5*time.Millisecond, "the update announced")
+	assert.Empty(t, drain(c), "our own update")
+
+	setRouterOptions(t, nbc, map[string]string{"foreign": "y"})
+	require.Eventually(t, func() bool { return c.queue.Len() > 0 }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, []tr.Unit{router1}, drain(c), "another tool's edit, after ours")
 }

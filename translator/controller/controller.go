@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,9 +162,9 @@ type Controller struct {
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
 	// writing are the units whose rows are being written, with the rows
-	// of theirs the NB announced as inserted meanwhile; echoes the rows
-	// their last write inserted that the NB has yet to announce (see
-	// write and heldBack).
+	// of theirs the NB announced as inserted, updated or deleted
+	// meanwhile; echoes the rows their last write wrote that the NB has
+	// yet to announce (see write and heldBack).
 	writing map[translator.Unit][]rowID
 	echoes  map[translator.Unit]map[rowID]int
 	// moves are gateway ports moved to a new primary whose old one is
@@ -496,30 +497,40 @@ func (c *Controller) onNB(table string, old, cur model.Model) {
 			c.unpark(u.Name)
 		}
 	}
+	action, row := nb.Update, cur
+	switch {
+	case old == nil:
+		action = nb.Create
+	case cur == nil:
+		action, row = nb.Delete, old
+	}
 	for _, u := range nb.Affected(c.nb, table, old, cur, c.opts.Instance) {
-		if old == nil && c.heldBack(u, table, cur) {
+		if c.heldBack(u, table, row, action) {
 			continue
 		}
 		c.Enqueue(u)
 	}
 }
 
-// rowID is a row by table and key (nb.KeyOf).
-type rowID struct{ table, key string }
+// rowID is what the NB announced of a row, by table and key (nb.KeyOf):
+// its insertion, update or deletion (a Change action).
+type rowID struct{ table, key, action string }
 
-// heldBack says whether the NB's announcement of the insertion of a row of
-// unit u needs no reconcile of u now: while u's rows are being written it
-// is held back for write to decide (most likely it is u's transaction's
-// own); after, it is the echo of u's last write when that write inserted a
-// row of its table and key not announced yet. Each insertion is announced
-// once: a second row of the same key (inserted by another writer) finds no
-// echo left and reconciles u.
-func (c *Controller) heldBack(u translator.Unit, table string, row model.Model) bool {
+// heldBack says whether the NB's announcement of the insertion, update or
+// deletion (action) of a row of unit u needs no reconcile of u now: while
+// u's rows are being written it is held back for write to decide (most
+// likely it is u's transaction's own); after, it is the echo of u's last
+// write when that write inserted, updated or deleted a row of its table
+// and key not announced yet. Each write of a row is announced once: a
+// second announcement (another writer's) finds no echo left and
+// reconciles u. Without this, a group's every write of its Port_Group
+// re-planned and diffed the group once more for nothing.
+func (c *Controller) heldBack(u translator.Unit, table string, row model.Model, action string) bool {
 	key, ok := nb.KeyOf(table, row)
 	if !ok {
 		return false
 	}
-	id := rowID{table, key}
+	id := rowID{table, key, action}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if held, ok := c.writing[u]; ok {
@@ -541,9 +552,9 @@ func (c *Controller) heldBack(u translator.Unit, table string, row model.Model) 
 
 // settleEchoes ends the write of steps: the insertions announced while
 // they were written are matched against the rows each unit's transaction
-// inserted (res: nil when the write failed); an unmatched one reconciles
-// its unit again, and the inserted rows not announced yet are awaited
-// (heldBack).
+// inserted, updated or deleted (res: nil when the write failed); an
+// unmatched one reconciles its unit again, and the writes not announced
+// yet are awaited (heldBack).
 func (c *Controller) settleEchoes(steps []*step, res *nb.SyncResult) {
 	inserted := map[translator.Unit]map[rowID]int{}
 	if res != nil {
@@ -552,12 +563,14 @@ func (c *Controller) settleEchoes(steps []*step, res *nb.SyncResult) {
 				continue
 			}
 			for _, ch := range r.Changes {
-				if ch.Action == nb.Create {
-					if inserted[r.Unit] == nil {
-						inserted[r.Unit] = map[rowID]int{}
-					}
-					inserted[r.Unit][rowID{ch.Table, ch.Name}]++
+				if ch.Action == nb.Update && strings.HasPrefix(ch.Detail, nb.MovedTo) {
+					// The parent's containment changes, not the row.
+					continue
 				}
+				if inserted[r.Unit] == nil {
+					inserted[r.Unit] = map[rowID]int{}
+				}
+				inserted[r.Unit][rowID{ch.Table, ch.Name, ch.Action}]++
 			}
 		}
 	}

@@ -39,6 +39,10 @@ const (
 	Delete = "delete"
 )
 
+// MovedTo begins the detail of an Update that moves a child row to
+// another parent: the parents' containment columns change, not the row.
+const MovedTo = "moved to "
+
 // Desired is what one unit should own: its rows (none: the unit is gone
 // from the input and everything it owns goes) and the switch ports left as
 // they are whatever they hold (VM interfaces whose input is invalid).
@@ -132,9 +136,24 @@ type refSet struct {
 	uuid   string
 	key    string
 	ref    Reference
-	keys   []string
-	ours   []string
 	single bool
+	// keys: of a column holding one reference, the wanted key (none:
+	// empty it).
+	keys []string
+	// Of a set: the wanted keys it does not hold (resolved when the
+	// transaction is assembled), the references of ours that go, and
+	// those that stay (one that a unit of the transaction deletes is
+	// replaced by its key's row then).
+	add  []string
+	out  []string
+	kept []heldRef
+}
+
+// heldRef is a reference a set column holds to a row of ours, and that
+// row's key.
+type heldRef struct {
+	uuid string
+	key  string
 }
 
 // pendingRoot is a root row that others may refer to and that its owner no
@@ -282,7 +301,7 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 // rowByKey is our row of table t whose key is key (the lowest UUID of
 // several), nil when the view has none. The row is read only.
 func (d *Differ) rowByKey(t *Table, key string) (model.Model, error) {
-	if b := d.bulk[t]; b != nil {
+	if b := d.bulk[t]; b != nil && b.byKey != nil {
 		return b.ours(key, d.instance), nil
 	}
 	k := rowKey{t.Name, key}
@@ -297,12 +316,28 @@ func (d *Differ) rowByKey(t *Table, key string) (model.Model, error) {
 	return m, nil
 }
 
-// bulkRows are a table's rows, in place (read only), and by key: a port
-// group refers to thousands of switch ports, and looking each up (an index
-// lookup and a copy of the row) cost more than one walk of the table.
+// bulkRows are a table's rows, in place (read only), and by key once
+// asked (withKeys): a port group refers to thousands of switch ports, and
+// looking each up (an index lookup and a copy of the row) cost more than
+// one walk of the table.
 type bulkRows struct {
+	t      *Table
 	byUUID map[string]model.Model
 	byKey  map[string][]model.Model
+}
+
+// withKeys indexes b by key: walking the table and computing every row's
+// key costs more than reading the rows a set holds, so only a diff that
+// looks many keys up asks for it (an insert of a big set, a big change).
+func (b *bulkRows) withKeys() {
+	if b.byKey != nil {
+		return
+	}
+	b.byKey = make(map[string][]model.Model, len(b.byUUID))
+	for _, m := range b.byUUID {
+		k := b.t.Key(m)
+		b.byKey[k] = append(b.byKey[k], m)
+	}
 }
 
 // ours is our row of key (the lowest UUID of several), as view.byKey
@@ -332,17 +367,40 @@ func (d *Differ) bulkFor(t *Table, refs int) *bulkRows {
 	if col, mapKey := identityColumn(t.Identity[0]); mapKey != "" || field(t.New(), col).Kind() != reflect.String {
 		return nil
 	}
-	rows := d.v.rows(t)
-	b := &bulkRows{byUUID: rows, byKey: make(map[string][]model.Model, len(rows))}
-	for _, m := range rows {
-		k := t.Key(m)
-		b.byKey[k] = append(b.byKey[k], m)
-	}
+	b := &bulkRows{t: t, byUUID: d.v.rows(t)}
 	if d.bulk == nil {
 		d.bulk = map[*Table]*bulkRows{}
 	}
 	d.bulk[t] = b
 	return b
+}
+
+// uniqueKey says whether no two rows of table t can have one key: its
+// key is one column of its own that the NB schema indexes alone. A
+// reference a set holds to a row of ours with a wanted key is then the
+// reference that key resolves to, without looking the key up.
+func (d *Differ) uniqueKey(t *Table) bool {
+	if t.IdentityOf != nil || len(t.Identity) != 1 {
+		return false
+	}
+	col, mapKey := identityColumn(t.Identity[0])
+	if mapKey != "" {
+		return false
+	}
+	tc := d.c.Cache()
+	if tc == nil {
+		return false
+	}
+	ts := tc.DatabaseModel().Schema.Table(t.Name)
+	if ts == nil {
+		return false
+	}
+	for _, idx := range ts.Indexes {
+		if len(idx) == 1 && idx[0] == col {
+			return true
+		}
+	}
+	return false
 }
 
 // scanParent finds the row of table t's parent table that references
@@ -541,6 +599,9 @@ func (td *tableDiff) diffRow(st *unitState, w translator.Row, unmatched map[stri
 	}
 	have, ok := unmatched[k]
 	if !ok {
+		if err := td.d.resolveWanted(td.ud, td.t, k, refKeys); err != nil {
+			return err
+		}
 		td.insertRow(st, w, k, parent, refKeys)
 		return nil
 	}
@@ -617,7 +678,11 @@ func (td *tableDiff) updateRow(have, want model.Model, key string, refKeys map[s
 	if err != nil {
 		return err
 	}
-	desc = append(desc, td.d.diffRefs(td.ud, td.t, have, key, refKeys)...)
+	refDesc, err := td.d.diffRefs(td.ud, td.t, have, key, refKeys)
+	if err != nil {
+		return err
+	}
+	desc = append(desc, refDesc...)
 	if len(desc) > 0 {
 		td.ud.Changes = append(td.ud.Changes, Change{Action: Update, Table: td.t.Name, Name: key, Detail: strings.Join(desc, "; ")})
 	}
@@ -646,7 +711,7 @@ func (td *tableDiff) moveToParent(st *unitState, have model.Model, parentKey, ke
 		rc.parentUUID = parent.uuid
 	}
 	ud.refs = append(ud.refs, rc)
-	ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: key, Detail: "moved to " + parentKey})
+	ud.Changes = append(ud.Changes, Change{Action: Update, Table: t.Name, Name: key, Detail: MovedTo + parentKey})
 }
 
 // removeUnwanted removes the unit's rows no desired row claimed
@@ -670,9 +735,6 @@ func (d *Differ) wantRefs(ud *UnitDiff, t *Table, key string, w translator.Row) 
 		return nil, nil
 	}
 	out := map[string][]string{}
-	for _, ref := range t.References {
-		d.bulkFor(d.reg.byName[ref.Table], len(w.Refs))
-	}
 	seen := map[translator.Ref]bool{} // a port group refers to thousands of ports: no linear scan per reference
 	for _, r := range w.Refs {
 		i := slices.IndexFunc(t.References, func(ref Reference) bool { return ref.Column == r.Column })
@@ -691,17 +753,40 @@ func (d *Differ) wantRefs(ud *UnitDiff, t *Table, key string, w translator.Row) 
 		if field(t.New(), ref.Column).Kind() == reflect.Pointer && len(out[r.Column]) > 1 {
 			return nil, fmt.Errorf("%s %s: %s holds one reference, not %d (%s)", t.Name, key, r.Column, len(out[r.Column]), strings.Join(out[r.Column], ", "))
 		}
-		target := d.reg.byName[ref.Table]
-		m, err := d.rowByKey(target, r.Key)
-		if err != nil {
-			return nil, err
-		}
-		d.wanted = append(d.wanted, wantRef{ud: ud, from: t.Name + " " + key, ref: ref, key: r.Key, resolved: m != nil})
 	}
 	for col := range out {
 		slices.Sort(out[col])
 	}
 	return out, nil
+}
+
+// resolveWanted records, for Settle, the references of a new row of t
+// (of key key): whether each key has a row of ours.
+func (d *Differ) resolveWanted(ud *UnitDiff, t *Table, key string, refKeys map[string][]string) error {
+	for _, ref := range t.References {
+		keys := refKeys[ref.Column]
+		if len(keys) == 0 {
+			continue
+		}
+		target := d.reg.byName[ref.Table]
+		if b := d.bulkFor(target, len(keys)); b != nil {
+			b.withKeys()
+		}
+		for _, k := range keys {
+			m, err := d.rowByKey(target, k)
+			if err != nil {
+				return err
+			}
+			d.want(ud, t, key, ref, k, m != nil)
+		}
+	}
+	return nil
+}
+
+// want records a reference a desired row of t (of key key) makes, for
+// Settle; resolved: a row of ours has key k.
+func (d *Differ) want(ud *UnitDiff, t *Table, key string, ref Reference, k string, resolved bool) {
+	d.wanted = append(d.wanted, wantRef{ud: ud, from: t.Name + " " + key, ref: ref, key: k, resolved: resolved})
 }
 
 // formatKeys renders referenced rows by key: [DHCP_Options 10.0.0.0/24].
@@ -714,64 +799,174 @@ func (d *Differ) formatKeys(ref Reference, keys []string) string {
 }
 
 // diffRefs compares the reference columns of row have with the keys
-// wanted. A reference to a row of ours is compared by the row it resolves
-// to; a reference to another tool's row is left, with a note, unless the
-// column holds one reference and ours must take its place.
-func (d *Differ) diffRefs(ud *UnitDiff, t *Table, have model.Model, key string, want map[string][]string) []string {
+// wanted, and records the wanted references for Settle. A reference to a
+// row of ours is compared by the row it resolves to; a reference to
+// another tool's row is left, with a note, unless the column holds one
+// reference and ours must take its place.
+func (d *Differ) diffRefs(ud *UnitDiff, t *Table, have model.Model, key string, want map[string][]string) ([]string, error) {
 	var desc []string
 	for _, ref := range t.References {
-		target := d.reg.byName[ref.Table]
-		single := field(have, ref.Column).Kind() == reflect.Pointer
-		var ours, foreign []string
-		var curKeys []string
-		held := refs(have, ref.Column)
-		bulk := d.bulkFor(target, max(len(held), len(want[ref.Column])))
-		for _, uuid := range held {
-			var row model.Model
-			if bulk != nil {
-				row = bulk.byUUID[uuid]
-			} else {
-				row = d.v.row(target, uuid)
+		diff := d.diffRefSet
+		if field(have, ref.Column).Kind() == reflect.Pointer {
+			diff = d.diffSingleRef
+		}
+		s, err := diff(ud, t, have, key, ref, want[ref.Column])
+		if err != nil {
+			return nil, err
+		}
+		if s != "" {
+			desc = append(desc, s)
+		}
+	}
+	return desc, nil
+}
+
+// diffSingleRef compares column ref of have, which holds one reference,
+// with keys (one, or none); it says what changes.
+func (d *Differ) diffSingleRef(ud *UnitDiff, t *Table, have model.Model, key string, ref Reference, keys []string) (string, error) {
+	target := d.reg.byName[ref.Table]
+	var ours, foreign, curKeys []string
+	for _, uuid := range refs(have, ref.Column) {
+		if row := d.v.row(target, uuid); row != nil {
+			if _, ok := d.v.owner(target, row, d.instance); ok {
+				ours = append(ours, uuid)
+				curKeys = append(curKeys, ref.Table+" "+target.Key(row))
+				continue
 			}
-			if row != nil {
-				if _, ok := d.v.owner(target, row, d.instance); ok {
-					ours = append(ours, uuid)
-					curKeys = append(curKeys, ref.Table+" "+target.Key(row))
-					continue
+		}
+		foreign = append(foreign, uuid)
+	}
+	same := len(keys) == len(ours) && (len(foreign) == 0 || len(keys) == 0)
+	for _, k := range keys {
+		m, err := d.rowByKey(target, k)
+		if err != nil {
+			return "", err
+		}
+		d.want(ud, t, key, ref, k, m != nil)
+		if m == nil || !slices.Contains(ours, uuidOf(m)) {
+			same = false
+		}
+	}
+	if len(foreign) > 0 && len(keys) == 0 {
+		ud.Notes = append(ud.Notes, foreignRefsNote(t, key, ref, foreign))
+	}
+	if same {
+		return "", nil
+	}
+	ud.sets = append(ud.sets, &refSet{t: t, uuid: uuidOf(have), key: key, ref: ref, keys: keys, single: true})
+	d.rewritten[refSlot{uuidOf(have), ref.Column}] = ud
+	cur := curKeys
+	for _, f := range foreign {
+		cur = append(cur, f+" (not kubevirt-ovn's)")
+	}
+	return ref.Column + ": [" + strings.Join(cur, ", ") + "] -> " + d.formatKeys(ref, keys), nil
+}
+
+// diffRefSet compares set column ref of have with keys: the references it
+// holds to rows of ours are matched with the keys by their rows' keys,
+// and only the keys left are looked up. A port group refers to thousands
+// of ports, and a change adds or removes a few: the diff reads each held
+// row once, in place, and the mutation and the change it reports are the
+// references added and removed.
+func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string, ref Reference, keys []string) (string, error) {
+	target := d.reg.byName[ref.Table]
+	held := refs(have, ref.Column)
+	bulk := d.bulkFor(target, max(len(held), len(keys)))
+	// A held row of ours stands for its key's row when no two rows can
+	// have one key (byKey, by key).
+	unique := d.uniqueKey(target)
+	var byKey map[string]string
+	if unique {
+		byKey = make(map[string]string, len(held))
+	}
+	ours := make(map[string]string, len(held)) // held UUID -> key, of our rows
+	var foreign []string
+	for _, uuid := range held {
+		var row model.Model
+		if bulk != nil {
+			row = bulk.byUUID[uuid]
+		} else {
+			row = d.v.row(target, uuid)
+		}
+		if row != nil {
+			if _, ok := d.v.owner(target, row, d.instance); ok {
+				k := target.Key(row)
+				ours[uuid] = k
+				if unique {
+					byKey[k] = uuid
 				}
-			}
-			foreign = append(foreign, uuid)
-		}
-		keys := want[ref.Column]
-		same := len(keys) == len(ours) && (!single || len(foreign) == 0 || len(keys) == 0)
-		if same {
-			oursSet := setOf(ours)
-			for _, k := range keys {
-				m, _ := d.rowByKey(target, k)
-				if m == nil || !oursSet[uuidOf(m)] {
-					same = false
-					break
-				}
+				continue
 			}
 		}
-		if len(foreign) > 0 && (!single || len(keys) == 0) {
-			ud.Notes = append(ud.Notes, fmt.Sprintf("%s %s: %s holds %d reference(s) to %s rows that are not kubevirt-ovn's (%s); left as they are",
-				t.Name, key, ref.Column, len(foreign), ref.Table, strings.Join(foreign, ", ")))
-		}
-		if same {
+		foreign = append(foreign, uuid)
+	}
+	kept := make(map[string]bool, len(keys))
+	d.wanted = slices.Grow(d.wanted, len(keys))
+	var lookup []string
+	for _, k := range keys {
+		if u, ok := byKey[k]; ok {
+			kept[u] = true
+			d.want(ud, t, key, ref, k, true)
 			continue
 		}
-		ud.sets = append(ud.sets, &refSet{t: t, uuid: uuidOf(have), key: key, ref: ref, keys: keys, ours: ours, single: single})
-		d.rewritten[refSlot{uuidOf(have), ref.Column}] = ud
-		cur := curKeys
-		if single {
-			for _, f := range foreign {
-				cur = append(cur, f+" (not kubevirt-ovn's)")
+		lookup = append(lookup, k)
+	}
+	if bulk != nil && len(lookup) >= 64 && len(lookup)*8 >= len(bulk.byUUID) {
+		bulk.withKeys()
+	}
+	var add []string
+	for _, k := range lookup {
+		m, err := d.rowByKey(target, k)
+		if err != nil {
+			return "", err
+		}
+		d.want(ud, t, key, ref, k, m != nil)
+		if m != nil {
+			if _, ok := ours[uuidOf(m)]; ok {
+				kept[uuidOf(m)] = true
+				continue
 			}
 		}
-		desc = append(desc, ref.Column+": ["+strings.Join(cur, ", ")+"] -> "+d.formatKeys(ref, keys))
+		add = append(add, k)
 	}
-	return desc
+	var out []string
+	var stay []heldRef
+	var outKeys []string
+	for _, uuid := range held {
+		k, ok := ours[uuid]
+		switch {
+		case !ok:
+		case kept[uuid]:
+			stay = append(stay, heldRef{uuid: uuid, key: k})
+		default:
+			out = append(out, uuid)
+			outKeys = append(outKeys, k)
+		}
+	}
+	if len(foreign) > 0 {
+		ud.Notes = append(ud.Notes, foreignRefsNote(t, key, ref, foreign))
+	}
+	if len(add) == 0 && len(out) == 0 {
+		return "", nil
+	}
+	ud.sets = append(ud.sets, &refSet{t: t, uuid: uuidOf(have), key: key, ref: ref, add: add, out: out, kept: stay})
+	d.rewritten[refSlot{uuidOf(have), ref.Column}] = ud
+	var parts []string
+	if len(add) > 0 {
+		parts = append(parts, "added "+d.formatKeys(ref, add))
+	}
+	if len(out) > 0 {
+		slices.Sort(outKeys)
+		parts = append(parts, "removed "+d.formatKeys(ref, outKeys))
+	}
+	return ref.Column + ": " + strings.Join(parts, ", "), nil
+}
+
+// foreignRefsNote says that column ref of row key of t holds references
+// to other tools' rows, left as they are.
+func foreignRefsNote(t *Table, key string, ref Reference, foreign []string) string {
+	return fmt.Sprintf("%s %s: %s holds %d reference(s) to %s rows that are not kubevirt-ovn's (%s); left as they are",
+		t.Name, key, ref.Column, len(foreign), ref.Table, strings.Join(foreign, ", "))
 }
 
 // update writes the managed columns of have that differ from want, in

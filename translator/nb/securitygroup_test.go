@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,35 @@ func TestSyncLargeSecurityGroup(t *testing.T) {
 	res := sync(t, ours, s)
 	requireNoFailures(t, res)
 	assert.ElementsMatch(t, append(slices.Clone(want), "other-port"), portNames(t, raw, portGroups(t, raw)[web]), "ours as planned, the other tool's kept")
+	// The change names the references added and removed, not the 120
+	// kept.
+	var left []string
+	for i := 0; i < 5; i++ {
+		left = append(left, nbmodel.LogicalSwitchPortTable+" "+tr.VMPortName("net-a", "default", s.VMs[2+i*10].VMI, "eth1"))
+	}
+	slices.Sort(left)
+	var pgChange []string
+	for _, c := range changeList(res) {
+		if c.Table == nbmodel.PortGroupTable && c.Name == web {
+			pgChange = append(pgChange, c.Detail)
+		}
+	}
+	assert.Equal(t, []string{"ports: added [" + nbmodel.LogicalSwitchPortTable + " " + tr.VMPortName("net-b", "default", "vm-b", "eth1") + "], removed [" + strings.Join(left, ", ") + "]"}, pgChange)
+	requireIdle(t, ours, s)
+
+	// Every member leaves but one, then all come back: exact both ways.
+	saved := slices.Clone(s.VMs)
+	for i := range s.VMs {
+		if i != 0 {
+			s.VMs[i].SecurityGroups = ""
+		}
+	}
+	requireNoFailures(t, sync(t, ours, s))
+	assert.ElementsMatch(t, []string{tr.VMPortName("net-a", "default", "vm-a", "eth1"), "other-port"}, portNames(t, raw, portGroups(t, raw)[web]))
+	requireIdle(t, ours, s)
+	s.VMs = saved
+	requireNoFailures(t, sync(t, ours, s))
+	assert.ElementsMatch(t, append(slices.Clone(want), "other-port"), portNames(t, raw, portGroups(t, raw)[web]))
 	requireIdle(t, ours, s)
 }
 

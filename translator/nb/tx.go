@@ -325,31 +325,49 @@ func (tx *txAssembly) addParentMutation(p *parentMut) error {
 }
 
 // setOps write refSet s: an update of a column holding one reference, a
-// mutation of a set (ours out, the wanted in; another tool's stay).
+// mutation of a set (ours out, the wanted in; another tool's stay). Of a
+// set only the added keys are resolved: a kept reference stays, but for
+// one to a row that a unit of the transaction deletes, replaced by its
+// key's row (another unit may insert it anew).
 func (d *Differ) setOps(s *refSet, resolve func(*Table, string) (string, error)) ([]ovsdb.Operation, error) {
 	target := d.reg.byName[s.ref.Table]
-	uuids := make([]string, 0, len(s.keys))
-	for _, k := range s.keys {
+	m := s.t.New()
+	setUUID(m, s.uuid)
+	if s.single {
+		if len(s.keys) > 0 {
+			u, err := resolve(target, s.keys[0])
+			if err != nil {
+				return nil, err
+			}
+			field(m, s.ref.Column).Set(reflect.ValueOf(&u))
+		}
+		return d.c.Where(m).Update(m, fieldPtr(m, s.ref.Column))
+	}
+	out, addKeys := slices.Clone(s.out), slices.Clone(s.add)
+	held := make(map[string]bool, len(s.kept))
+	for _, h := range s.kept {
+		if d.gone[h.uuid] != nil {
+			out = append(out, h.uuid)
+			addKeys = append(addKeys, h.key)
+			continue
+		}
+		held[h.uuid] = true
+	}
+	var in []string
+	for _, k := range addKeys {
 		u, err := resolve(target, k)
 		if err != nil {
 			return nil, err
 		}
-		uuids = append(uuids, u)
-	}
-	m := s.t.New()
-	setUUID(m, s.uuid)
-	if s.single {
-		if len(uuids) > 0 {
-			field(m, s.ref.Column).Set(reflect.ValueOf(&uuids[0]))
+		if !held[u] {
+			in = append(in, u)
 		}
-		return d.c.Where(m).Update(m, fieldPtr(m, s.ref.Column))
 	}
 	var mutations []model.Mutation
-	wanted, ours := setOf(uuids), setOf(s.ours)
-	if out := slices.DeleteFunc(slices.Clone(s.ours), func(u string) bool { return wanted[u] }); len(out) > 0 {
+	if len(out) > 0 {
 		mutations = append(mutations, model.Mutation{Field: fieldPtr(m, s.ref.Column), Mutator: ovsdb.MutateOperationDelete, Value: out})
 	}
-	if in := slices.DeleteFunc(slices.Clone(uuids), func(u string) bool { return ours[u] }); len(in) > 0 {
+	if len(in) > 0 {
 		mutations = append(mutations, model.Mutation{Field: fieldPtr(m, s.ref.Column), Mutator: ovsdb.MutateOperationInsert, Value: in})
 	}
 	if len(mutations) == 0 {
