@@ -276,17 +276,7 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[tunnelkeys.Ref{Switch: sw}])}
 		// The switch's load balancers go wherever it does: a VM in any
 		// zone reaches a VIP through its own zone's switch.
-		lsRow := Row{Model: ls}
-		for _, lb := range np.LoadBalancers {
-			lsRow.Refs = append(lsRow.Refs, Ref{Column: "load_balancer", Key: lb.Name})
-		}
-		zr.Rows = append(zr.Rows, lsRow)
-		for _, lb := range np.LoadBalancers {
-			zr.Rows = append(zr.Rows, Row{Model: in.zoneLB(lb, z)})
-		}
-		for _, hc := range np.LBHealthChecks {
-			zr.Rows = append(zr.Rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
-		}
+		zr.Rows = append(zr.Rows, in.withZoneLoadBalancers(Row{Model: ls}, np.LoadBalancers, np.LBHealthChecks, z)...)
 		// The DHCP options go wherever the switch does: a VM port refers
 		// to them in its own zone's NB.
 		if np.DHCP != nil {
@@ -353,17 +343,7 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	}
 	// Its load balancers (VIP and floating IP keys, health checks) are
 	// its home zone's: the router balances on its gateway chassis.
-	lrRow := Row{Model: lr}
-	for _, lb := range rp.LoadBalancers {
-		lrRow.Refs = append(lrRow.Refs, Ref{Column: "load_balancer", Key: lb.Name})
-	}
-	local.Rows = append(local.Rows, lrRow)
-	for _, lb := range rp.LoadBalancers {
-		local.Rows = append(local.Rows, Row{Model: in.zoneLB(lb, zone)})
-	}
-	for _, hc := range rp.LBHealthChecks {
-		local.Rows = append(local.Rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
-	}
+	local.Rows = append(local.Rows, in.withZoneLoadBalancers(Row{Model: lr}, rp.LoadBalancers, rp.LBHealthChecks, zone)...)
 	for _, p := range rp.Ports {
 		local.Rows = append(local.Rows, Row{Model: p, Parent: lr.Name})
 	}
@@ -596,4 +576,21 @@ func (up *UnitPlan) Allocation() *Allocation {
 		return a
 	}
 	return nil
+}
+
+// withZoneLoadBalancers is owner (a switch's or a router's row) referring
+// to its load balancers lbs, then lbs' rows in zone z and their health
+// checks.
+func (in *Input) withZoneLoadBalancers(owner Row, lbs []*nbmodel.LoadBalancer, hcs []LBHealthCheckRow, z string) []Row {
+	for _, lb := range lbs {
+		owner.Refs = append(owner.Refs, Ref{Column: "load_balancer", Key: lb.Name})
+	}
+	rows := []Row{owner}
+	for _, lb := range lbs {
+		rows = append(rows, Row{Model: in.zoneLB(lb, z)})
+	}
+	for _, hc := range hcs {
+		rows = append(rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+	}
+	return rows
 }
