@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -194,70 +193,6 @@ func TestLoadBalancerFromInside(t *testing.T) {
 	}
 }
 
-// healthResponder answers OVN's TCP health-check probes (SYNs from src to
-// port) on the members it is told to, as a live service would: a SYN-ACK
-// acknowledging the probe. It polls the members' captures until the test
-// ends.
-type healthResponder struct {
-	e       *env
-	src     string
-	port    uint16
-	mu      sync.Mutex
-	answers map[string]bool // by VM port
-	done    map[string]int  // packets looked at, by VM port
-}
-
-func startHealthResponder(e *env, src string, port uint16, members ...vmRef) *healthResponder {
-	h := &healthResponder{e: e, src: src, port: port, answers: map[string]bool{}, done: map[string]int{}}
-	stop := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			for _, m := range members {
-				h.answer(m)
-			}
-		}
-	}()
-	e.t.Cleanup(func() { close(stop); <-finished })
-	return h
-}
-
-func (h *healthResponder) set(m vmRef, answer bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.answers[m.port] = answer
-}
-
-func (h *healthResponder) answer(m vmRef) {
-	ps, err := h.e.vm(m.chassis, m.port).read()
-	if err != nil {
-		return
-	}
-	h.mu.Lock()
-	from, on := h.done[m.port], h.answers[m.port]
-	h.done[m.port] = len(ps)
-	h.mu.Unlock()
-	for _, p := range ps[from:] {
-		if !on || !p.IsTCP || !p.SYN || p.ACK || p.SrcIP != h.src || p.DPort != h.port {
-			continue
-		}
-		f := frame{SrcMAC: m.mac, DstMAC: p.SrcMAC, SrcIP: m.ip, DstIP: h.src, TTL: 64, SPort: h.port, DPort: p.SPort,
-			TCP: true, SYNACK: true, Ack: p.Seq + 1}
-		b, err := f.Bytes()
-		if err == nil {
-			_ = h.e.l.Inject(m.chassis, m.port, b)
-		}
-	}
-}
-
 // waitMonitor waits until the SB's service monitor of member ip says
 // status.
 func waitMonitor(t *testing.T, e *env, ip, status string) {
@@ -286,7 +221,7 @@ func TestLoadBalancerHealthCheck(t *testing.T) {
 	m := strings.Replace(lbManifests, "protocol: udp", "protocol: tcp", 1)
 	m = strings.Replace(m, "  rules:\n", "  healthCheck: {sourceIp: "+src+", interval: 1, timeout: 1, successCount: 1, failureCount: 1}\n  rules:\n", 1)
 	e.write("lb.yaml", m)
-	hr := startHealthResponder(e, src, lbPort, vmA, vmLBC)
+	hr := startProbeAnswerer(e.t, e.traffic, src, lbPort, vmA, vmLBC)
 	hr.set(vmA, true)
 	out := e.sync()
 	assert.Contains(t, out, "create Load_Balancer_Health_Check")
