@@ -150,9 +150,12 @@ type Controller struct {
 	input   *translator.Input
 	held    *nb.HeldIndex
 	parents *nb.ParentIndex
-	status  Status
-	opts    Options
-	queue   workqueue.TypedRateLimitingInterface[translator.Unit]
+	// refs remembers what our big reference sets (a security group's
+	// ports) held, shown every NB event (onNB).
+	refs   *nb.RefMemo
+	status Status
+	opts   Options
+	queue  workqueue.TypedRateLimitingInterface[translator.Unit]
 	// primaries say when a router's primary gateway changed.
 	primaries primaries
 
@@ -250,7 +253,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 	source.Input().SetDefaultDeny(opts.DefaultDeny)
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
-		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc),
+		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc), refs: nb.NewRefMemo(nil, opts.Instance),
 		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom, offlineFrom: role.offlineFrom,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
@@ -416,11 +419,14 @@ func runWorkers(ctx context.Context, queue workqueue.TypedRateLimitingInterface[
 	}
 }
 
-// watchNB has the changes of the NB rows we own reach onNB.
+// watchNB has the changes of the NB rows we own reach onNB, and every
+// update and deletion the reference memo first: the units reconciled for
+// an event must not read what it held of the row before.
 func (c *Controller) watchNB() {
 	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc: func(table string, m model.Model) { c.onNB(table, nil, m) },
 		UpdateFunc: func(table string, old, m model.Model) {
+			c.refs.Observe(table, old, m)
 			// Only a change its owner would write back: not a switch's
 			// list of ports gaining a router's port (each router commit
 			// on a shared external network would otherwise reconcile
@@ -429,7 +435,10 @@ func (c *Controller) watchNB() {
 				c.onNB(table, old, m)
 			}
 		},
-		DeleteFunc: func(table string, m model.Model) { c.onNB(table, m, nil) },
+		DeleteFunc: func(table string, m model.Model) {
+			c.refs.Observe(table, m, nil)
+			c.onNB(table, m, nil)
+		},
 	})
 }
 
@@ -885,6 +894,7 @@ func (c *Controller) write(ctx context.Context, steps []*step) error {
 	defer func() { c.settleEchoes(steps, res) }()
 	res, err = nb.SyncWork(ctx, fenced{c.nb}, works, nb.SyncOptions{
 		Parents:    c.parents,
+		Memo:       c.refs,
 		Instance:   c.opts.Instance,
 		BumpNBCfg:  true,
 		BatchOps:   c.opts.BatchOps,

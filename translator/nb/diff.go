@@ -202,6 +202,8 @@ type Differ struct {
 	arena arena
 	// parents, when given, says which row holds a child row.
 	parents *ParentIndex
+	// memo, when given, remembers what big reference sets held.
+	memo *RefMemo
 
 	// What the units diffed so far do, for the roots whose fate depends on
 	// every unit (Settle): the rows they delete and the reference columns
@@ -735,7 +737,10 @@ func (d *Differ) wantRefs(ud *UnitDiff, t *Table, key string, w translator.Row) 
 		return nil, nil
 	}
 	out := map[string][]string{}
-	seen := map[translator.Ref]bool{} // a port group refers to thousands of ports: no linear scan per reference
+	// A port group refers to thousands of ports, planned sorted: a
+	// reference equal to its column's last one is a duplicate, and only
+	// when the references come unsorted is a set built.
+	var seen map[translator.Ref]bool
 	for _, r := range w.Refs {
 		i := slices.IndexFunc(t.References, func(ref Reference) bool { return ref.Column == r.Column })
 		if i < 0 {
@@ -745,17 +750,35 @@ func (d *Differ) wantRefs(ud *UnitDiff, t *Table, key string, w translator.Row) 
 		if r.Key == "" {
 			return nil, fmt.Errorf("%s %s: %s: a reference to %s without a key", t.Name, key, r.Column, ref.Table)
 		}
-		if seen[translator.Ref{Column: r.Column, Key: r.Key}] {
+		col := out[r.Column]
+		switch {
+		case seen != nil:
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+		case len(col) == 0 || col[len(col)-1] < r.Key:
+		case col[len(col)-1] == r.Key:
 			continue
+		default:
+			seen = map[translator.Ref]bool{}
+			for c, keys := range out {
+				for _, k := range keys {
+					seen[translator.Ref{Column: c, Key: k}] = true
+				}
+			}
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
 		}
-		seen[translator.Ref{Column: r.Column, Key: r.Key}] = true
-		out[r.Column] = append(out[r.Column], r.Key)
-		if field(t.New(), ref.Column).Kind() == reflect.Pointer && len(out[r.Column]) > 1 {
-			return nil, fmt.Errorf("%s %s: %s holds one reference, not %d (%s)", t.Name, key, r.Column, len(out[r.Column]), strings.Join(out[r.Column], ", "))
-		}
+		out[r.Column] = append(col, r.Key)
 	}
 	for col := range out {
 		slices.Sort(out[col])
+		if len(out[col]) > 1 && field(t.New(), col).Kind() == reflect.Pointer {
+			return nil, fmt.Errorf("%s %s: %s holds one reference, not %d (%s)", t.Name, key, col, len(out[col]), strings.Join(out[col], ", "))
+		}
 	}
 	return out, nil
 }
@@ -784,9 +807,21 @@ func (d *Differ) resolveWanted(ud *UnitDiff, t *Table, key string, refKeys map[s
 }
 
 // want records a reference a desired row of t (of key key) makes, for
-// Settle; resolved: a row of ours has key k.
+// Settle; resolved: a row of ours has key k. Settle reads a resolved
+// reference only to keep a root row that may go (pendingRoot): one to a
+// row of another kind (a port group's thousands of ports) is not kept.
 func (d *Differ) want(ud *UnitDiff, t *Table, key string, ref Reference, k string, resolved bool) {
+	if resolved && !d.mayPend(ref.Table) {
+		return
+	}
 	d.wanted = append(d.wanted, wantRef{ud: ud, from: t.Name + " " + key, ref: ref, key: k, resolved: resolved})
+}
+
+// mayPend says whether a row of table name may wait for Settle when it
+// goes (remove): a root that rows refer to.
+func (d *Differ) mayPend(name string) bool {
+	t := d.reg.byName[name]
+	return t != nil && t.Root() && len(d.reg.referrers[t]) > 0
 }
 
 // formatKeys renders referenced rows by key: [DHCP_Options 10.0.0.0/24].
@@ -871,7 +906,27 @@ func (d *Differ) diffSingleRef(ud *UnitDiff, t *Table, have model.Model, key str
 func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string, ref Reference, keys []string) (string, error) {
 	target := d.reg.byName[ref.Table]
 	held := refs(have, ref.Column)
-	bulk := d.bulkFor(target, max(len(held), len(keys)))
+	// What the set held when last diffed (RefMemo): only the references
+	// it did not hold then are read.
+	slot := refSlot{uuidOf(have), ref.Column}
+	rc := d.v.tables[target]
+	memoize := d.memo != nil && len(held) >= 64
+	var stamp uint64
+	var memo *heldSet
+	if memoize {
+		stamp = d.memo.stampOf(target)
+		memo = d.memo.held(slot, target, rc)
+	}
+	unknown := held
+	if memo != nil {
+		unknown = nil
+		for _, uuid := range held {
+			if _, ok := memo.ours[uuid]; !ok && !memo.foreign[uuid] {
+				unknown = append(unknown, uuid)
+			}
+		}
+	}
+	bulk := d.bulkFor(target, max(len(unknown), len(keys)-len(held)+len(unknown)))
 	// A held row of ours stands for its key's row when no two rows can
 	// have one key (byKey, by key).
 	unique := d.uniqueKey(target)
@@ -883,6 +938,20 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 	var foreign []string
 	for _, uuid := range held {
 		var row model.Model
+		switch {
+		case memo == nil:
+		case memo.foreign[uuid]:
+			foreign = append(foreign, uuid)
+			continue
+		default:
+			if k, ok := memo.ours[uuid]; ok {
+				ours[uuid] = k
+				if unique {
+					byKey[k] = uuid
+				}
+				continue
+			}
+		}
 		if bulk != nil {
 			row = bulk.byUUID[uuid]
 		} else {
@@ -899,6 +968,9 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 			}
 		}
 		foreign = append(foreign, uuid)
+	}
+	if memoize {
+		d.memo.keep(slot, target, rc, stamp, ours, foreign)
 	}
 	kept := make(map[string]bool, len(keys))
 	d.wanted = slices.Grow(d.wanted, len(keys))

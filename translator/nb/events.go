@@ -15,7 +15,9 @@ import (
 // another row, that row's (looked up by key in c's cache); and, of each
 // reference column whose value changed, the owners of the rows it referred
 // to and refers to now (a root row that no row of ours refers to any more
-// goes with its owner's next diff).
+// goes with its owner's next diff); and when an update changed what a
+// reference to the row resolves to (its key or owner), the owners of our
+// rows referring to it.
 func Affected(c client.Client, table string, old, cur model.Model, instance string) []translator.Unit {
 	return Default.Affected(c, table, old, cur, instance)
 }
@@ -48,6 +50,18 @@ func (r *Registry) Affected(c client.Client, table string, old, cur model.Model,
 			add(translator.OwnerOf(externalIDs(m), instance))
 		} else {
 			add(lazy().owner(t, m, instance))
+		}
+	}
+	if old != nil && cur != nil && len(r.referrers[t]) > 0 && identityChanged(t, old, cur, instance) {
+		// What a reference to the row resolves to changed (a RefMemo
+		// may hold what it was): the owners of our rows referring to it.
+		uuid := uuidOf(cur)
+		for _, rf := range r.referrers[t] {
+			for _, m := range lazy().rows(rf.t) {
+				if slices.Contains(refs(m, rf.ref.Column), uuid) {
+					add(lazy().owner(rf.t, m, instance))
+				}
+			}
 		}
 	}
 	for _, ref := range t.References {

@@ -35,6 +35,9 @@ type SyncOptions struct {
 	// Parents, when given, finds the row that holds a child row without
 	// walking the parent table.
 	Parents *ParentIndex
+	// Memo, when given, remembers across syncs what big reference sets
+	// held (RefMemo); its owner shows it every NB event.
+	Memo *RefMemo
 	// BumpNBCfg increments NB_Global.nb_cfg in every transaction that writes,
 	// so that NB_Global.hv_cfg reaching SyncResult.NBCfg says the chassis
 	// have realized it (what ovn-nbctl --wait=hv does).
@@ -228,6 +231,7 @@ func instanceOf(opts SyncOptions) string {
 func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOptions) (*SyncResult, error) {
 	d := newDiffer(ctx, c, registryOf(opts), instanceOf(opts))
 	d.parents = opts.Parents
+	d.memo = opts.Memo
 	res := &SyncResult{clashed: map[*UnitDiff]error{}}
 	rank := func(w *Work) int {
 		switch {
