@@ -9,10 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// vmCaptures is a sandbox's VM port captures (env's, zoneEnv's).
+type vmCaptures interface {
+	vm(sim, port string) capture
+}
+
 // landing waits for the packet matching in at one of members (after skip,
 // by VM port) and returns that member and the packet; it fails when more
 // than one member got it.
-func landing(t *testing.T, e *env, members []vmRef, skip map[string]int, what string, in func(seen) bool) (vmRef, seen) {
+func landing(t *testing.T, e vmCaptures, members []vmRef, skip map[string]int, what string, in func(seen) bool) (vmRef, seen) {
 	t.Helper()
 	var got []vmRef
 	var pkt seen
@@ -38,7 +43,7 @@ func landing(t *testing.T, e *env, members []vmRef, skip map[string]int, what st
 	return got[0], pkt
 }
 
-func skips(t *testing.T, e *env, members []vmRef) map[string]int {
+func skips(t *testing.T, e vmCaptures, members []vmRef) map[string]int {
 	out := map[string]int{}
 	for _, m := range members {
 		out[m.port] = count(t, e.vm(m.chassis, m.port))

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ovn-kubernetes/libovsdb/model"
+
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
@@ -22,6 +24,21 @@ import (
 // rows of the load balancer's own network would tie two networks' units
 // to each other both ways, and units synced apart could then never
 // settle).
+//
+// In interconnect mode the sibling rows go, as the switch's own load
+// balancer rows do, to every zone that holds the sibling network's switch
+// (zoneNetwork): OVN balances in the client's zone, the router's
+// switch-side port there (a remote port bound to the router's home
+// chassis) takes the flow to the router, and the reply is un-DNATed in the
+// client's zone on its way out of the switch. Their health checks differ
+// in one way (zoneSiblingLB): ovn-northd leaves a health-checked member
+// out of a VIP when its ip_port_mappings names a port the zone's NB lacks,
+// and a zone of the sibling network's switch may hold no switch of the
+// load balancer's network, so no member's port, local or remote. A zone
+// where no member's port is local probes none of them anyway, so there
+// the rows have no ip_port_mappings and no health checks, and a member
+// offline in its own zone is left out of the VIP's backends (zoneLB, as
+// for every zone that is not the member's).
 
 // SiblingLoadBalancerName is the Load_Balancer row of a LoadBalancer for
 // one protocol on the switch of network, another internal network of its
@@ -50,9 +67,6 @@ func (in *Input) siblingNetworks(n string) []string {
 // siblingLoadBalancers are the rows of valid network n's switch for the
 // valid load balancers on its sibling networks, and their health checks.
 func (in *Input) siblingLoadBalancers(n *network, instance string) ([]*nbmodel.LoadBalancer, []LBHealthCheckRow) {
-	if in.zoned {
-		return nil, nil
-	}
 	var out []*nbmodel.LoadBalancer
 	var hcs []LBHealthCheckRow
 	ids := func() map[string]string { return OwnerIDs(instance, Unit{Kind: KindNetwork, Name: n.Name}) }
@@ -110,4 +124,27 @@ func (in *Input) affectedByRouterSiblings(d *routerDecl, affected set[Unit]) {
 	for _, n := range d.Internal {
 		affected.add(Unit{Kind: KindNetwork, Name: n})
 	}
+}
+
+// zoneSiblingLB is lb, one of network's rows, as zone z holds it: a
+// sibling row with a health check whose members' ports are all in other
+// zones is, in z, without ip_port_mappings and health checks, and without
+// the members their own zones find offline (see above); every other row
+// is zoneLB's. It says whether z keeps lb's health checks. Callers hold
+// in.mu (read).
+func (in *Input) zoneSiblingLB(lb *nbmodel.LoadBalancer, network, z string) (*nbmodel.LoadBalancer, bool) {
+	if len(lb.IPPortMappings) == 0 || lb.Protocol == nil || lb.Name != SiblingLoadBalancerName(lb.ExternalIDs[KeyLoadBalancer], *lb.Protocol, network) {
+		return in.zoneLB(lb, z), true
+	}
+	for ip, mapping := range lb.IPPortMappings {
+		lsp, _, _ := strings.Cut(mapping, ":")
+		if in.portZone(lb, ip, lsp) == z {
+			return in.zoneLB(lb, z), true
+		}
+	}
+	// No member's zone is z: zoneLB leaves out every member offline in
+	// its own zone.
+	out := model.Clone(in.zoneLB(lb, z)).(*nbmodel.LoadBalancer)
+	out.IPPortMappings = nil
+	return out, false
 }

@@ -34,7 +34,9 @@ import (
 //     network's zones meet on the physical network instead, through their
 //     localnet ports: its ports have no remote twins.
 //   - A router's load balancer rows are in its home zone; its network's
-//     switch's load balancer rows wherever the switch is.
+//     switch's load balancer rows wherever the switch is, and so are the
+//     rows of the switches of the router's other internal networks for
+//     them (lbsiblings.go).
 //   - A security group's Port_Group and ACLs are in the zones of its
 //     members' own ports, with those ports; a group named as remote group
 //     has an Address_Set of all its members where the naming groups have
@@ -276,7 +278,7 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[tunnelkeys.Ref{Switch: sw}])}
 		// The switch's load balancers go wherever it does: a VM in any
 		// zone reaches a VIP through its own zone's switch.
-		zr.Rows = append(zr.Rows, in.withZoneLoadBalancers(Row{Model: ls}, np.LoadBalancers, np.LBHealthChecks, z)...)
+		zr.Rows = append(zr.Rows, in.withZoneLoadBalancers(Row{Model: ls}, np.Name, np.LoadBalancers, np.LBHealthChecks, z)...)
 		// The DHCP options go wherever the switch does: a VM port refers
 		// to them in its own zone's NB.
 		if np.DHCP != nil {
@@ -343,7 +345,7 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 	}
 	// Its load balancers (VIP and floating IP keys, health checks) are
 	// its home zone's: the router balances on its gateway chassis.
-	local.Rows = append(local.Rows, in.withZoneLoadBalancers(Row{Model: lr}, rp.LoadBalancers, rp.LBHealthChecks, zone)...)
+	local.Rows = append(local.Rows, in.withZoneLoadBalancers(Row{Model: lr}, "", rp.LoadBalancers, rp.LBHealthChecks, zone)...)
 	for _, p := range rp.Ports {
 		local.Rows = append(local.Rows, Row{Model: p, Parent: lr.Name})
 	}
@@ -578,19 +580,29 @@ func (up *UnitPlan) Allocation() *Allocation {
 	return nil
 }
 
-// withZoneLoadBalancers is owner (a switch's or a router's row) referring
-// to its load balancers lbs, then lbs' rows in zone z and their health
-// checks.
-func (in *Input) withZoneLoadBalancers(owner Row, lbs []*nbmodel.LoadBalancer, hcs []LBHealthCheckRow, z string) []Row {
+// withZoneLoadBalancers is owner (network's switch's row, or with network
+// "" a router's) referring to its load balancers lbs, then lbs' rows in
+// zone z and their health checks (zoneSiblingLB).
+func (in *Input) withZoneLoadBalancers(owner Row, network string, lbs []*nbmodel.LoadBalancer, hcs []LBHealthCheckRow, z string) []Row {
 	for _, lb := range lbs {
 		owner.Refs = append(owner.Refs, Ref{Column: "load_balancer", Key: lb.Name})
 	}
 	rows := []Row{owner}
+	checked := set[string]{}
 	for _, lb := range lbs {
-		rows = append(rows, Row{Model: in.zoneLB(lb, z)})
+		row, keep := in.zoneLB(lb, z), true
+		if network != "" {
+			row, keep = in.zoneSiblingLB(lb, network, z)
+		}
+		rows = append(rows, Row{Model: row})
+		if keep {
+			checked.add(lb.Name)
+		}
 	}
 	for _, hc := range hcs {
-		rows = append(rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+		if _, ok := checked[hc.LoadBalancer]; ok {
+			rows = append(rows, Row{Model: hc.Row, Parent: hc.LoadBalancer})
+		}
 	}
 	return rows
 }

@@ -247,7 +247,9 @@ func TestZoneSecurityGroupWaitsForChassis(t *testing.T) {
 // TestGoldenZonesSecurityGroupsAndLoadBalancers keeps the whole
 // interconnect plan of zoneSGInput's groups and of a load balancer on
 // net-a (members in zones hv1 and hv2) reviewable: the groups' plans with
-// their zone rows, and every zone's load balancer rows of net-a and r1.
+// their zone rows, and every zone's load balancer rows of net-a, r1 and
+// net-b (r1's other internal network: its rows for web, with health checks
+// in hv2 where a member is, without in gw1 where none is).
 func TestGoldenZonesSecurityGroupsAndLoadBalancers(t *testing.T) {
 	in := zoneSGInput(true)
 	in.Set("vm3", Objects{VMs: []VMInterface{{Namespace: "default", VMI: "vm3", Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
@@ -265,7 +267,7 @@ func TestGoldenZonesSecurityGroupsAndLoadBalancers(t *testing.T) {
 		require.Empty(t, up.Errs)
 		out.SecurityGroups = append(out.SecurityGroups, up.SecurityGroup)
 	}
-	for _, u := range []Unit{{KindNetwork, "net-a"}, {KindRouter, "r1"}} {
+	for _, u := range []Unit{{KindNetwork, "net-a"}, {KindNetwork, "net-b"}, {KindRouter, "r1"}} {
 		up := in.Plan(u, testInstance, nil)
 		require.Empty(t, up.Errs)
 		var zones map[string]*ZoneRows
@@ -296,4 +298,125 @@ func TestGoldenZonesSecurityGroupsAndLoadBalancers(t *testing.T) {
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "run go test ./translator -run TestGoldenZonesSecurityGroupsAndLoadBalancers -update to create it")
 	assert.Equal(t, string(want), buf.String())
+}
+
+// siblingZoneRows are network net-b's rows in each zone for load balancer
+// web's tcp row: its VIPs, its ip_port_mappings and its health checks'
+// VIPs; and whether net-b's switch there refers to it.
+type siblingZoneRow struct {
+	Vips     map[string]string
+	Mappings map[string]string
+	Checks   []string
+	Owner    string
+	Referred bool
+}
+
+func siblingZoneRows(t *testing.T, np *NetworkPlan, name string) map[string]siblingZoneRow {
+	t.Helper()
+	out := map[string]siblingZoneRow{}
+	for z, zr := range np.Zones {
+		var r siblingZoneRow
+		found := false
+		for _, row := range zr.Rows {
+			switch m := row.Model.(type) {
+			case *nbmodel.LogicalSwitch:
+				r.Referred = slices.Contains(row.Refs, Ref{Column: "load_balancer", Key: name})
+			case *nbmodel.LoadBalancer:
+				if m.Name == name {
+					found = true
+					r.Vips, r.Mappings, r.Owner = m.Vips, m.IPPortMappings, m.ExternalIDs[KeyOwner]
+				}
+			case *nbmodel.LoadBalancerHealthCheck:
+				if row.Parent == name {
+					r.Checks = append(r.Checks, m.Vip)
+				}
+			}
+		}
+		if found {
+			out[z] = r
+		}
+	}
+	return out
+}
+
+// TestZoneSiblingLoadBalancerRows: in interconnect mode net-b, r1's other
+// internal network, has its rows for web (on net-a) in every zone of its
+// switch, owned by net-b and referred to by its switch there: the router's
+// home zone gw1, hv2 (vm-b, and vm-a2, a member) and gw2 (vm-d; no net-a
+// there). Where a member's port is local (hv2) the row has the health
+// checks and ip_port_mappings of net-a's own rows; where none is, the
+// members' ports may be missing from the zone's NB (gw2 has no net-a
+// switch), and ovn-northd would leave every health-checked member out of
+// the VIP, so the row has neither. A member offline in its own zone is
+// left out of every other zone's row, kept in its own (OVN takes it out
+// there). A second plan is the same, the incremental plan is the whole
+// one, and a member moving to another zone moves the health checks.
+func TestZoneSiblingLoadBalancerRows(t *testing.T) {
+	s := lbSnapshot()
+	s.Chassis, s.ChassisKnown = zoneChassis(), true
+	s.VMs = append(s.VMs, VMInterface{Namespace: "default", VMI: "vm-d", Interface: "eth1", Network: "net-b", NetworkNamespace: "default",
+		MAC: "50:54:00:00:00:18", IP: "10.20.0.8", Node: "gw2"})
+	lb := webLB()
+	lb.HealthCheck = &LBHealthCheck{SourceIP: "10.10.0.250"}
+	s.LoadBalancers = []LoadBalancer{lb}
+	in := NewInputFrom(s)
+	require.True(t, in.Zoned())
+	const name = "kv-lb-web_tcp_from_net-b"
+	portA, portA2 := VMPortName("net-a", "default", "vm-a", "eth1"), VMPortName("net-a", "default", "vm-a2", "eth1")
+	both := map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"}
+	mappings := map[string]string{"10.10.0.5": portA + ":10.10.0.250", "10.10.0.6": portA2 + ":10.10.0.250"}
+	checked := siblingZoneRow{Vips: both, Mappings: mappings, Checks: []string{"10.10.0.100:80"}, Owner: "net-b", Referred: true}
+	unchecked := siblingZoneRow{Vips: both, Owner: "net-b", Referred: true}
+
+	plan := func(in *Input) *NetworkPlan {
+		t.Helper()
+		up := in.Plan(Unit{KindNetwork, "net-b"}, testInstance, nil)
+		require.Empty(t, up.Errs)
+		return up.Network
+	}
+	np := plan(in)
+	assert.Equal(t, map[string]siblingZoneRow{"gw1": unchecked, "gw2": unchecked, "hv2": checked}, siblingZoneRows(t, np, name))
+	assert.Equal(t, np, plan(in), "a second plan is the same")
+	netA := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil).Network
+	assert.NotContains(t, netA.Zones, "gw2", "no net-a switch in gw2: its members' ports are not in gw2's NB")
+
+	// The central plan's row has the same VIPs and members.
+	central := lbSnapshot()
+	central.LoadBalancers = s.LoadBalancers
+	cnp := NewInputFrom(central).Plan(Unit{KindNetwork, "net-b"}, testInstance, nil).Network
+	i := slices.IndexFunc(cnp.LoadBalancers, func(lb *nbmodel.LoadBalancer) bool { return lb.Name == name })
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, both, cnp.LoadBalancers[i].Vips)
+
+	// vm-a2 (hv2) goes offline in its zone: out of gw1's and gw2's rows,
+	// kept in hv2's, where OVN takes it out itself.
+	netB := Unit{KindNetwork, "net-b"}
+	assert.Contains(t, in.SetOfflineMembers("hv2", []OfflineMember{{Port: portA2, IP: "10.10.0.6", Protocol: "tcp", PortNum: 80}}), netB)
+	onlyA := map[string]string{"10.10.0.100:80": "10.10.0.5:80"}
+	rows := siblingZoneRows(t, plan(in), name)
+	assert.Equal(t, onlyA, rows["gw1"].Vips)
+	assert.Equal(t, onlyA, rows["gw2"].Vips)
+	assert.Equal(t, both, rows["hv2"].Vips)
+	// A stale offline from a zone where the port does not live counts
+	// for nothing; vm-a (hv1) offline in hv1 leaves every zone of net-b.
+	assert.Contains(t, in.SetOfflineMembers("hv1", []OfflineMember{{Port: portA, IP: "10.10.0.5", Protocol: "tcp", PortNum: 80}}), netB)
+	rows = siblingZoneRows(t, plan(in), name)
+	assert.Equal(t, map[string]string{"10.10.0.100:80": ""}, rows["gw2"].Vips)
+	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.6:80"}, rows["hv2"].Vips)
+	in.SetOfflineMembers("hv1", nil)
+	in.SetOfflineMembers("hv2", nil)
+	assert.Equal(t, map[string]siblingZoneRow{"gw1": unchecked, "gw2": unchecked, "hv2": checked}, siblingZoneRows(t, plan(in), name))
+
+	// vm-a2 moves to hv1: hv2 holds no member any more, and loses the
+	// health checks; the incremental plan is the whole one.
+	for i := range s.VMs {
+		if s.VMs[i].VMI == "vm-a2" {
+			s.VMs[i].Node = "hv1"
+		}
+	}
+	affected := in.Set("snapshot", Objects{Routers: s.Routers, Networks: s.Networks, VMs: s.VMs, FloatingIPs: s.FloatingIPs, LoadBalancers: s.LoadBalancers})
+	assert.Contains(t, affected, netB)
+	np = plan(in)
+	assert.Equal(t, map[string]siblingZoneRow{"gw1": unchecked, "gw2": unchecked, "hv2": unchecked}, siblingZoneRows(t, np, name))
+	assert.Equal(t, plan(NewInputFrom(s)), np, "incremental == whole")
 }
