@@ -2,7 +2,13 @@ package translator
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // sgCostGroups and sgCostRules are the security groups of sgCostInput, as
@@ -141,6 +147,289 @@ func BenchmarkPlanSecurityGroup(b *testing.B) {
 				}
 				in.Set(src, base)
 			})
+		}
+	}
+}
+
+// sgChurn is a small input with security groups that random changes are
+// made to, the way the memo of each group's members (sgmembers.go) sees
+// them: VM interfaces added, removed, rebound, moved to another network
+// or node, networks redeclared (invalid, another namespace, gateway or
+// pool, twice, gone), groups' rules naming other groups, chassis changing
+// zones, and the NB's claims deciding address clashes.
+type sgChurn struct {
+	t       *testing.T
+	rng     *rand.Rand
+	zoned   bool
+	sources map[string]Objects
+	chassis []Chassis
+	serial  int
+}
+
+func newSGChurn(t *testing.T, seed uint64, zoned bool) *sgChurn {
+	c := &sgChurn{t: t, rng: rand.New(rand.NewPCG(seed, 22)), zoned: zoned, sources: sgCostSources(4), chassis: sgCostChassis(zoned)}
+	// A second source on router 0's networks: a network's VMs come from
+	// several.
+	c.sources["extra"] = Objects{}
+	return c
+}
+
+// input is an input of c's sources and chassis set in the order given.
+func (c *sgChurn) input(names []string) *Input {
+	in := NewInput()
+	for _, name := range names {
+		in.Set(name, c.sources[name])
+	}
+	in.SetChassis(c.chassis, true)
+	return in
+}
+
+func (c *sgChurn) names() []string { return slices.Sorted(maps.Keys(c.sources)) }
+
+// vmSources are the sources with VM interfaces.
+func (c *sgChurn) vmSources() []string {
+	var out []string
+	for _, name := range c.names() {
+		if len(c.sources[name].VMs) > 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (c *sgChurn) pick(n int) int { return c.rng.IntN(n) }
+
+func (c *sgChurn) groups() string {
+	var ids []string
+	for range c.pick(3) {
+		ids = append(ids, fmt.Sprintf("sg%d", c.pick(sgCostGroups+1))) // sg5 is never declared
+	}
+	return JoinGroups(ids)
+}
+
+// networkNames are the internal networks, declared or not.
+func (c *sgChurn) networkNames() []string {
+	var out []string
+	for i := range 4 {
+		out = append(out, fmt.Sprintf("net-%d-0", i), fmt.Sprintf("net-%d-1", i))
+	}
+	return append(out, "net-gone")
+}
+
+// change makes one random change and returns the source it set ("" for
+// the chassis) and what it did.
+func (c *sgChurn) change() (string, string) {
+	edit := func(name string, f func(o *Objects)) string {
+		o := c.sources[name]
+		o.VMs = slices.Clone(o.VMs)
+		o.Networks = slices.Clone(o.Networks)
+		o.SecurityGroupRules = slices.Clone(o.SecurityGroupRules)
+		f(&o)
+		c.sources[name] = o
+		return name
+	}
+	nets := c.networkNames()
+	switch k := c.pick(10); k {
+	case 0, 1: // a VM added, its IP often another's
+		name := c.vmSources()[c.pick(len(c.vmSources()))]
+		if c.pick(3) == 0 {
+			name = "extra"
+		}
+		return edit(name, func(o *Objects) {
+			c.serial++
+			net := nets[c.pick(len(nets))]
+			var i, j int
+			fmt.Sscanf(net, "net-%d-%d", &i, &j)
+			v := VMInterface{Namespace: "default", VMI: fmt.Sprintf("add-%d", c.serial), Interface: "eth1", Network: net, NetworkNamespace: "default",
+				MAC: fmt.Sprintf("52:54:00:00:%02x:%02x", c.serial>>8, c.serial&255), IP: fmt.Sprintf("10.0.%d.%d", 2*i+j, 10+c.pick(8)),
+				Node: fmt.Sprintf("hv%d", c.pick(4)), SecurityGroups: c.groups()}
+			switch c.pick(6) {
+			case 0:
+				v.IP = "not-an-ip"
+			case 1:
+				v.NetworkNamespace = "other"
+			case 2:
+				v.VMI = fmt.Sprintf("vm-%d-%d-%d", i, c.pick(2), c.pick(5)) // another's name
+			case 3:
+				v.IP = fmt.Sprintf("10.0.%d.%d", c.pick(8), 10+c.pick(8)) // maybe another network's
+			}
+			o.VMs = append(o.VMs, v)
+		}), "vm added"
+	case 2: // a VM removed
+		name := c.vmSources()[c.pick(len(c.vmSources()))]
+		return edit(name, func(o *Objects) {
+			i := c.pick(len(o.VMs))
+			o.VMs = slices.Delete(o.VMs, i, i+1)
+		}), "vm removed"
+	case 3, 4: // a VM rebound, moved to another node or network
+		name := c.vmSources()[c.pick(len(c.vmSources()))]
+		what := []string{"rebound", "moved node", "moved network", "readdressed"}[c.pick(4)]
+		return edit(name, func(o *Objects) {
+			v := &o.VMs[c.pick(len(o.VMs))]
+			switch what {
+			case "rebound":
+				v.SecurityGroups = c.groups()
+			case "moved node":
+				v.Node = fmt.Sprintf("node-hv%d", c.pick(4))
+			case "moved network":
+				v.Network = nets[c.pick(len(nets))]
+			case "readdressed":
+				v.IP = fmt.Sprintf("10.0.%d.%d", c.pick(8), 10+c.pick(8))
+			}
+		}), "vm " + what
+	case 5, 6: // a network redeclared
+		i := c.pick(4)
+		name := fmt.Sprintf("router-%d", i)
+		base := sgCostRouter(i).Networks
+		what := []string{"as it was", "gateway", "pool", "namespace", "invalid", "twice", "gone"}[c.pick(7)]
+		return edit(name, func(o *Objects) {
+			j := c.pick(2)
+			o.Networks = slices.Clone(base)
+			n := &o.Networks[j]
+			switch what {
+			case "gateway":
+				n.GatewayIP = ""
+				if c.pick(2) == 0 {
+					n.GatewayIP = fmt.Sprintf("10.0.%d.254", 2*i+j)
+				}
+			case "pool":
+				n.IPPool = &IPPool{Start: fmt.Sprintf("10.0.%d.12", 2*i+j), End: fmt.Sprintf("10.0.%d.200", 2*i+j)}
+			case "namespace":
+				n.Namespace = "other"
+			case "invalid":
+				n.CIDR = "nonsense"
+			case "twice":
+				o.Networks = append(o.Networks, *n)
+			case "gone":
+				o.Networks = slices.Delete(o.Networks, j, j+1)
+			}
+		}), "network " + what
+	case 7: // a group's remote groups
+		return edit("sgs", func(o *Objects) {
+			r := &o.SecurityGroupRules[c.pick(len(o.SecurityGroupRules))]
+			r.RemoteIPPrefix, r.RemoteGroupID = "", ""
+			if c.pick(2) == 0 {
+				r.RemoteGroupID = fmt.Sprintf("sg%d", c.pick(sgCostGroups))
+			}
+		}), "rule remote"
+	case 8: // the chassis change zones
+		if c.zoned {
+			for i := range 3 {
+				c.chassis[i].Zone = []string{"hv0", "hv1", "hv2", "z"}[c.pick(4)]
+			}
+		}
+		return "", "chassis"
+	default: // a whole source goes and comes back
+		name := c.vmSources()[c.pick(len(c.vmSources()))]
+		return name, "source gone and back"
+	}
+}
+
+// held are NB claims of some of the addresses VMs share on a network.
+func (c *sgChurn) held() Held {
+	if c.pick(3) == 0 {
+		return nil
+	}
+	claims := Claims{VMAddresses: map[string]string{}}
+	for _, name := range c.names() {
+		for _, v := range c.sources[name].VMs {
+			if c.pick(4) == 0 {
+				claims.VMAddresses[v.Network+" "+v.IP] = VMPortName(v.Network, v.Namespace, v.VMI, v.Interface)
+			}
+		}
+	}
+	return claims
+}
+
+// TestSecurityGroupMemoIsTheFreshPlan: after every change of a random
+// sequence, each group's plan by an input that has planned the groups
+// all along (their members kept, sgmembers.go) is the plan of a fresh
+// input of the same sources, with whatever claims the NB holds; some
+// changes come several before a plan, a group is planned twice with
+// different claims. Centrally and in interconnect mode.
+func TestSecurityGroupMemoIsTheFreshPlan(t *testing.T) {
+	for _, zoned := range []bool{false, true} {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("zoned=%v/seed=%d", zoned, seed), func(t *testing.T) {
+				c := newSGChurn(t, seed, zoned)
+				in := c.input(c.names())
+				var did []string
+				for step := range 150 {
+					src, what := c.change()
+					did = append(did, what)
+					switch {
+					case src == "":
+						in.SetChassis(c.chassis, true)
+					case what == "source gone and back":
+						in.Set(src, Objects{})
+						if c.pick(2) == 0 {
+							for g := range sgCostGroups {
+								in.Plan(sgUnit(fmt.Sprintf("sg%d", g)), testInstance, nil)
+							}
+						}
+						fallthrough
+					default:
+						in.Set(src, c.sources[src])
+					}
+					if c.pick(3) == 0 {
+						continue // another change before the plans
+					}
+					fresh := c.input(c.names())
+					for range 1 + c.pick(2) {
+						held := c.held()
+						for g := range sgCostGroups + 1 {
+							u := sgUnit(fmt.Sprintf("sg%d", g))
+							want := fresh.Plan(u, testInstance, held)
+							got := in.Plan(u, testInstance, held)
+							require.Equal(t, want, got, "step %d, %s, after %v", step, u.Name, did)
+						}
+					}
+					did = did[:0]
+				}
+			})
+		}
+	}
+}
+
+// TestSecurityGroupMemoConcurrentPlans: plans of the groups run at once
+// (under the input's read lock, each group's memo its own), with
+// different claims, while the input changes; then each group's plan is a
+// fresh input's. Run with -race, it also checks the memos' locking.
+func TestSecurityGroupMemoConcurrentPlans(t *testing.T) {
+	c := newSGChurn(t, 7, true)
+	in := c.input(c.names())
+	helds := []Held{nil, c.held(), c.held()}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				in.Plan(sgUnit(fmt.Sprintf("sg%d", (w+i)%sgCostGroups)), testInstance, helds[i%len(helds)])
+			}
+		}()
+	}
+	for range 100 {
+		src, _ := c.change()
+		if src == "" {
+			in.SetChassis(c.chassis, true)
+		} else {
+			in.Set(src, c.sources[src])
+		}
+	}
+	close(done)
+	wg.Wait()
+	fresh := c.input(c.names())
+	for _, held := range helds {
+		for g := range sgCostGroups {
+			u := sgUnit(fmt.Sprintf("sg%d", g))
+			require.Equal(t, fresh.Plan(u, testInstance, held), in.Plan(u, testInstance, held), u.Name)
 		}
 	}
 }
