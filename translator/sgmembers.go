@@ -203,7 +203,7 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 			m.dirty.add(n)
 		}
 	}
-	var added []sgMember
+	var removed, added []sgMember
 	changed, gatewaysChanged := false, false
 	resolve := func(net string) {
 		nw, volatile := in.resolveSGNetwork(id, net, held)
@@ -230,6 +230,7 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 		}
 		if old != nil {
 			old.stale = true
+			removed = append(removed, old.members...)
 			for _, mb := range old.members {
 				m.countAddr(mb.addr, -1)
 			}
@@ -257,7 +258,7 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 	}
 	clear(m.dirty)
 	if changed {
-		m.merge(added)
+		m.update(removed, added)
 		m.sortAddrs()
 	}
 	if gatewaysChanged || m.pingFor != pg {
@@ -273,10 +274,24 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 	return m
 }
 
-// merge makes members the members of networks still resolved (not stale)
-// and added, sorted, and ports theirs.
-func (m *sgMemo) merge(added []sgMember) {
+// sgSpliceMax is the most members one plan may remove and add for the
+// kept lists to be spliced (a few binary searches and one copy) rather
+// than merged whole.
+var sgSpliceMax = 64
+
+// update makes members the members of networks still resolved: without
+// removed (those of the resolutions replaced, now stale), with added, and
+// ports theirs.
+func (m *sgMemo) update(removed, added []sgMember) {
 	slices.SortFunc(added, compareSGMembers)
+	if len(removed)+len(added) > sgSpliceMax || !m.splice(removed, added) {
+		m.merge(added)
+	}
+}
+
+// merge makes members the members not stale and added (sorted), merged
+// in one pass, and ports theirs.
+func (m *sgMemo) merge(added []sgMember) {
 	out := m.spare[:0]
 	i := 0
 	for _, mb := range m.members {
@@ -290,14 +305,89 @@ func (m *sgMemo) merge(added []sgMember) {
 		out = append(out, mb)
 	}
 	out = append(out, added[i:]...)
-	clear(m.members) // what the spare buffer held refers to nothing
-	m.members, m.spare = out, m.members[:0]
+	m.swap(out)
 	m.ports = m.ports[:0]
 	for _, mb := range m.members {
 		if len(m.ports) == 0 || m.ports[len(m.ports)-1] != mb.port {
 			m.ports = append(m.ports, mb.port)
 		}
 	}
+}
+
+// swap makes out the members, and the members' buffer the spare one.
+func (m *sgMemo) swap(out []sgMember) {
+	clear(m.members) // the spare buffer refers to nothing
+	m.members, m.spare = out, m.members[:0]
+}
+
+// splice makes members the members without removed and with added
+// (sorted), found by binary search, in one copy, and edits ports where
+// a port's first member came or its last went. It reports false, having
+// changed nothing, when a removed member is not found (merge then).
+func (m *sgMemo) splice(removed, added []sgMember) bool {
+	old := m.members
+	del := make([]int, 0, len(removed))
+	for _, r := range removed {
+		i, _ := slices.BinarySearchFunc(old, r, compareSGMembers)
+		for i < len(old) && compareSGMembers(old[i], r) == 0 && (old[i].from != r.from || slices.Contains(del, i)) {
+			i++
+		}
+		if i == len(old) || compareSGMembers(old[i], r) != 0 {
+			return false
+		}
+		del = append(del, i)
+	}
+	slices.Sort(del)
+	at := make([]int, len(added)) // added[k] goes before old[at[k]]
+	for k, a := range added {
+		at[k], _ = slices.BinarySearchFunc(old, a, compareSGMembers)
+	}
+	out := m.spare[:0]
+	pos, d, k := 0, 0, 0
+	for {
+		next := len(old)
+		if k < len(added) {
+			next = min(next, at[k])
+		}
+		if d < len(del) {
+			next = min(next, del[d])
+		}
+		out = append(out, old[pos:next]...)
+		pos = next
+		for k < len(added) && at[k] == pos {
+			out = append(out, added[k])
+			k++
+		}
+		if d < len(del) && del[d] == pos {
+			pos++
+			d++
+			continue
+		}
+		if pos == len(old) && k == len(added) {
+			break
+		}
+	}
+	byPort := func(mb sgMember, port string) int { return strings.Compare(mb.port, port) }
+	has := func(members []sgMember, port string) bool {
+		_, found := slices.BinarySearchFunc(members, port, byPort)
+		return found
+	}
+	for _, r := range removed {
+		if !has(out, r.port) {
+			if i, found := slices.BinarySearch(m.ports, r.port); found {
+				m.ports = slices.Delete(m.ports, i, i+1)
+			}
+		}
+	}
+	for _, a := range added {
+		if !has(old, a.port) {
+			if i, found := slices.BinarySearch(m.ports, a.port); !found {
+				m.ports = slices.Insert(m.ports, i, a.port)
+			}
+		}
+	}
+	m.swap(out)
+	return true
 }
 
 // countAddr adds delta members with IPv4 address a (none when invalid);

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -341,13 +343,111 @@ func (c *sgChurn) held() Held {
 	return claims
 }
 
+// sgOracle is what a group's members are, by the networks' own plans.
+type sgOracle struct {
+	ports    []string
+	gateways string   // as gatewaysMatch
+	addrs    []string // nil: a port of two VM interfaces, which is not checked
+}
+
+// members are each group's members as the plans of the networks of a
+// central input of c's sources (with held) have them: the ports of its
+// VM interfaces that their network plans, with their network's gateway
+// and their port's address.
+func (c *sgChurn) members(held Held) map[string]*sgOracle {
+	chassis := slices.Clone(c.chassis)
+	for i := range chassis {
+		chassis[i].Zone = ""
+	}
+	in := NewInput()
+	for _, name := range c.names() {
+		in.Set(name, c.sources[name])
+	}
+	in.SetChassis(chassis, true)
+	nets := map[string]map[string]string{} // network -> port -> IP; nil: no plan
+	namespace := map[string]string{}
+	gateway := map[string]netip.Addr{}
+	for _, name := range c.names() {
+		for _, n := range c.sources[name].Networks {
+			namespace[n.Name] = n.Namespace
+			gateway[n.Name], _ = netip.ParseAddr(n.GatewayIP)
+		}
+	}
+	out := map[string]*sgOracle{}
+	gws := map[string]map[netip.Addr]bool{}
+	addrs := map[string]map[netip.Addr]bool{}
+	ambiguous := map[string]bool{}
+	for _, name := range c.names() {
+		for _, v := range c.sources[name].VMs {
+			ports, ok := nets[v.Network]
+			if !ok {
+				if np := in.Plan(networkUnit(v.Network), testInstance, held).Network; np != nil {
+					ports = map[string]string{}
+					for _, p := range np.Ports {
+						if len(p.Addresses) == 1 {
+							if _, twice := ports[p.Name]; twice {
+								ports[p.Name] = "" // two interfaces' port: which address is the group's is not this test's
+								continue
+							}
+							ports[p.Name] = strings.Fields(p.Addresses[0])[1]
+						}
+					}
+				}
+				nets[v.Network] = ports
+			}
+			port := VMPortName(v.Network, v.Namespace, v.VMI, v.Interface)
+			ip, planned := ports[port]
+			if !planned || v.NetworkNamespace != namespace[v.Network] {
+				continue
+			}
+			for _, g := range v.Groups() {
+				if out[g] == nil {
+					out[g], gws[g], addrs[g] = &sgOracle{}, map[netip.Addr]bool{}, map[netip.Addr]bool{}
+				}
+				out[g].ports = append(out[g].ports, port)
+				if a := gateway[v.Network]; a.IsValid() {
+					gws[g][a] = true
+				}
+				if a, err := netip.ParseAddr(ip); err == nil {
+					addrs[g][a] = true
+				} else {
+					ambiguous[g] = true
+				}
+			}
+		}
+	}
+	for g, o := range out {
+		slices.Sort(o.ports)
+		o.ports = slices.Compact(o.ports)
+		o.gateways = gatewaysMatch(slices.SortedFunc(maps.Keys(gws[g]), netip.Addr.Compare))
+		if ambiguous[g] {
+			continue // o.addrs nil: not checked
+		}
+		o.addrs = []string{}
+		for _, a := range slices.SortedFunc(maps.Keys(addrs[g]), netip.Addr.Compare) {
+			o.addrs = append(o.addrs, a.String())
+		}
+	}
+	for g := range sgCostGroups + 1 {
+		if id := fmt.Sprintf("sg%d", g); out[id] == nil {
+			out[id] = &sgOracle{addrs: []string{}}
+		}
+	}
+	return out
+}
+
 // TestSecurityGroupMemoIsTheFreshPlan: after every change of a random
 // sequence, each group's plan by an input that has planned the groups
 // all along (their members kept, sgmembers.go) is the plan of a fresh
 // input of the same sources, with whatever claims the NB holds; some
 // changes come several before a plan, a group is planned twice with
-// different claims. Centrally and in interconnect mode.
+// different claims. Centrally and in interconnect mode, the kept members
+// spliced and merged (the fresh input the other way). Each group's ports,
+// ping gateways and addresses are also those the networks' own plans
+// give its VM interfaces.
 func TestSecurityGroupMemoIsTheFreshPlan(t *testing.T) {
+	spliceMax := sgSpliceMax
+	defer func() { sgSpliceMax = spliceMax }()
 	for _, zoned := range []bool{false, true} {
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("zoned=%v/seed=%d", zoned, seed), func(t *testing.T) {
@@ -374,14 +474,42 @@ func TestSecurityGroupMemoIsTheFreshPlan(t *testing.T) {
 					if c.pick(3) == 0 {
 						continue // another change before the plans
 					}
-					fresh := c.input(c.names())
 					for range 1 + c.pick(2) {
 						held := c.held()
+						// The kept members spliced, merged whole, or
+						// either by how many change; the fresh plans
+						// the other way, and the members as the
+						// networks' plans have them.
+						inMax := []int{0, 3, spliceMax}[c.pick(3)]
+						sgSpliceMax = spliceMax
+						if inMax != 0 {
+							sgSpliceMax = 0
+						}
+						fresh := c.input(c.names())
+						var wants []UnitPlan
 						for g := range sgCostGroups + 1 {
+							wants = append(wants, fresh.Plan(sgUnit(fmt.Sprintf("sg%d", g)), testInstance, held))
+						}
+						sgSpliceMax = inMax
+						oracle := c.members(held)
+						for g, want := range wants {
 							u := sgUnit(fmt.Sprintf("sg%d", g))
-							want := fresh.Plan(u, testInstance, held)
 							got := in.Plan(u, testInstance, held)
 							require.Equal(t, want, got, "step %d, %s, after %v", step, u.Name, did)
+							if sp := got.SecurityGroup; sp != nil {
+								o := oracle[u.Name]
+								require.Equal(t, o.ports, sp.Ports, "step %d, %s: the ports the networks plan", step, u.Name)
+								ping := ""
+								for _, a := range sp.ACLs {
+									if a.ExternalIDs[KeySecurityACL] == "base/ping-gateway" {
+										ping = a.Match
+									}
+								}
+								require.Equal(t, pingGatewayMatch(sp.PortGroup.Name, o.gateways), ping, "step %d, %s", step, u.Name)
+								if sp.AddressSet != nil && o.addrs != nil {
+									require.Equal(t, o.addrs, sp.AddressSet.Addresses, "step %d, %s", step, u.Name)
+								}
+							}
 						}
 					}
 					did = did[:0]
