@@ -40,13 +40,14 @@ type sgMember struct {
 	from           *sgNetMembers
 }
 
-func compareSGMembers(a, b sgMember) int {
+func compareSGMembers(a, b *sgMember) int {
 	return cmp.Or(strings.Compare(a.port, b.port), strings.Compare(a.ip, b.ip), strings.Compare(a.node, b.node))
 }
 
 // sgNetMembers are a group's members on one network: those with a port,
 // sorted (compareSGMembers), and the network's gateway (invalid without
-// one). stale: a newer resolution replaced it.
+// one). stale: a newer resolution replaced it. members is not changed
+// once made: a memo's sorted list points into it.
 type sgNetMembers struct {
 	members []sgMember
 	gateway netip.Addr
@@ -57,7 +58,7 @@ func (e *sgNetMembers) same(o *sgNetMembers) bool {
 	if e == nil || o == nil {
 		return e == o
 	}
-	return e.gateway == o.gateway && slices.EqualFunc(e.members, o.members, func(a, b sgMember) bool { return compareSGMembers(a, b) == 0 })
+	return e.gateway == o.gateway && slices.EqualFunc(e.members, o.members, func(a, b sgMember) bool { return compareSGMembers(&a, &b) == 0 })
 }
 
 // sgMemo is a group's members as its last plan resolved them. mu is held
@@ -74,9 +75,10 @@ type sgMemo struct {
 	volatile set[string]
 	fresh    bool
 
-	// members are every network's, sorted (spare is the other buffer
-	// they are merged into), and ports theirs without duplicates.
-	members, spare []sgMember
+	// members are every network's, sorted: pointers into their
+	// resolutions (spare is the other buffer they are merged into); ports
+	// are theirs without duplicates.
+	members, spare []*sgMember
 	ports          []string
 	// gateways counts the networks with a member port by gateway; ping
 	// is the match of the ping ACL to them of Port_Group pingFor ("":
@@ -92,7 +94,8 @@ type sgMemo struct {
 	addrsTouched []netip.Addr
 }
 
-// sgMemos are the memos of the groups with members, by group id.
+// sgMemos are the memos of the groups planned, by group id; a group's
+// goes with its last member (removeVMGroups).
 type sgMemos struct {
 	mu    sync.Mutex
 	memos map[string]*sgMemo
@@ -203,7 +206,7 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 			m.dirty.add(n)
 		}
 	}
-	var removed, added []sgMember
+	var removed, added []*sgMember
 	changed, gatewaysChanged := false, false
 	resolve := func(net string) {
 		nw, volatile := in.resolveSGNetwork(id, net, held)
@@ -230,7 +233,9 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 		}
 		if old != nil {
 			old.stale = true
-			removed = append(removed, old.members...)
+			for i := range old.members {
+				removed = append(removed, &old.members[i])
+			}
 			for _, mb := range old.members {
 				m.countAddr(mb.addr, -1)
 			}
@@ -246,7 +251,9 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 			return
 		}
 		m.nets[net] = nw
-		added = append(added, nw.members...)
+		for i := range nw.members {
+			added = append(added, &nw.members[i])
+		}
 	}
 	for net := range m.dirty {
 		resolve(net)
@@ -282,7 +289,7 @@ var sgSpliceMax = 64
 // update makes members the members of networks still resolved: without
 // removed (those of the resolutions replaced, now stale), with added, and
 // ports theirs.
-func (m *sgMemo) update(removed, added []sgMember) {
+func (m *sgMemo) update(removed, added []*sgMember) {
 	slices.SortFunc(added, compareSGMembers)
 	if len(removed)+len(added) > sgSpliceMax || !m.splice(removed, added) {
 		m.merge(added)
@@ -291,7 +298,7 @@ func (m *sgMemo) update(removed, added []sgMember) {
 
 // merge makes members the members not stale and added (sorted), merged
 // in one pass, and ports theirs.
-func (m *sgMemo) merge(added []sgMember) {
+func (m *sgMemo) merge(added []*sgMember) {
 	out := m.spare[:0]
 	i := 0
 	for _, mb := range m.members {
@@ -315,7 +322,7 @@ func (m *sgMemo) merge(added []sgMember) {
 }
 
 // swap makes out the members, and the members' buffer the spare one.
-func (m *sgMemo) swap(out []sgMember) {
+func (m *sgMemo) swap(out []*sgMember) {
 	clear(m.members) // the spare buffer refers to nothing
 	m.members, m.spare = out, m.members[:0]
 }
@@ -324,15 +331,15 @@ func (m *sgMemo) swap(out []sgMember) {
 // (sorted), found by binary search, in one copy, and edits ports where
 // a port's first member came or its last went. It reports false, having
 // changed nothing, when a removed member is not found (merge then).
-func (m *sgMemo) splice(removed, added []sgMember) bool {
+func (m *sgMemo) splice(removed, added []*sgMember) bool {
 	old := m.members
 	del := make([]int, 0, len(removed))
 	for _, r := range removed {
 		i, _ := slices.BinarySearchFunc(old, r, compareSGMembers)
-		for i < len(old) && compareSGMembers(old[i], r) == 0 && (old[i].from != r.from || slices.Contains(del, i)) {
+		for i < len(old) && old[i] != r && compareSGMembers(old[i], r) == 0 {
 			i++
 		}
-		if i == len(old) || compareSGMembers(old[i], r) != 0 {
+		if i == len(old) || old[i] != r {
 			return false
 		}
 		del = append(del, i)
@@ -367,8 +374,8 @@ func (m *sgMemo) splice(removed, added []sgMember) bool {
 			break
 		}
 	}
-	byPort := func(mb sgMember, port string) int { return strings.Compare(mb.port, port) }
-	has := func(members []sgMember, port string) bool {
+	byPort := func(mb *sgMember, port string) int { return strings.Compare(mb.port, port) }
+	has := func(members []*sgMember, port string) bool {
 		_, found := slices.BinarySearchFunc(members, port, byPort)
 		return found
 	}
@@ -465,7 +472,7 @@ func (in *Input) resolveSGNetwork(id, net string, held Held) (e *sgNetMembers, v
 	if len(e.members) == 0 {
 		return nil, !memoized
 	}
-	slices.SortFunc(e.members, compareSGMembers)
+	slices.SortFunc(e.members, func(a, b sgMember) int { return compareSGMembers(&a, &b) })
 	if n.gateway.IsValid() {
 		e.gateway = n.gateway
 	}
