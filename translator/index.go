@@ -91,13 +91,19 @@ type Input struct {
 	defaultDeny bool
 	invalid     map[Unit]map[string]error // unit, then source
 
-	// sgMembers are the VM interfaces bound to each security group, and
-	// sgRemote the rules (embedded or not) naming each group as their
-	// remote group (securitygroup.go).
-	sgMembers map[string]set[*vmDecl]
-	sgRemote  map[string]set[*ruleDecl]
-	// portsMemo keeps each network's planned VM ports for the groups.
+	// sgMembers are the VM interfaces bound to each security group by
+	// network, sgNetGroups the groups with members on each network and
+	// sgNodes the nodes of each group's members, with how many VM
+	// interfaces (sgmembers.go); sgRemote the rules (embedded or not)
+	// naming each group as their remote group (securitygroup.go).
+	sgMembers   map[string]map[string]set[*vmDecl]
+	sgNetGroups map[string]map[string]int
+	sgNodes     map[string]map[string]int
+	sgRemote    map[string]set[*ruleDecl]
+	// portsMemo keeps each network's planned VM ports for the groups,
+	// sgPlans each group's members as its last plan resolved them.
 	portsMemo portsMemo
+	sgPlans   sgMemos
 
 	// The claims, by normalized SNAT IP and by network name, of every
 	// declaration, eligible or not: who wins is decided when planning.
@@ -221,7 +227,9 @@ func NewInput() *Input {
 		fips:           map[string]set[*fipDecl]{},
 		sgs:            map[string]set[*sgDecl]{},
 		sgRules:        map[string]set[*ruleDecl]{},
-		sgMembers:      map[string]set[*vmDecl]{},
+		sgMembers:      map[string]map[string]set[*vmDecl]{},
+		sgNetGroups:    map[string]map[string]int{},
+		sgNodes:        map[string]map[string]int{},
 		sgRemote:       map[string]set[*ruleDecl]{},
 		lbs:            map[string]set[*lbDecl]{},
 		lbNames:        map[string]set[*lbDecl]{},
@@ -423,6 +431,7 @@ func (in *Input) replaceNetworks(old, nw *source, c *setChange) {
 		for _, d := range news {
 			in.addNetwork(d)
 		}
+		in.touchSGNetwork(key)
 		c.networks.add(key)
 	})
 }
@@ -434,6 +443,8 @@ func (in *Input) replaceVMs(old, nw *source, c *setChange) {
 	same := func(a, b *vmDecl) bool { return a.VMInterface == b.VMInterface }
 	replaceChanged(old.vms, nw.vms, same, func(key string, olds, news []*vmDecl) {
 		in.portsMemo.forget(key)
+		in.touchSGNetwork(key)       // the groups it had members of
+		defer in.touchSGNetwork(key) // and those it has
 		// The interfaces that came, went or changed: their floating IPs'
 		// routers are affected.
 		had := make(map[VMInterface]bool, len(olds))

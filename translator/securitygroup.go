@@ -154,20 +154,6 @@ func (in *Input) affectedByRemotes(rules []*ruleDecl, affected set[Unit]) {
 	}
 }
 
-// addVMGroups and removeVMGroups keep the members index (sgMembers): the
-// VM interfaces bound to each group.
-func (in *Input) addVMGroups(d *vmDecl) {
-	for _, g := range d.Groups() {
-		addTo(in.sgMembers, g, d)
-	}
-}
-
-func (in *Input) removeVMGroups(d *vmDecl) {
-	for _, g := range d.Groups() {
-		removeFrom(in.sgMembers, g, d)
-	}
-}
-
 // affectedByVMGroups adds the groups VM interface v is bound to and, in
 // interconnect mode, the remote groups of their rules (the zones of their
 // Address_Sets follow the members').
@@ -295,47 +281,16 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	sp := &SecurityGroupPlan{ID: id, PortGroup: &nbmodel.PortGroup{Name: pg, ExternalIDs: pgIDs}}
 
 	// Members: the ports their networks plan (a reference to a port the
-	// NB may not have would fail the group).
-	gateways := set[netip.Addr]{}
-	type memberNet struct {
-		n     *network    // nil: not a valid network
-		ports *netVMPorts // the ports it plans, with their IPs
+	// NB may not have would fail the group), as the group's memo keeps
+	// them (sgmembers.go).
+	m := in.sgMembersOf(id, pg, held)
+	defer m.mu.Unlock()
+	if len(m.ports) > 0 {
+		sp.Ports = slices.Clone(m.ports)
 	}
-	nets := map[string]memberNet{} // each member network
-	var members []sgMember
-	for v := range in.sgMembers[id] {
-		mn, ok := nets[v.Network]
-		if !ok {
-			if n, valid := in.validNetwork(v.Network); valid {
-				mn = memberNet{n: n, ports: in.plannedVMPorts(n, held)}
-			}
-			nets[v.Network] = mn
-		}
-		n, ports := mn.n, mn.ports
-		if n == nil || v.NetworkNamespace != n.Namespace {
-			continue
-		}
-		port, ip, ok := ports.of(v)
-		if !ok {
-			continue
-		}
-		sp.Ports = append(sp.Ports, port)
-		members = append(members, sgMember{port: port, ip: ip, zone: in.nodes[v.Node].zone})
-		if n.gateway.IsValid() {
-			gateways.add(n.gateway)
-		}
-	}
-	slices.Sort(sp.Ports)
-	sp.Ports = slices.Compact(sp.Ports)
 
 	// The base ACLs.
-	sp.ACLs = append(sp.ACLs, baseACLs(pg, slices.SortedFunc(func(yield func(netip.Addr) bool) {
-		for a := range gateways {
-			if !yield(a) {
-				return
-			}
-		}
-	}, netip.Addr.Compare), ids)...)
+	sp.ACLs = append(sp.ACLs, baseACLsTo(pg, m.ping, ids)...)
 
 	// The rules: embedded ones, then SecurityGroupRule objects.
 	rules := slices.Clone(g.rules)
@@ -379,7 +334,7 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 		return strings.Compare(a.ExternalIDs[KeySecurityACL], b.ExternalIDs[KeySecurityACL])
 	})
 	if in.zoned {
-		in.zoneSecurityGroup(sp, members, pgIDs)
+		in.zoneSecurityGroup(sp, m, pgIDs)
 	}
 	up.SecurityGroup = sp
 }
@@ -391,32 +346,54 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 // ARP is no IP, so it passes. ids gives each ACL's external_ids from its
 // KeySecurityACL value.
 func baseACLs(pg string, gateways []netip.Addr, ids func(key string) map[string]string) []*nbmodel.ACL {
+	return baseACLsTo(pg, pingGatewayMatch(pg, gatewaysMatch(gateways)), ids)
+}
+
+// gatewaysMatch is the ip4.dst operand of the sorted addresses gateways:
+// one address, or a set of them; "" for none.
+func gatewaysMatch(gateways []netip.Addr) string {
+	switch len(gateways) {
+	case 0:
+		return ""
+	case 1:
+		return gateways[0].String()
+	}
+	var b strings.Builder
+	b.Grow(len(gateways) * 16)
+	b.WriteByte('{')
+	for i, a := range gateways {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.String())
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// pingGatewayMatch is the match of Port_Group pg's ping ACL to gateways
+// (gatewaysMatch), "" when there is none.
+func pingGatewayMatch(pg, gateways string) string {
+	if gateways == "" {
+		return ""
+	}
+	return "inport == @" + pg + " && ip4.dst == " + gateways + " && icmp4 && icmp4.type == 8"
+}
+
+// baseACLsTo are baseACLs with their ping ACL's match as pingGatewayMatch
+// gives it.
+func baseACLsTo(pg, ping string, ids func(key string) map[string]string) []*nbmodel.ACL {
 	in4, out4 := "inport == @"+pg, "outport == @"+pg
 	acls := []*nbmodel.ACL{
 		{Direction: nbmodel.ACLDirectionFromLport, Priority: SGDropPriority, Match: in4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-egress")},
 		{Direction: nbmodel.ACLDirectionToLport, Priority: SGDropPriority, Match: out4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-ingress")},
 		{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority, Match: in4 + " && ip4 && udp.src == 68 && udp.dst == 67", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/dhcp")},
 	}
-	if len(gateways) > 0 {
-		gws := make([]string, len(gateways))
-		for i, a := range gateways {
-			gws[i] = a.String()
-		}
-		dst := gws[0]
-		if len(gws) > 1 {
-			dst = "{" + strings.Join(gws, ", ") + "}"
-		}
+	if ping != "" {
 		acls = append(acls, &nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority,
-			Match: in4 + " && ip4.dst == " + dst + " && icmp4 && icmp4.type == 8", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/ping-gateway")})
+			Match: ping, Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/ping-gateway")})
 	}
 	return acls
-}
-
-// sgMember is a member port of a security group, its IPv4 address, and
-// the zone whose NB holds it as a port of its own ("" outside interconnect
-// mode, or when its node is in no zone: then no NB holds it).
-type sgMember struct {
-	port, ip, zone string
 }
 
 // zoneSecurityGroup fills sp.Zones in interconnect mode. A zone whose NB
@@ -429,26 +406,28 @@ type sgMember struct {
 // group also has an explicit Address_Set (AddressSetName) with every
 // member's address in all zones, in each zone where a group with such a
 // rule has a member.
-func (in *Input) zoneSecurityGroup(sp *SecurityGroupPlan, members []sgMember, pgIDs map[string]string) {
-	local := map[string][]string{}
-	var addrs []netip.Addr
-	for _, m := range members {
-		if m.zone != "" {
-			local[m.zone] = append(local[m.zone], m.port)
+func (in *Input) zoneSecurityGroup(sp *SecurityGroupPlan, m *sgMemo, pgIDs map[string]string) {
+	// Each zone's ports, in the members' order (by port): sorted, a port
+	// of two members once.
+	local := map[string][]Ref{}
+	lastNode, lastZone := "", ""
+	for i, mb := range m.members {
+		if i == 0 || mb.node != lastNode {
+			lastNode, lastZone = mb.node, in.nodes[mb.node].zone
 		}
-		if a, err := netip.ParseAddr(m.ip); err == nil && a.Is4() {
-			addrs = append(addrs, a)
+		if lastZone == "" {
+			continue
 		}
+		refs := local[lastZone]
+		if len(refs) > 0 && refs[len(refs)-1].Key == mb.port {
+			continue
+		}
+		local[lastZone] = append(refs, Ref{Column: "ports", Key: mb.port})
 	}
 	sp.Zones = map[string]*ZoneRows{}
-	for z, ports := range local {
-		slices.Sort(ports)
-		ports = slices.Compact(ports)
-		pg := Row{Model: sp.PortGroup}
-		for _, p := range ports {
-			pg.Refs = append(pg.Refs, Ref{Column: "ports", Key: p})
-		}
-		zr := &ZoneRows{Rows: []Row{pg}, Keep: sp.KeepACLs}
+	for z, refs := range local {
+		zr := &ZoneRows{Rows: make([]Row, 0, 1+len(sp.ACLs)), Keep: sp.KeepACLs}
+		zr.Rows = append(zr.Rows, Row{Model: sp.PortGroup, Refs: refs})
 		for _, a := range sp.ACLs {
 			zr.Rows = append(zr.Rows, Row{Model: a, Parent: sp.PortGroup.Name})
 		}
@@ -458,12 +437,8 @@ func (in *Input) zoneSecurityGroup(sp *SecurityGroupPlan, members []sgMember, pg
 	if len(setZones) == 0 {
 		return
 	}
-	slices.SortFunc(addrs, netip.Addr.Compare)
-	addrs = slices.Compact(addrs)
-	ips := make([]string, len(addrs))
-	for i, a := range addrs {
-		ips[i] = a.String()
-	}
+	ips := make([]string, len(m.addrStrs))
+	copy(ips, m.addrStrs)
 	sp.AddressSet = &nbmodel.AddressSet{Name: AddressSetName(sp.ID), Addresses: ips, ExternalIDs: maps.Clone(pgIDs)}
 	for z := range setZones {
 		if sp.Zones[z] == nil {
@@ -488,8 +463,8 @@ func (in *Input) remoteSetZones(id string) set[string] {
 		if len(in.sgs[g]) == 0 {
 			continue
 		}
-		for v := range in.sgMembers[g] {
-			if z := in.nodes[v.Node].zone; z != "" {
+		for nd := range in.sgNodes[g] {
+			if z := in.nodes[nd].zone; z != "" {
 				out.add(z)
 			}
 		}
@@ -525,10 +500,10 @@ func (in *Input) remoteGroupsOf(g string, affected set[Unit]) {
 // member and has members on most networks, so the ports of a network
 // whose VMs claim no address twice (then held, the NB's claims, decides
 // nothing) are kept until its VM interfaces or the network change
-// (portsMemo).
-func (in *Input) plannedVMPorts(n *network, held Held) *netVMPorts {
+// (portsMemo): memoized says they are.
+func (in *Input) plannedVMPorts(n *network, held Held) (ports *netVMPorts, memoized bool) {
 	if ports, ok := in.portsMemo.get(n); ok {
-		return ports
+		return ports, true
 	}
 	decls := make([]*vmDecl, 0, len(in.vms[n.Name]))
 	for d := range in.vms[n.Name] {
@@ -563,7 +538,7 @@ func (in *Input) plannedVMPorts(n *network, held Held) *netVMPorts {
 	if clean {
 		in.portsMemo.put(n, out, len(in.networks))
 	}
-	return out
+	return out, clean
 }
 
 // netVMPorts are the VM ports a network plans, with their IPs: by name,
