@@ -870,14 +870,19 @@ func sortedUnits(s set[Unit]) []Unit {
 }
 
 // CompareUnits orders units as they are planned and committed: networks
-// before routers (a router's ports go on its networks' switches), then by
-// name.
+// before routers (a router's ports go on its networks' switches), routers
+// before the rest (security groups: their Port_Groups refer to the
+// networks' ports, and a router's traffic does not wait for them), then
+// by name.
 func CompareUnits(a, b Unit) int {
 	rank := func(k OwnerKind) int {
-		if k == KindNetwork {
+		switch k {
+		case KindNetwork:
 			return 0
+		case KindRouter:
+			return 1
 		}
-		return 1
+		return 2
 	}
 	return cmp.Or(cmp.Compare(rank(a.Kind), rank(b.Kind)), strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Name, b.Name))
 }
