@@ -164,6 +164,9 @@ type Controller struct {
 	pending map[string]int
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
+	// awaiting are the units waiting for a row of ours that another unit
+	// creates (nb.MissingRowError), by the row's table and key.
+	awaiting map[rowID]map[translator.Unit]bool
 	// writing are the units whose rows are being written, with the rows
 	// of theirs the NB announced as inserted, updated or deleted
 	// meanwhile; echoes the rows their last write wrote that the NB has
@@ -260,6 +263,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
 		pending:  map[string]int{},
 		parked:   map[string]map[string]bool{},
+		awaiting: map[rowID]map[translator.Unit]bool{},
 		moves:    map[string]string{},
 		writing:  map[translator.Unit][]rowID{},
 		echoes:   map[translator.Unit]map[rowID]int{},
@@ -510,6 +514,9 @@ func (c *Controller) onNB(table string, old, cur model.Model) {
 	switch {
 	case old == nil:
 		action = nb.Create
+		if key, ok := nb.KeyOf(table, cur); ok {
+			c.arrived(table, key)
+		}
 	case cur == nil:
 		action, row = nb.Delete, old
 	}
@@ -679,10 +686,56 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	took := time.Since(start)
 	c.opts.Metrics.observeBatch(len(units))
 	for i, u := range units {
+		var w *awaitError
+		if errors.As(errs[i], &w) {
+			// Not a failure: reconciled again when the row appears
+			// (onNB), and meanwhile with backoff, should its unit fail.
+			c.opts.Metrics.observeReconcile(u, took, nil)
+			c.opts.Log.V(1).Info("waiting for a row another unit creates", "kind", u.Kind, "name", u.Name, "table", w.Table, "key", w.Key)
+			c.queue.AddRateLimited(u)
+			continue
+		}
 		c.opts.Metrics.observeReconcile(u, took, errs[i])
 		retryOrForget(c.queue, c.opts.Log, "reconcile", u, errs[i])
 	}
 	return true
+}
+
+// awaitTries is how many reconciles in a row a unit waits for a missing
+// row before it fails for it (and says so in its status): with the
+// workqueue's backoff from 5 ms, about 1.3 s.
+const awaitTries = 8
+
+// awaitError is a unit's reconcile that refers to a row of ours no unit
+// has created yet (nb.MissingRowError): a security group's new member
+// port while its network's unit commits it, the two reconciled at once by
+// two workers. The unit waits for the row, its status unchanged.
+type awaitError struct{ *nb.MissingRowError }
+
+func (e *awaitError) Unwrap() error { return e.MissingRowError }
+
+// await has unit u reconciled again when the NB announces row key of
+// table (onNB).
+func (c *Controller) await(u translator.Unit, table, key string) {
+	id := rowID{table: table, key: key, action: nb.Create}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.awaiting[id] == nil {
+		c.awaiting[id] = map[translator.Unit]bool{}
+	}
+	c.awaiting[id][u] = true
+}
+
+// arrived enqueues the units waiting for row key of table, now in the NB.
+func (c *Controller) arrived(table, key string) {
+	id := rowID{table: table, key: key, action: nb.Create}
+	c.mu.Lock()
+	units := c.awaiting[id]
+	delete(c.awaiting, id)
+	c.mu.Unlock()
+	for u := range units {
+		c.Enqueue(u)
+	}
 }
 
 // retryOrForget ends unit u's turn in queue: after an error it comes back
@@ -805,6 +858,10 @@ func (c *Controller) prepare(ctx context.Context, s *step, batched map[string]bo
 // the unit's error.
 func (c *Controller) finish(ctx context.Context, s *step) error {
 	u, rp := s.up.Unit, s.rp
+	if missing := (*nb.MissingRowError)(nil); errors.As(s.unitErr, &missing) && c.queue.NumRequeues(u) < awaitTries {
+		c.await(u, missing.Table, missing.Key)
+		return &awaitError{missing}
+	}
 	if u.Kind == translator.KindNetwork {
 		c.checkKeys(u.Name)
 	} else if rp != nil {

@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -112,4 +117,73 @@ func TestFileSecurityGroup(t *testing.T) {
 	write("vm.yaml", sgVMFile(`[]`))
 	require.Eventually(t, func() bool { g := group(); return g != nil && len(g.Ports) == 0 && idle() }, 60*time.Second, 10*time.Millisecond)
 	assert.NotEmpty(t, portUUID(), "the port stays")
+}
+
+// sgStatuses records the security groups' reported states.
+type sgStatuses struct{ got []SecurityGroupStatus }
+
+func (s *sgStatuses) Prepare(context.Context, string) error                              { return nil }
+func (s *sgStatuses) Report(context.Context, string, RouterStatus) error                 { return nil }
+func (s *sgStatuses) Removed(context.Context, string) error                              { return nil }
+func (s *sgStatuses) ReportFloatingIPs(context.Context, []tr.FloatingIPStatus) error     { return nil }
+func (s *sgStatuses) ReportLoadBalancers(context.Context, []tr.LoadBalancerStatus) error { return nil }
+func (s *sgStatuses) ReportSecurityGroup(_ context.Context, st SecurityGroupStatus) error {
+	s.got = append(s.got, st)
+	return nil
+}
+
+// A security group reconciled before its new members' ports exist (two
+// workers reconciling the group and the ports' network at once) waits for
+// them, its status untouched: no failure, no CommitFailed flapping on
+// every VM added. The NB announcing a port it waits for reconciles it
+// again; a port that does not come fails it after awaitTries waits, and
+// its status says which; once the ports are there its Port_Group holds
+// them.
+func TestSecurityGroupWaitsForItsNewMemberPorts(t *testing.T) {
+	s := example()
+	vm := func(name, network, mac, ip string) tr.VMInterface {
+		return tr.VMInterface{Namespace: "default", VMI: name, Interface: "eth1", Network: network, NetworkNamespace: "default", MAC: mac, IP: ip, SecurityGroups: "sg-web"}
+	}
+	s.VMs = []tr.VMInterface{vm("vm-a", "net-a", "50:54:00:00:00:05", "10.10.0.5"), vm("vm-b", "net-b", "50:54:00:00:00:06", "10.20.0.6")}
+	s.SecurityGroups = []tr.SecurityGroup{{Name: "sg-web", ID: "sg-web"}}
+	nbc := ctrlNB(t)
+	status := &sgStatuses{}
+	c := New(nbc, nil, staticSource{s}, status, Options{Instance: instance, Log: logr.Discard(), Metrics: NewMetrics(nil, instance)})
+	t.Cleanup(c.queue.ShutDown)
+	c.watchNB()
+	ctx := context.Background()
+	group := tr.Unit{Kind: tr.KindSecurityGroup, Name: "sg-web"}
+	portA, portB := tr.VMPortName("net-a", "default", "vm-a", "eth1"), tr.VMPortName("net-b", "default", "vm-b", "eth1")
+
+	var w *awaitError
+	require.ErrorAs(t, reconcileOne(ctx, c, group), &w, "waiting, not failed")
+	assert.Equal(t, portA, w.Key)
+	assert.Empty(t, status.got, "no status while it waits")
+	assert.Zero(t, testutil.ToFloat64(c.opts.Metrics.reconcileErr.WithLabelValues(string(tr.KindSecurityGroup))))
+
+	require.NoError(t, reconcileOne(ctx, c, netA))
+	require.Eventually(t, func() bool { return slices.Contains(drain(c), group) }, 10*time.Second, 10*time.Millisecond,
+		"the port's insertion brings the group back")
+	require.ErrorAs(t, reconcileOne(ctx, c, group), &w)
+	assert.Equal(t, portB, w.Key)
+
+	// net-b's port does not come: after awaitTries waits, a failure its
+	// status says.
+	for c.queue.NumRequeues(group) < awaitTries {
+		c.queue.AddRateLimited(group)
+	}
+	err := reconcileOne(ctx, c, group)
+	require.Error(t, err)
+	assert.False(t, errors.As(err, &w), "failed, not waiting: %v", err)
+	require.Len(t, status.got, 1)
+	assert.ErrorContains(t, status.got[0].Err, portB)
+
+	require.NoError(t, reconcileOne(ctx, c, netB))
+	require.NoError(t, reconcileOne(ctx, c, group))
+	require.Len(t, status.got, 2)
+	assert.NoError(t, status.got[1].Err)
+	var pgs []*nbmodel.PortGroup
+	require.NoError(t, nbc.List(ctx, &pgs))
+	require.Len(t, pgs, 1)
+	assert.Len(t, pgs[0].Ports, 2)
 }

@@ -175,6 +175,23 @@ type wantRef struct {
 	resolved bool
 }
 
+// MissingRowError is a unit's failure to refer to a row of ours that is
+// neither in the NB nor created in the same transaction: most often one
+// that another unit is about to create (a security group's new member
+// port, while its network's unit commits it).
+type MissingRowError struct {
+	Unit   translator.Unit
+	From   string // the referring row: its table and key
+	Column string
+	Table  string // the row referred to: its table and key
+	Key    string
+}
+
+func (e *MissingRowError) Error() string {
+	return fmt.Sprintf("%s: %s %s: no %s row of this kubevirt-ovn instance has key %s, and none is created with it",
+		e.Unit, e.From, e.Column, e.Table, e.Key)
+}
+
 // Differ compares desired rows with the rows one instance owns in a
 // client's cache and produces the operations. It reads one view of the
 // cache, taken when it is made. One Differ serves one sync (named UUIDs are
@@ -1158,8 +1175,7 @@ func (d *Differ) Settle() error {
 		if w.resolved || d.inserting[rowKey{w.ref.Table, w.key}] || w.ud.err != nil {
 			continue
 		}
-		w.ud.err = fmt.Errorf("%s: %s %s: no %s row of this kubevirt-ovn instance has key %s, and none is created with it",
-			w.ud.Unit, w.from, w.ref.Column, w.ref.Table, w.key)
+		w.ud.err = &MissingRowError{Unit: w.ud.Unit, From: w.from, Column: w.ref.Column, Table: w.ref.Table, Key: w.key}
 	}
 	for _, p := range d.pending {
 		holders, err := d.holders(p)
