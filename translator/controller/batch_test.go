@@ -78,32 +78,42 @@ func TestBatchUnitRefusedAlone(t *testing.T) {
 	assert.Len(t, switches, 3, "public's and net-a's, and the foreign one")
 }
 
-// A worker takes one unit while the queue is short, and a batch of at
-// most BatchUnits while it holds more than BatchAbove.
-func TestTakeBatchesOnlyALongQueue(t *testing.T) {
+// A worker takes every unit queued, in queue order, up to BatchUnits; a
+// worker waiting for work while a source enqueues one change's units
+// takes them all, not the first alone.
+func TestTakeTakesWhatIsQueued(t *testing.T) {
 	c, _ := newTestController(t)
 	c.opts.BatchUnits = 10
 	unit := func(i int) tr.Unit { return tr.Unit{Kind: tr.KindNetwork, Name: fmt.Sprintf("n%02d", i)} }
-	for i := range BatchAbove {
+	done := func(units []tr.Unit) {
+		for _, u := range units {
+			c.queue.Done(u)
+		}
+	}
+	for i := range 25 {
 		c.Enqueue(unit(i))
 	}
 	got, quit := c.take()
 	require.False(t, quit)
-	assert.Equal(t, []tr.Unit{unit(0)}, got, "a short queue: one unit")
-	drain(c)
-	c.queue.Done(unit(0))
-
-	for i := range 25 {
-		c.Enqueue(unit(i))
-	}
-	got, _ = c.take()
 	assert.Len(t, got, 10)
 	assert.Equal(t, unit(0), got[0], "in queue order")
 	got2, _ := c.take()
 	assert.Len(t, got2, 10)
 	assert.Equal(t, unit(10), got2[0])
 	got3, _ := c.take()
-	assert.Equal(t, []tr.Unit{unit(20)}, got3, "4 left after it: one at a time again")
+	assert.Equal(t, []tr.Unit{unit(20), unit(21), unit(22), unit(23), unit(24)}, got3)
+	done(slices.Concat(got, got2, got3))
+
+	taken := make(chan []tr.Unit)
+	go func() {
+		units, _ := c.take()
+		taken <- units
+	}()
+	// The taker is in Get, or about to be: either way it gets the change's
+	// units together.
+	change := []tr.Unit{unit(30), unit(31), unit(32), unit(33), unit(34)}
+	c.EnqueueUnits(change)
+	assert.Equal(t, change, <-taken)
 }
 
 // echoesAwaited counts the insertions of the controller's writes the NB

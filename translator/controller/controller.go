@@ -1,9 +1,10 @@
 // Package controller runs the translator continuously, sample-controller
 // style: events from the input source, from the rows we own in the NB and
-// from the SB chassis enqueue the units (routers and networks) they affect on
-// a rate-limited workqueue; workers reconcile one unit each from the current
-// input, or, while the queue is long (a start, a resync), a batch of units
-// committed together as a sync commits (BatchAbove). Level-triggered: a
+// from the SB chassis enqueue the units (routers, networks, security
+// groups) they affect on a rate-limited workqueue; a worker reconciles
+// every unit queued (an event's units, or a batch of a start or a resync)
+// from the current input, committed together as a sync commits (take).
+// Level-triggered: a
 // reconcile computes the unit's whole desired state, so restarts, missed
 // events and drift heal.
 //
@@ -194,9 +195,12 @@ type Controller struct {
 	keys *keyChecks
 
 	// takeMu makes workers take units from the queue in turn (take);
-	// commitMu commit their transactions (nb.SyncOptions.CommitLock).
-	takeMu   sync.Mutex
-	commitMu sync.Mutex
+	// commitMu commit their transactions (nb.SyncOptions.CommitLock);
+	// enqueueMu is held while a source enqueues one change's units
+	// (EnqueueUnits), so that a worker woken by the first takes them all.
+	takeMu    sync.Mutex
+	commitMu  sync.Mutex
+	enqueueMu sync.Mutex
 
 	// onReconcile, for tests, sees every unit reconciled; active counts
 	// the reconciles (of a unit or a batch) in progress.
@@ -303,8 +307,11 @@ func (c *Controller) EnqueueAll(ctx context.Context) {
 }
 
 // EnqueueUnits schedules units, networks first; a source calls it with
-// what translator.Input.Set returned.
+// what translator.Input.Set returned: one change's units, which a worker
+// takes together (take).
 func (c *Controller) EnqueueUnits(units []translator.Unit) {
+	c.enqueueMu.Lock()
+	defer c.enqueueMu.Unlock()
 	for _, u := range units {
 		c.Enqueue(u)
 	}
@@ -622,18 +629,22 @@ func (c *Controller) settleEchoes(steps []*step, res *nb.SyncResult) {
 	}
 }
 
-// A queue longer than BatchAbove units (a start, a reconnection, a resync,
-// a zone appearing) is worked through in batches of at most
-// Options.BatchUnits units, diffed together and committed in as few
-// transactions as Options.BatchOps allows, as a sync commits; a shorter
-// one a unit per transaction, so that an event costs what its unit costs.
-const BatchAbove = 8
-
-// take hands a worker the next unit and, while the queue holds more than
-// BatchAbove, the units after it, up to opts.BatchUnits. Workers take in
-// turn (takeMu): the one waiting in Get holds it, so that the queue's
-// length, once a unit arrives, is what the taker may take without
-// waiting. quit: the queue is shut down and empty.
+// A worker takes every unit queued, up to Options.BatchUnits, and
+// reconciles them together: planned one by one, diffed together and
+// committed in as few transactions as Options.BatchOps allows, as a sync
+// commits. An event's units (a router's, its networks', the security
+// groups its VMs join) go in one transaction: the groups' Port_Groups
+// refer to the ports the networks insert in it, and the NB (and
+// ovn-northd after it) takes one transaction, not one per unit. A start,
+// a reconnection, a resync or a zone appearing is worked through in
+// batches.
+//
+// take hands a worker the next unit and the units queued after it, up to
+// opts.BatchUnits. Workers take in turn (takeMu): the one waiting in Get
+// holds it, so that the queue's length, once a unit arrives, is what the
+// taker may take without waiting; a source still enqueueing the units of
+// one change (enqueueMu) is waited for. quit: the queue is shut down and
+// empty.
 func (c *Controller) take() (units []translator.Unit, quit bool) {
 	c.takeMu.Lock()
 	defer c.takeMu.Unlock()
@@ -642,9 +653,8 @@ func (c *Controller) take() (units []translator.Unit, quit bool) {
 		return nil, true
 	}
 	units = []translator.Unit{u}
-	if c.queue.Len() < BatchAbove {
-		return units, false
-	}
+	c.enqueueMu.Lock()
+	defer c.enqueueMu.Unlock()
 	for len(units) < c.opts.BatchUnits && c.queue.Len() > 0 {
 		u, quit := c.queue.Get()
 		if quit {
