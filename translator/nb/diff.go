@@ -947,13 +947,26 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 	// A held row of ours stands for its key's row when no two rows can
 	// have one key (byKey, by key).
 	unique := d.uniqueKey(target)
-	var byKey map[string]string
-	if unique {
-		byKey = make(map[string]string, len(held))
-	}
-	ours := make(map[string]string, len(held)) // held UUID -> key, of our rows
+	var ours, byKey map[string]string // held UUID -> key, of our rows; and back
 	var foreign []string
-	for _, uuid := range held {
+	classify := held
+	if memo != nil && len(held)-len(unknown) == len(memo.ours)+len(memo.foreign) && (memo.byKey != nil) == unique {
+		// The set holds all it held then (the references it holds and
+		// the memo knows are as many as the memo knows), and more: the
+		// memo's maps are this diff's, the new references added.
+		ours, byKey, classify = memo.ours, memo.byKey, unknown
+		for f := range memo.foreign {
+			foreign = append(foreign, f)
+		}
+		slices.Sort(foreign)
+		memo = nil
+	} else {
+		ours = make(map[string]string, len(held))
+		if unique {
+			byKey = make(map[string]string, len(held))
+		}
+	}
+	for _, uuid := range classify {
 		var row model.Model
 		switch {
 		case memo == nil:
@@ -986,9 +999,6 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 		}
 		foreign = append(foreign, uuid)
 	}
-	if memoize {
-		d.memo.keep(slot, target, rc, stamp, ours, foreign)
-	}
 	kept := make(map[string]bool, len(keys))
 	d.wanted = slices.Grow(d.wanted, len(keys))
 	var lookup []string
@@ -1004,6 +1014,7 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 		bulk.withKeys()
 	}
 	var add []string
+	added := map[string]string{} // of add, the rows of ours in the NB: UUID -> key
 	for _, k := range lookup {
 		m, err := d.rowByKey(target, k)
 		if err != nil {
@@ -1015,6 +1026,7 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 				kept[uuidOf(m)] = true
 				continue
 			}
+			added[uuidOf(m)] = k
 		}
 		add = append(add, k)
 	}
@@ -1034,6 +1046,25 @@ func (d *Differ) diffRefSet(ud *UnitDiff, t *Table, have model.Model, key string
 	}
 	if len(foreign) > 0 {
 		ud.Notes = append(ud.Notes, foreignRefsNote(t, key, ref, foreign))
+	}
+	if memoize {
+		// What the set holds once this diff is committed, as far as it
+		// is known (a row inserted with it is read next time): if the
+		// commit fails, the set holds what the memo does not know and
+		// lacks what it does, and the next diff reads it whole.
+		for i, uuid := range out {
+			delete(ours, uuid)
+			if unique && byKey[outKeys[i]] == uuid {
+				delete(byKey, outKeys[i])
+			}
+		}
+		for uuid, k := range added {
+			ours[uuid] = k
+			if unique {
+				byKey[k] = uuid
+			}
+		}
+		d.memo.keep(slot, target, rc, stamp, ours, byKey, foreign)
 	}
 	if len(add) == 0 && len(out) == 0 {
 		return "", nil

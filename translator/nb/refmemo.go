@@ -40,6 +40,7 @@ type heldSet struct {
 	rc      *cache.RowCache // the referenced table's row cache it was read from
 	stamp   uint64
 	ours    map[string]string // held UUID -> key, of rows of ours
+	byKey   map[string]string // key -> held UUID, of rows of ours, when no two rows can have one key
 	foreign map[string]bool   // held UUIDs of other tools' rows
 }
 
@@ -113,12 +114,13 @@ func (m *RefMemo) stampOf(t *Table) uint64 {
 	return m.stamp[t]
 }
 
-// keep remembers what slot holds, read from rc at stamp.
-func (m *RefMemo) keep(slot refSlot, t *Table, rc *cache.RowCache, stamp uint64, ours map[string]string, foreign []string) {
+// keep remembers what slot holds, read from rc at stamp. The next diff of
+// slot takes its maps (there is one diff of a row at a time: its unit's).
+func (m *RefMemo) keep(slot refSlot, t *Table, rc *cache.RowCache, stamp uint64, ours, byKey map[string]string, foreign []string) {
 	if m == nil || !t.OwnerKeys() {
 		return
 	}
-	h := &heldSet{rc: rc, stamp: stamp, ours: ours}
+	h := &heldSet{rc: rc, stamp: stamp, ours: ours, byKey: byKey}
 	if len(foreign) > 0 {
 		h.foreign = make(map[string]bool, len(foreign))
 		for _, f := range foreign {
