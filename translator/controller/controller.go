@@ -166,8 +166,10 @@ type Controller struct {
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
 	// awaiting are the units waiting for a row of ours that another unit
-	// creates (nb.MissingRowError), by the row's table and key.
+	// creates (nb.MissingRowError), by the row's table and key; awaits
+	// the row each waits for (one at a time: its diff's first missing).
 	awaiting map[rowID]map[translator.Unit]bool
+	awaits   map[translator.Unit]rowID
 	// writing are the units whose rows are being written, with the rows
 	// of theirs the NB announced as inserted, updated or deleted
 	// meanwhile; echoes the rows their last write wrote that the NB has
@@ -268,6 +270,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 		pending:  map[string]int{},
 		parked:   map[string]map[string]bool{},
 		awaiting: map[rowID]map[translator.Unit]bool{},
+		awaits:   map[translator.Unit]rowID{},
 		moves:    map[string]string{},
 		writing:  map[translator.Unit][]rowID{},
 		echoes:   map[translator.Unit]map[rowID]int{},
@@ -725,15 +728,38 @@ type awaitError struct{ *nb.MissingRowError }
 func (e *awaitError) Unwrap() error { return e.MissingRowError }
 
 // await has unit u reconciled again when the NB announces row key of
-// table (onNB).
+// table (onNB), and no longer for the row it waited for before.
 func (c *Controller) await(u translator.Unit, table, key string) {
 	id := rowID{table: table, key: key, action: nb.Create}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stopAwaitingLocked(u)
 	if c.awaiting[id] == nil {
 		c.awaiting[id] = map[translator.Unit]bool{}
 	}
 	c.awaiting[id][u] = true
+	c.awaits[u] = id
+}
+
+// stopAwaiting forgets the row unit u waited for: its reconcile no longer
+// needs it (a row that never comes, a VM gone before its port, leaves
+// nothing behind).
+func (c *Controller) stopAwaiting(u translator.Unit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopAwaitingLocked(u)
+}
+
+func (c *Controller) stopAwaitingLocked(u translator.Unit) {
+	id, ok := c.awaits[u]
+	if !ok {
+		return
+	}
+	delete(c.awaits, u)
+	delete(c.awaiting[id], u)
+	if len(c.awaiting[id]) == 0 {
+		delete(c.awaiting, id)
+	}
 }
 
 // arrived enqueues the units waiting for row key of table, now in the NB.
@@ -742,6 +768,9 @@ func (c *Controller) arrived(table, key string) {
 	c.mu.Lock()
 	units := c.awaiting[id]
 	delete(c.awaiting, id)
+	for u := range units {
+		delete(c.awaits, u)
+	}
 	c.mu.Unlock()
 	for u := range units {
 		c.Enqueue(u)
@@ -872,6 +901,7 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 		c.await(u, missing.Table, missing.Key)
 		return &awaitError{missing}
 	}
+	c.stopAwaiting(u)
 	if u.Kind == translator.KindNetwork {
 		c.checkKeys(u.Name)
 	} else if rp != nil {

@@ -177,6 +177,8 @@ func TestSecurityGroupWaitsForItsNewMemberPorts(t *testing.T) {
 	assert.False(t, errors.As(err, &w), "failed, not waiting: %v", err)
 	require.Len(t, status.got, 1)
 	assert.ErrorContains(t, status.got[0].Err, portB)
+	assert.Empty(t, c.awaiting, "a unit that no longer waits leaves nothing behind")
+	assert.Empty(t, c.awaits)
 
 	require.NoError(t, reconcileOne(ctx, c, netB))
 	require.NoError(t, reconcileOne(ctx, c, group))
