@@ -221,7 +221,11 @@ type HostRoute struct {
 	Nexthop     string
 }
 
-// IPPool is a network-config address pool.
+// IPPool is a network-config address pool: the range an IPAM outside
+// kubevirt-ovn may hand out, informational as in ONOS (which allocated
+// nothing from it). A VM's address is accepted anywhere in the network's
+// CIDR; only a load balancer's health check source IP must lie outside
+// the pool (no VM may be given it later).
 type IPPool struct {
 	Start string
 	End   string

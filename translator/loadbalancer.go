@@ -292,7 +292,7 @@ func (in *Input) checkHealthCheck(d *lbDecl, n *network, vip netip.Addr, lb *pla
 	case src == vip:
 		return nil, lbErr(d.Name, f+"sourceIp", "%s is the VIP", src)
 	case n.poolStart.IsValid() && !src.Less(n.poolStart) && !n.poolEnd.Less(src):
-		return nil, lbErr(d.Name, f+"sourceIp", "%s is in the ipPool %s-%s of network %s, which VMs get their addresses from", src, n.poolStart, n.poolEnd, n.Name)
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is in the ipPool %s-%s of network %s, the range a VM may be given its address from", src, n.poolStart, n.poolEnd, n.Name)
 	case len(lb.ports) == 0:
 		return nil, lbErr(d.Name, "spec.healthCheck", "needs a tcp or udp rule: OVN probes ports, not ICMP")
 	}

@@ -458,7 +458,7 @@ func TestLoadBalancerHealthCheck(t *testing.T) {
 		"a VM's":        {LBHealthCheck{SourceIP: "10.10.0.5"}, nil, "spec.healthCheck.sourceIp 10.10.0.5 is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
 		"negative":      {LBHealthCheck{SourceIP: "10.10.0.250", Timeout: -1}, nil, "spec.healthCheck.timeout -1 is negative"},
 		"icmp only":     {LBHealthCheck{SourceIP: "10.10.0.250"}, func(s *Snapshot) { s.LoadBalancers[0].Rules = []LBRule{{Protocol: "icmp"}} }, "spec.healthCheck needs a tcp or udp rule: OVN probes ports, not ICMP"},
-		"in the ipPool": {LBHealthCheck{SourceIP: "10.10.0.250"}, func(s *Snapshot) { s.Networks[1].IPPool = &IPPool{Start: "10.10.0.2", End: "10.10.0.254"} }, "spec.healthCheck.sourceIp 10.10.0.250 is in the ipPool 10.10.0.2-10.10.0.254 of network net-a, which VMs get their addresses from"},
+		"in the ipPool": {LBHealthCheck{SourceIP: "10.10.0.250"}, func(s *Snapshot) { s.Networks[1].IPPool = &IPPool{Start: "10.10.0.2", End: "10.10.0.254"} }, "spec.healthCheck.sourceIp 10.10.0.250 is in the ipPool 10.10.0.2-10.10.0.254 of network net-a, the range a VM may be given its address from"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := lbSnapshot()

@@ -128,6 +128,7 @@ type network struct {
 	gateway netip.Addr // invalid when the network has no gatewayIp
 	segment int
 	// pool is the ipPool's first and last address; invalid without one.
+	// Informational (IPPool): it fences no VM address.
 	poolStart, poolEnd netip.Addr
 }
 
@@ -621,9 +622,10 @@ func (v *VMInterface) ipField() string {
 
 // validateVM checks a VM interface against its network and returns the MAC
 // and IP of its port. A declared address (VMInterface.MACField, IPField)
-// that status reports otherwise is an error naming both; an IP outside the
-// network's ipPool is one too: it is the address DHCP hands out, and
-// ONOS's IPAM would have refused it.
+// that status reports otherwise is an error naming both. Any host address
+// of the network's CIDR but its gateway is the port's, wherever it lies
+// relative to the network's ipPool: ONOS allocated nothing from the pool,
+// and operators keep static addresses outside the dynamic range.
 func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	if msg := badName(v.Namespace, validation.IsDNS1123Label); msg != "" {
 		return "", "", vmErr(v, "metadata.namespace", "%s", msg)
@@ -658,9 +660,6 @@ func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	}
 	if n.gateway.IsValid() && addr == n.gateway {
 		return "", "", vmErr(v, ipField, "%s is the gateway IP of network %s", addr, n.Name)
-	}
-	if n.poolStart.IsValid() && (addr.Less(n.poolStart) || n.poolEnd.Less(addr)) {
-		return "", "", vmErr(v, ipField, "%s is outside the ipPool %s-%s of network %s", addr, n.poolStart, n.poolEnd, n.Name)
 	}
 	return mac, addr.String(), nil
 }

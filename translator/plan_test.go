@@ -1121,6 +1121,28 @@ func TestValidation(t *testing.T) {
 			},
 			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.segmentId ", msg: `"ten" is not a number`,
 		},
+		// ipPool: informational, but a malformed pool is an error.
+		{
+			name: "ipPool start after end",
+			mutate: func(t *testing.T, s *Snapshot) {
+				networkNamed(t, s, "net-a").IPPool = &IPPool{Start: "10.10.0.200", End: "10.10.0.100"}
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipPool ", msg: "start 10.10.0.200 is after end 10.10.0.100",
+		},
+		{
+			name: "ipPool outside the cidr",
+			mutate: func(t *testing.T, s *Snapshot) {
+				networkNamed(t, s, "net-a").IPPool = &IPPool{Start: "10.10.0.100", End: "10.10.1.10"}
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipPool ", msg: "10.10.0.100-10.10.1.10 is not inside cidr 10.10.0.0/24",
+		},
+		{
+			name: "ipPool start not an address",
+			mutate: func(t *testing.T, s *Snapshot) {
+				networkNamed(t, s, "net-a").IPPool = &IPPool{Start: "ten", End: "10.10.0.10"}
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipPool.start ", msg: `"ten" is not an IP address`,
+		},
 		{
 			name:   "unknown network type",
 			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").Type = "MPLS" },
@@ -1365,9 +1387,10 @@ func TestVMInterfaceValidation(t *testing.T) {
 
 // TestVMDeclaredAddresses: an address declared before boot (the spec's
 // macAddress, the interfaces annotation's ipAddress) that status reports
-// otherwise, and an address outside the network's ipPool, are errors of
-// the interface, naming the field (and both values); its port stays as it
-// is, the network's other ports are planned.
+// otherwise, an address outside the network or its gateway's, are errors
+// of the interface, naming the field (and both values); its port stays as
+// it is, the network's other ports are planned. An address outside the
+// network's ipPool is no error.
 func TestVMDeclaredAddresses(t *testing.T) {
 	good := VMInterface{Namespace: "default", VMI: "vm-good", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:01", IP: "10.10.0.11"}
 	declared := func(v *VMInterface) {
@@ -1397,11 +1420,15 @@ func TestVMDeclaredAddresses(t *testing.T) {
 			declared(v)
 			v.IP = "10.99.0.12"
 		}, want: "VirtualMachineInstance default/vm-bad: metadata.annotations[interfaces][net-a].ipAddress 10.99.0.12 is outside network net-a (10.10.0.0/24)"},
+		// The ipPool is informational, as in ONOS: an address anywhere in
+		// the CIDR is the port's (issue 30).
 		{name: "inside the ipPool", pool: &IPPool{Start: "10.10.0.10", End: "10.10.0.12"}},
-		{name: "below the ipPool", pool: &IPPool{Start: "10.10.0.11", End: "10.10.0.200"}, mutate: func(v *VMInterface) { v.IP = "10.10.0.10" },
-			want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress 10.10.0.10 is outside the ipPool 10.10.0.11-10.10.0.200 of network net-a"},
-		{name: "above the ipPool, declared", pool: &IPPool{Start: "10.10.0.10", End: "10.10.0.11"}, mutate: declared,
-			want: "VirtualMachineInstance default/vm-bad: metadata.annotations[interfaces][net-a].ipAddress 10.10.0.12 is outside the ipPool 10.10.0.10-10.10.0.11 of network net-a"},
+		{name: "below the ipPool", pool: &IPPool{Start: "10.10.0.11", End: "10.10.0.200"}, mutate: func(v *VMInterface) { v.IP = "10.10.0.10" }},
+		{name: "above the ipPool, declared", pool: &IPPool{Start: "10.10.0.10", End: "10.10.0.11"}, mutate: declared},
+		{name: "outside the ipPool, and the gateway", pool: &IPPool{Start: "10.10.0.100", End: "10.10.0.200"}, mutate: func(v *VMInterface) { v.IP = "10.10.0.1" },
+			want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress 10.10.0.1 is the gateway IP of network net-a"},
+		{name: "outside the ipPool, and the network", pool: &IPPool{Start: "10.10.0.100", End: "10.10.0.200"}, mutate: func(v *VMInterface) { v.IP = "10.10.1.5" },
+			want: "VirtualMachineInstance default/vm-bad: status.interfaces[eth1].ipAddress 10.10.1.5 is outside network net-a (10.10.0.0/24)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1424,7 +1451,8 @@ func TestVMDeclaredAddresses(t *testing.T) {
 			if tc.want == "" {
 				assert.Empty(t, p.Errors)
 				assert.Equal(t, []string{"kv-net-a_default_vm-bad_eth1", "kv-net-a_default_vm-good_eth1"}, portNames(np.Ports))
-				assert.Equal(t, []string{"50:54:00:00:00:ab 10.10.0.12"}, np.Ports[0].Addresses)
+				assert.Equal(t, []string{"50:54:00:00:00:ab " + bad.IP}, np.Ports[0].Addresses)
+				assert.Equal(t, []string{"50:54:00:00:00:ab " + bad.IP}, np.Ports[0].PortSecurity)
 				return
 			}
 			assert.Equal(t, []string{tc.want}, errTexts(p.Errors))

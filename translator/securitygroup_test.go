@@ -397,12 +397,12 @@ func TestSecurityGroupMembersFollowHeldClaimsAndNetworkEdits(t *testing.T) {
 	in.Set("nets", Objects{Routers: s.Routers, Networks: s.Networks, VMs: vms})
 	assert.Equal(t, []string{portA, portC}, members(heldBy(portC)))
 
-	// net-a's ipPool no more holds vm-a's IP: vm-a has no port; back:
-	// both again.
+	// net-a's gateway moves to vm-a's IP: vm-a has no port; back: both
+	// again.
 	nets := append([]Network(nil), s.Networks...)
 	for i := range nets {
 		if nets[i].Name == "net-a" {
-			nets[i].IPPool = &IPPool{Start: "10.10.0.6", End: "10.10.0.200"}
+			nets[i].GatewayIP = "10.10.0.5"
 		}
 	}
 	in.Set("nets", Objects{Routers: s.Routers, Networks: nets, VMs: vms})
