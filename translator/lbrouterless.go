@@ -20,11 +20,11 @@ func (in *Input) routerlessLoadBalancers(n *network) []LoadBalancerStatus {
 	var out []LoadBalancerStatus
 	for _, d := range in.lbDecls(n.Name) {
 		st := LoadBalancerStatus{Name: d.Name, Generation: d.Generation}
-		if _, err := in.checkLoadBalancer(d, n); err != nil {
+		if lb, err := in.checkLoadBalancer(d, n); err != nil {
 			st.Reason, st.Err = err.Error(), err
 		} else {
 			st.Ready = true
-			st.Reason = fmt.Sprintf("no router has network %s as an internal network: its VIP is reachable from inside the network only", n.Name)
+			st.Reason = lb.reason(fmt.Sprintf("no router has network %s as an internal network: its VIP is reachable from inside the network only", n.Name))
 		}
 		out = append(out, st)
 	}

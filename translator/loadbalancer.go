@@ -133,6 +133,14 @@ type plannedLB struct {
 	// none.
 	memberPorts map[string]string
 	hc          *LBHealthCheck
+	// notes say what of its spec was left aside (members that are no VM
+	// port, unusable port ranges): the Reason of its Ready status.
+	notes []string
+}
+
+// reason is the Reason of valid lb's Ready status: its notes, then more.
+func (lb *plannedLB) reason(more ...string) string {
+	return strings.Join(append(slices.Clip(lb.notes), more...), "; ")
 }
 
 // lbDecls are the load balancers on network name, by name then position.
@@ -157,7 +165,7 @@ func (in *Input) planLoadBalancers(r *router) ([]LoadBalancerStatus, []*plannedL
 			if err != nil {
 				st.Reason, st.Err = err.Error(), err
 			} else {
-				st.Ready = true
+				st.Ready, st.Reason = true, lb.reason()
 				valid = append(valid, lb)
 			}
 			statuses = append(statuses, st)
@@ -199,21 +207,27 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 		return nil, lbErr(d.Name, "spec.vip", "%s is the address of VM port %s on network %s", vip, port, n.Name)
 	}
 	lb.vip = vip
+	// A member that is no VM port (a stopped VM's: KubeVirt deletes its
+	// VMI), or the VIP, is left out with a note, as ONOS skipped it: one
+	// member must not take the whole load balancer down. A member listed
+	// twice is one (ONOS kept a set).
 	for i, m := range d.Members {
 		field := fmt.Sprintf("spec.members[%d]", i)
 		ip, err := parseIPv4(m)
 		if err != nil {
 			return nil, lbErr(d.Name, field, "%v", err)
 		}
+		if slices.Contains(lb.members, ip.String()) {
+			continue
+		}
 		if ip == vip {
-			return nil, lbErr(d.Name, field, "%s is the VIP", ip)
+			lb.notes = append(lb.notes, fmt.Sprintf("%s %s is the VIP: left out", field, ip))
+			continue
 		}
 		port := in.vmPortOf(n, ip)
 		if port == "" {
-			return nil, lbErr(d.Name, field, "%s is no VM port on network %s", ip, n.Name)
-		}
-		if slices.Contains(lb.members, ip.String()) {
-			return nil, lbErr(d.Name, field, "%s is listed twice", ip)
+			lb.notes = append(lb.notes, fmt.Sprintf("%s %s is no VM port on network %s: left out until it is one", field, ip, n.Name))
+			continue
 		}
 		lb.members = append(lb.members, ip.String())
 		lb.memberPorts[ip.String()] = port
@@ -238,13 +252,18 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 		if hi == 0 {
 			hi = r.PortMin
 		}
+		// A portRangeMax that makes no range of at most LBMaxPortRange
+		// ports is left aside with a note, and portRangeMin alone is
+		// balanced: all ONOS ever balanced of a rule.
 		switch {
 		case r.PortMin < 1 || r.PortMin > 65535:
 			return nil, lbErr(d.Name, field+".portRangeMin", "%d is not a port (1-65535)", r.PortMin)
 		case hi < r.PortMin || hi > 65535:
-			return nil, lbErr(d.Name, field+".portRangeMax", "%d is not a port from portRangeMin %d to 65535", r.PortMax, r.PortMin)
+			lb.notes = append(lb.notes, fmt.Sprintf("%s.portRangeMax %d is not a port from portRangeMin %d to 65535: port %d alone is balanced, as ONOS did", field, r.PortMax, r.PortMin, r.PortMin))
+			hi = r.PortMin
 		case hi-r.PortMin+1 > LBMaxPortRange:
-			return nil, lbErr(d.Name, field+".portRangeMax", "range %d-%d spans %d ports: OVN has no range VIPs and kubevirt-ovn expands at most %d", r.PortMin, hi, hi-r.PortMin+1, LBMaxPortRange)
+			lb.notes = append(lb.notes, fmt.Sprintf("%s.portRangeMax range %d-%d spans %d ports: OVN has no range VIPs and kubevirt-ovn expands at most %d, so port %d alone is balanced, as ONOS did", field, r.PortMin, hi, hi-r.PortMin+1, LBMaxPortRange, r.PortMin))
+			hi = r.PortMin
 		}
 		for p := r.PortMin; p <= hi; p++ {
 			if !slices.Contains(lb.ports[proto], p) {

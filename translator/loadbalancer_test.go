@@ -99,22 +99,41 @@ func TestLoadBalancers(t *testing.T) {
 			}(),
 			status: LoadBalancerStatus{Name: "web", Ready: true, FloatingIPs: []string{"172.16.0.60"}},
 		},
+		// What ONOS skipped is left out with a note, not a failure of the
+		// whole load balancer (issue 30): a stopped member VM has no VMI.
 		{
-			name:   "a member that is no VM port on the network",
+			name:   "a member that is no VM port on the network: left out",
 			edit:   func(s *Snapshot) { s.LoadBalancers[0].Members = []string{"10.10.0.5", "10.10.0.7"} },
-			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.members[1] 10.10.0.7 is no VM port on network net-a"},
+			want:   []*nbmodel.LoadBalancer{web("tcp", map[string]string{"10.10.0.100:80": "10.10.0.5:80"})},
+			status: LoadBalancerStatus{Name: "web", Ready: true, Reason: "spec.members[1] 10.10.0.7 is no VM port on network net-a: left out until it is one"},
 		},
 		{
-			name:   "a member on another network",
+			name:   "a member on another network: left out",
 			edit:   func(s *Snapshot) { s.LoadBalancers[0].Members = []string{"10.20.0.6"} },
-			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.members[0] 10.20.0.6 is no VM port on network net-a"},
+			want:   []*nbmodel.LoadBalancer{web("tcp", map[string]string{"10.10.0.100:80": ""})},
+			status: LoadBalancerStatus{Name: "web", Ready: true, Reason: "spec.members[0] 10.20.0.6 is no VM port on network net-a: left out until it is one"},
 		},
 		{
-			name: "a range beyond the limit",
+			name:   "a member listed twice is one; the VIP as a member is left out",
+			edit:   func(s *Snapshot) { s.LoadBalancers[0].Members = []string{"10.10.0.6", "10.10.0.100", "10.10.0.5", "10.10.0.6"} },
+			want:   []*nbmodel.LoadBalancer{web("tcp", map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"})},
+			status: LoadBalancerStatus{Name: "web", Ready: true, Reason: "spec.members[1] 10.10.0.100 is the VIP: left out"},
+		},
+		{
+			name: "a range beyond the limit: portRangeMin alone, as ONOS",
 			edit: func(s *Snapshot) {
 				s.LoadBalancers[0].Rules = []LBRule{{Protocol: "tcp", PortMin: 7000, PortMax: 8000}}
 			},
-			status: LoadBalancerStatus{Name: "web", Reason: "LoadBalancer web: spec.rules[0].portRangeMax range 7000-8000 spans 1001 ports: OVN has no range VIPs and kubevirt-ovn expands at most 64"},
+			want:   []*nbmodel.LoadBalancer{web("tcp", map[string]string{"10.10.0.100:7000": "10.10.0.5:7000,10.10.0.6:7000"})},
+			status: LoadBalancerStatus{Name: "web", Ready: true, Reason: "spec.rules[0].portRangeMax range 7000-8000 spans 1001 ports: OVN has no range VIPs and kubevirt-ovn expands at most 64, so port 7000 alone is balanced, as ONOS did"},
+		},
+		{
+			name: "a range upside down: portRangeMin alone, as ONOS",
+			edit: func(s *Snapshot) {
+				s.LoadBalancers[0].Rules = []LBRule{{Protocol: "udp", PortMin: 53, PortMax: 50}}
+			},
+			want:   []*nbmodel.LoadBalancer{web("udp", map[string]string{"10.10.0.100:53": "10.10.0.5:53,10.10.0.6:53"})},
+			status: LoadBalancerStatus{Name: "web", Ready: true, Reason: "spec.rules[0].portRangeMax 50 is not a port from portRangeMin 53 to 65535: port 53 alone is balanced, as ONOS did"},
 		},
 		{
 			name:   "an unknown protocol",
@@ -301,7 +320,7 @@ func TestLoadBalancerIncremental(t *testing.T) {
 	in := NewInputFrom(s)
 	r1, netA := Unit{KindRouter, "r1"}, Unit{KindNetwork, "net-a"}
 
-	// The member 10.10.0.6 goes: web is invalid.
+	// The member 10.10.0.6 goes: web balances over the other alone.
 	var vms []VMInterface
 	for _, v := range s.VMs {
 		if v.IP != "10.10.0.6" {
@@ -313,8 +332,12 @@ func TestLoadBalancerIncremental(t *testing.T) {
 	assert.Contains(t, affected, netA)
 	up := in.Plan(r1, testInstance, nil)
 	require.NotNil(t, up.Router)
-	assert.Empty(t, up.Router.LoadBalancers)
-	assert.Empty(t, in.Plan(netA, testInstance, nil).Network.LoadBalancers)
+	require.Len(t, up.Router.LoadBalancers, 1)
+	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.5:80"}, up.Router.LoadBalancers[0].Vips)
+	assert.Equal(t, "spec.members[0] 10.10.0.6 is no VM port on network net-a: left out until it is one", up.LoadBalancers[0].Reason)
+	nlbs := in.Plan(netA, testInstance, nil).Network.LoadBalancers
+	require.Len(t, nlbs, 1)
+	assert.Equal(t, map[string]string{"10.10.0.100:80": "10.10.0.5:80"}, nlbs[0].Vips)
 
 	// The load balancer in another source, without the gone member.
 	lb := webLB()
@@ -346,7 +369,7 @@ func TestGoldenLoadBalancers(t *testing.T) {
 	s := lbSnapshot()
 	lb2 := LoadBalancer{Name: "dns", ID: "dns-onos", Description: "resolvers", Network: "net-b", VIP: "10.20.0.53", Members: []string{"10.20.0.6"},
 		Rules: []LBRule{{Protocol: "udp", PortMin: 53}, {Protocol: "tcp", PortMin: 53}, {Protocol: "icmp"}}, Created: t0}
-	bad := LoadBalancer{Name: "bad", ID: "bad", Network: "net-a", VIP: "10.10.0.101", Members: []string{"10.10.0.99"},
+	bad := LoadBalancer{Name: "bad", ID: "bad", Network: "net-a", VIP: "10.10.0.1", Members: []string{"10.10.0.99"},
 		Rules: []LBRule{{Protocol: "tcp", PortMin: 443}}, Created: t0}
 	lb2.HealthCheck = &LBHealthCheck{SourceIP: "10.20.0.250", Interval: 2}
 	s.LoadBalancers = append(s.LoadBalancers, lb2, bad)
