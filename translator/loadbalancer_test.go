@@ -114,8 +114,10 @@ func TestLoadBalancers(t *testing.T) {
 			status: LoadBalancerStatus{Name: "web", Ready: true, Reason: "spec.members[0] 10.20.0.6 is no VM port on network net-a: left out until it is one"},
 		},
 		{
-			name:   "a member listed twice is one; the VIP as a member is left out",
-			edit:   func(s *Snapshot) { s.LoadBalancers[0].Members = []string{"10.10.0.6", "10.10.0.100", "10.10.0.5", "10.10.0.6"} },
+			name: "a member listed twice is one; the VIP as a member is left out",
+			edit: func(s *Snapshot) {
+				s.LoadBalancers[0].Members = []string{"10.10.0.6", "10.10.0.100", "10.10.0.5", "10.10.0.6"}
+			},
 			want:   []*nbmodel.LoadBalancer{web("tcp", map[string]string{"10.10.0.100:80": "10.10.0.5:80,10.10.0.6:80"})},
 			status: LoadBalancerStatus{Name: "web", Ready: true, Reason: "spec.members[1] 10.10.0.100 is the VIP: left out"},
 		},
