@@ -407,11 +407,14 @@ func dhcpOptions(n *network, instance string) *nbmodel.DHCPOptions {
 	if n.MTU >= 68 {
 		opts["mtu"] = strconv.Itoa(n.MTU)
 	}
-	if len(n.HostRoutes) > 0 {
+	if slices.ContainsFunc(n.HostRoutes, func(hr HostRoute) bool { return hr.Destination != "" }) {
 		var routes []string
 		hasDefault := false
 		for _, hr := range n.HostRoutes {
-			dst, _ := parseIPv4Prefix(hr.Destination)
+			if hr.Destination == "" {
+				continue
+			}
+			dst, _ := parseRoutePrefix(hr.Destination)
 			nh := "0.0.0.0" // on-link (RFC 3442)
 			if a, err := parseIPv4(hr.Nexthop); err == nil {
 				nh = a.String()
@@ -487,23 +490,20 @@ func validateNetwork(in *Network) (*network, []error) {
 	if in.MTU < 0 || in.MTU > 65535 {
 		errs = append(errs, networkErr(in, "network-config.mtu", "%d is not between 0 and 65535", in.MTU))
 	}
-	var segErr error
-	if in.SegmentID != "" {
-		var seg int
-		seg, segErr = parseUint(in.SegmentID)
-		if segErr != nil {
-			errs = append(errs, networkErr(in, "network-config.segmentId", "%q is not a number", in.SegmentID))
-		}
-		n.segment = seg
-	}
+	// segmentId is read for a VLAN network only, its VLAN ID: FLAT
+	// networks have none (ONOS never read it) and OVN allocates overlay
+	// tunnel keys itself, so whatever it holds there is ignored.
 	if n.Type == NetworkVLAN {
+		seg, segErr := parseUint(in.SegmentID)
 		switch {
 		case in.SegmentID == "":
 			errs = append(errs, networkErr(in, "network-config.segmentId", "is required for a VLAN network (the 802.1Q VLAN ID)"))
 		case segErr != nil:
-			// already reported: not a number
-		case n.segment < 1 || n.segment > 4094:
+			errs = append(errs, networkErr(in, "network-config.segmentId", "%q is not a number", in.SegmentID))
+		case seg < 1 || seg > 4094:
 			errs = append(errs, networkErr(in, "network-config.segmentId", "%s is not a VLAN ID (1-4094)", in.SegmentID))
+		default:
+			n.segment = seg
 		}
 	}
 	if in.PhysicalNetworkName != "" && n.Type != NetworkFlat && n.Type != NetworkVLAN {
@@ -525,8 +525,13 @@ func validateNetwork(in *Network) (*network, []error) {
 			n.poolStart, n.poolEnd = start, end
 		}
 	}
+	// A host route without a destination, and an empty DNS server, are
+	// skipped, as ONOS skipped them.
 	for i, hr := range in.HostRoutes {
-		if _, err := parseIPv4Prefix(hr.Destination); err != nil {
+		if hr.Destination == "" {
+			continue
+		}
+		if _, err := parseRoutePrefix(hr.Destination); err != nil {
 			errs = append(errs, networkErr(in, fmt.Sprintf("network-config.hostRoutes[%d].destination", i), "%v", err))
 		}
 		if hr.Nexthop != "" {
@@ -536,6 +541,9 @@ func validateNetwork(in *Network) (*network, []error) {
 		}
 	}
 	for i, d := range in.DNSes {
+		if d == "" {
+			continue
+		}
 		if _, err := netip.ParseAddr(d); err != nil {
 			errs = append(errs, networkErr(in, fmt.Sprintf("network-config.dnses[%d]", i), "%q is not an IP address", d))
 		}
@@ -1059,6 +1067,19 @@ func parseIPv4Prefix(s string) (netip.Prefix, error) {
 	}
 	if p.Bits() > 30 {
 		return netip.Prefix{}, fmt.Errorf("%s leaves no room for a gateway and hosts (prefix longer than /30)", s)
+	}
+	return p.Masked(), nil
+}
+
+// parseRoutePrefix parses a route's destination: an IPv4 CIDR of any
+// length (a /32 is one host, e.g. 169.254.169.254/32), host bits masked.
+func parseRoutePrefix(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR", s)
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("%s is not an IPv4 CIDR (only IPv4 is supported)", s)
 	}
 	return p.Masked(), nil
 }

@@ -573,6 +573,15 @@ func TestBuildDHCP(t *testing.T) {
 			n.HostRoutes = []HostRoute{{Destination: "0.0.0.0/0", Nexthop: "10.10.0.254"}}
 		}, want: opts(map[string]string{"router": "10.10.0.1", "classless_static_route": "{0.0.0.0/0,10.10.0.254}"})},
 		{name: "no gatewayIp: no DHCP", mod: func(n *Network) { n.GatewayIP = ""; n.DefaultRoute = true }},
+		// What ONOS accepted (issue 30): a host route to one host, a route
+		// without destination and an empty DNS server skipped.
+		{name: "a /32 host route; a route without destination and an empty DNS server skipped", mod: func(n *Network) {
+			n.HostRoutes = []HostRoute{{Destination: "169.254.169.254/32", Nexthop: "10.10.0.2"}, {Nexthop: "10.10.0.3"}, {Destination: "10.9.0.0/31"}}
+			n.DNSes = []string{"", "10.0.0.53"}
+		}, want: opts(map[string]string{"classless_static_route": "{169.254.169.254/32,10.10.0.2, 10.9.0.0/31,0.0.0.0}", "dns_server": "{10.0.0.53}"})},
+		{name: "only a route without destination: no option 121", mod: func(n *Network) {
+			n.HostRoutes = []HostRoute{{Nexthop: "10.10.0.3"}}
+		}, want: opts(nil)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -904,6 +913,22 @@ func TestValidationBaseline(t *testing.T) {
 	assert.NotNil(t, findRouter(p, "good"))
 	assert.NotNil(t, findRouter(p, "bad"))
 	assert.Len(t, p.Networks, 4)
+}
+
+// TestValidationAcceptsWhatONOSAccepted: input ONOS read without
+// complaint plans without an error (issue 30): a segmentId that is no
+// number on FLAT and overlay networks (ONOS never read it for FLAT, and
+// kubevirt-ovn uses it for VLAN only), a VM outside the ipPool.
+func TestValidationAcceptsWhatONOSAccepted(t *testing.T) {
+	s := validationSnapshot()
+	networkNamed(t, s, "public").SegmentID = "none"
+	networkNamed(t, s, "net-a").SegmentID = "ten"
+	networkNamed(t, s, "net-a").IPPool = &IPPool{Start: "10.10.0.200", End: "10.10.0.250"}
+	p := Build(s, testInstance)
+	require.Empty(t, p.Errors)
+	require.Empty(t, p.Failed)
+	assert.NotNil(t, findRouter(p, "good"))
+	assert.NotNil(t, findRouter(p, "bad"))
 }
 
 func TestValidation(t *testing.T) {
