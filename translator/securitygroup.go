@@ -323,11 +323,14 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 				sp.KeepACLs = append(sp.KeepACLs, key)
 			}
 			sp.RuleErrors = append(sp.RuleErrors, err)
-		case note != "":
-			sp.Notes = append(sp.Notes, note)
 		default:
-			acl.ExternalIDs = ids(key)
-			sp.ACLs = append(sp.ACLs, acl)
+			if note != "" {
+				sp.Notes = append(sp.Notes, note)
+			}
+			if acl != nil {
+				acl.ExternalIDs = ids(key)
+				sp.ACLs = append(sp.ACLs, acl)
+			}
 		}
 	}
 	slices.SortFunc(sp.ACLs, func(a, b *nbmodel.ACL) int {
@@ -605,6 +608,8 @@ func (m *portsMemo) forget(name string) {
 
 // ruleACL is rule r's ACL in group pg (whose SecurityGroup is named
 // group), or a note why an accepted rule has none (IPv6), or its error.
+// An ACL may come with a note saying what of the rule was read as ONOS
+// read it (both remotes, ports beside protocol any).
 func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *InputError) {
 	acl := &nbmodel.ACL{Priority: SGRulePriority, Action: nbmodel.ACLActionAllowRelated}
 	var m []string
@@ -622,7 +627,7 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 	default:
 		return nil, "", ruleErr(r, group, "spec.direction", "%q is neither ingress nor egress", r.Direction)
 	}
-	switch strings.ToLower(r.EtherType) {
+	switch strings.ToLower(strings.TrimSpace(r.EtherType)) {
 	case "", "ipv4":
 	case "ipv6":
 		return nil, fmt.Sprintf("%s rule %s: etherType IPv6 is not applied: kubevirt-ovn networks are IPv4 (ONOS installed it as IPv4)", ObjSecurityGroup+" "+group, r.ID), nil
@@ -630,10 +635,17 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 		return nil, "", ruleErr(r, group, "spec.etherType", "%q is neither IPv4 nor IPv6", r.EtherType)
 	}
 	m = append(m, "ip4")
+	var notes []string
+	note := func(format string, args ...any) {
+		notes = append(notes, fmt.Sprintf(format, args...))
+	}
 	switch {
 	case r.RemoteIPPrefix != "" && r.RemoteGroupID != "":
-		return nil, "", ruleErr(r, group, "spec.remoteGroupId", "and spec.remoteIpPrefix are both set; a rule has one remote")
-	case r.RemoteIPPrefix != "":
+		// ONOS's reading: the group, the prefix ignored.
+		note("spec.remoteIpPrefix %s is ignored beside spec.remoteGroupId %s, as ONOS ignored it", r.RemoteIPPrefix, r.RemoteGroupID)
+	}
+	switch {
+	case r.RemoteIPPrefix != "" && r.RemoteGroupID == "":
 		p, err := parseRemotePrefix(r.RemoteIPPrefix)
 		if err != nil {
 			return nil, "", ruleErr(r, group, "spec.remoteIpPrefix", "%v", err)
@@ -655,13 +667,19 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 		}
 		m = append(m, remote+" == $"+set)
 	}
-	proto, err := protocolMatch(r, group)
+	proto, protoNote, err := protocolMatch(r, group)
 	if err != nil {
 		return nil, "", err
 	}
+	if protoNote != "" {
+		note("%s", protoNote)
+	}
 	m = append(m, proto...)
 	acl.Match = strings.Join(m, " && ")
-	return acl, "", nil
+	if len(notes) == 0 {
+		return acl, "", nil
+	}
+	return acl, fmt.Sprintf("%s rule %s: %s", ObjSecurityGroup+" "+group, r.ID, strings.Join(notes, "; ")), nil
 }
 
 // parseRemotePrefix reads an IPv4 prefix or address (a /32); host bits
@@ -686,8 +704,10 @@ var protocolNumbers = map[string]int{"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132
 
 // protocolMatch is the match of rule r's protocol and port range: the
 // destination port in both directions (ONOS matched the source port of
-// egress rules), ICMP type and code (ONOS swapped them).
-func protocolMatch(r *ruleDecl, group string) ([]string, *InputError) {
+// egress rules), ICMP type and code (ONOS swapped them). Where ONOS read
+// a range as every port (0 to 0, or ports beside protocol any), so does
+// it, and the note says so.
+func protocolMatch(r *ruleDecl, group string) ([]string, string, *InputError) {
 	p := strings.ToLower(strings.TrimSpace(r.Protocol))
 	num := -1
 	switch {
@@ -697,7 +717,7 @@ func protocolMatch(r *ruleDecl, group string) ([]string, *InputError) {
 	default:
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || n > 255 {
-			return nil, ruleErr(r, group, "spec.protocol", "%q is none of tcp, udp, icmp, sctp, any or an IP protocol number 0-255", r.Protocol)
+			return nil, "", ruleErr(r, group, "spec.protocol", "%q is none of tcp, udp, icmp, sctp, any or an IP protocol number 0-255", r.Protocol)
 		}
 		if n > 0 {
 			num = n
@@ -706,58 +726,71 @@ func protocolMatch(r *ruleDecl, group string) ([]string, *InputError) {
 	lo, hi := r.PortRangeMin, r.PortRangeMax
 	switch num {
 	case -1:
-		if lo != nil || hi != nil {
-			return nil, ruleErr(r, group, "spec.portRangeMin", "needs a spec.protocol (tcp, udp, sctp or icmp)")
+		switch {
+		case (lo != nil || hi != nil) && p == "":
+			return nil, "", ruleErr(r, group, "spec.portRangeMin", "needs a spec.protocol (tcp, udp, sctp or icmp)")
+		case lo != nil || hi != nil:
+			return nil, fmt.Sprintf("spec.portRangeMin and spec.portRangeMax are ignored with protocol %s: the rule allows every protocol, as ONOS read it", r.Protocol), nil
 		}
-		return nil, nil
+		return nil, "", nil
 	case 6, 17, 132:
 		name := map[int]string{6: "tcp", 17: "udp", 132: "sctp"}[num]
 		if lo == nil && hi == nil {
-			return []string{name}, nil
+			return []string{name}, "", nil
 		}
 		if lo == nil {
-			return nil, ruleErr(r, group, "spec.portRangeMin", "is required with spec.portRangeMax")
+			return nil, "", ruleErr(r, group, "spec.portRangeMin", "is required with spec.portRangeMax")
 		}
-		max := *lo
+		min, max := *lo, *lo
 		if hi != nil {
 			max = *hi
 		}
-		switch {
-		case *lo < 1 || *lo > 65535:
-			return nil, ruleErr(r, group, "spec.portRangeMin", "%d is not a port (1-65535)", *lo)
-		case max < 1 || max > 65535:
-			return nil, ruleErr(r, group, "spec.portRangeMax", "%d is not a port (1-65535)", max)
-		case max < *lo:
-			return nil, ruleErr(r, group, "spec.portRangeMax", "%d is below spec.portRangeMin %d", max, *lo)
-		case max == *lo:
-			return []string{name, fmt.Sprintf("%s.dst == %d", name, *lo)}, nil
-		case *lo == 1 && max == 65535:
-			return []string{name}, nil
+		// Port 0 is no port: ONOS read a range from 0 as starting at
+		// the first port, and 0 to 0 as every port.
+		note := ""
+		if min == 0 {
+			min = 1
+			if max == 0 {
+				max = 65535
+				note = "spec.portRangeMin 0 with no portRangeMax above it is every port, as ONOS read it"
+			}
 		}
-		return []string{name, fmt.Sprintf("%s.dst >= %d", name, *lo), fmt.Sprintf("%s.dst <= %d", name, max)}, nil
+		switch {
+		case min < 1 || min > 65535:
+			return nil, "", ruleErr(r, group, "spec.portRangeMin", "%d is not a port (1-65535)", min)
+		case max < 1 || max > 65535:
+			return nil, "", ruleErr(r, group, "spec.portRangeMax", "%d is not a port (1-65535)", max)
+		case max < min:
+			return nil, "", ruleErr(r, group, "spec.portRangeMax", "%d is below spec.portRangeMin %d", max, min)
+		case max == min:
+			return []string{name, fmt.Sprintf("%s.dst == %d", name, min)}, note, nil
+		case min == 1 && max == 65535:
+			return []string{name}, note, nil
+		}
+		return []string{name, fmt.Sprintf("%s.dst >= %d", name, min), fmt.Sprintf("%s.dst <= %d", name, max)}, note, nil
 	case 1:
 		out := []string{"icmp4"}
 		if lo != nil {
 			if *lo < 0 || *lo > 255 {
-				return nil, ruleErr(r, group, "spec.portRangeMin", "%d is not an ICMP type (0-255)", *lo)
+				return nil, "", ruleErr(r, group, "spec.portRangeMin", "%d is not an ICMP type (0-255)", *lo)
 			}
 			out = append(out, fmt.Sprintf("icmp4.type == %d", *lo))
 		}
 		if hi != nil {
 			switch {
 			case lo == nil:
-				return nil, ruleErr(r, group, "spec.portRangeMax", "(the ICMP code) needs spec.portRangeMin (the ICMP type)")
+				return nil, "", ruleErr(r, group, "spec.portRangeMax", "(the ICMP code) needs spec.portRangeMin (the ICMP type)")
 			case *hi < 0 || *hi > 255:
-				return nil, ruleErr(r, group, "spec.portRangeMax", "%d is not an ICMP code (0-255)", *hi)
+				return nil, "", ruleErr(r, group, "spec.portRangeMax", "%d is not an ICMP code (0-255)", *hi)
 			}
 			out = append(out, fmt.Sprintf("icmp4.code == %d", *hi))
 		}
-		return out, nil
+		return out, "", nil
 	}
 	if lo != nil || hi != nil {
-		return nil, ruleErr(r, group, "spec.portRangeMin", "is for tcp, udp, sctp and icmp, not protocol %d", num)
+		return nil, "", ruleErr(r, group, "spec.portRangeMin", "is for tcp, udp, sctp and icmp, not protocol %d", num)
 	}
-	return []string{fmt.Sprintf("ip.proto == %d", num)}, nil
+	return []string{fmt.Sprintf("ip.proto == %d", num)}, "", nil
 }
 
 // Rows are the desired rows of security group sp: its Port_Group, which

@@ -35,6 +35,58 @@ func TestPortGroupName(t *testing.T) {
 // TestSecurityGroupRuleMatches reads like the README's rule table: each
 // rule's ACL, Neutron's semantics (destination ports both ways, ICMP
 // min/max = type/code, directional remote groups), or its named error.
+// TestSecurityGroupRulesReadAsONOS: rules ONOS gave a meaning that
+// kubevirt-ovn would not write itself are read as ONOS read them, with a
+// note, not refused (issue 30).
+func TestSecurityGroupRulesReadAsONOS(t *testing.T) {
+	pg := PortGroupName("sg-web")
+	other := PortGroupName("sg-db")
+	tests := []struct {
+		name        string
+		rule        SecurityGroupRule
+		match, note string
+	}{
+		{"both remotes: the group", SecurityGroupRule{Direction: "ingress", RemoteIPPrefix: "10.0.0.0/8", RemoteGroupID: "sg-db"},
+			"outport == @" + pg + " && ip4 && ip4.src == $" + other + "_ip4",
+			"spec.remoteIpPrefix 10.0.0.0/8 is ignored beside spec.remoteGroupId sg-db, as ONOS ignored it"},
+		{"tcp 0 to 0: every port", SecurityGroupRule{Direction: "ingress", Protocol: "tcp", PortRangeMin: intp(0), PortRangeMax: intp(0)},
+			"outport == @" + pg + " && ip4 && tcp",
+			"spec.portRangeMin 0 with no portRangeMax above it is every port, as ONOS read it"},
+		{"udp 0 alone: every port", SecurityGroupRule{Direction: "egress", Protocol: "udp", PortRangeMin: intp(0)},
+			"inport == @" + pg + " && ip4 && udp",
+			"spec.portRangeMin 0 with no portRangeMax above it is every port, as ONOS read it"},
+		{"tcp 0 to 1024: from the first port", SecurityGroupRule{Direction: "ingress", Protocol: "tcp", PortRangeMin: intp(0), PortRangeMax: intp(1024)},
+			"outport == @" + pg + " && ip4 && tcp && tcp.dst >= 1 && tcp.dst <= 1024", ""},
+		{"protocol any with ports: every protocol", SecurityGroupRule{Direction: "ingress", Protocol: "any", PortRangeMin: intp(80), PortRangeMax: intp(80)},
+			"outport == @" + pg + " && ip4",
+			"spec.portRangeMin and spec.portRangeMax are ignored with protocol any: the rule allows every protocol, as ONOS read it"},
+		{"etherType with spaces", SecurityGroupRule{Direction: "ingress", EtherType: " IPv4 "}, "outport == @" + pg + " && ip4", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := NewInput()
+			r := tt.rule
+			r.Name, r.ID, r.SecurityGroupID = "r", "r", "sg-web"
+			in.Set("s", Objects{SecurityGroups: []SecurityGroup{{Name: "sg-web", ID: "sg-web"}, {Name: "sg-db", ID: "sg-db"}}, SecurityGroupRules: []SecurityGroupRule{r}})
+			sp := in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup
+			require.NotNil(t, sp)
+			require.Empty(t, sp.RuleErrors)
+			var matches []string
+			for _, a := range sp.ACLs {
+				if a.ExternalIDs[KeySecurityACL] == "rule/r" {
+					matches = append(matches, a.Match)
+				}
+			}
+			assert.Equal(t, []string{tt.match}, matches)
+			if tt.note == "" {
+				assert.Empty(t, sp.Notes)
+			} else {
+				assert.Equal(t, []string{"SecurityGroup sg-web rule r: " + tt.note}, sp.Notes)
+			}
+		})
+	}
+}
+
 func TestSecurityGroupRuleMatches(t *testing.T) {
 	pg := PortGroupName("sg-web")
 	other := PortGroupName("sg-db")
@@ -80,7 +132,6 @@ func TestSecurityGroupRuleMatches(t *testing.T) {
 		{"icmp code without type", SecurityGroupRule{Direction: "ingress", Protocol: "icmp", PortRangeMax: intp(0)}, "", "SecurityGroupRule r: spec.portRangeMax (the ICMP code) needs spec.portRangeMin (the ICMP type)", true},
 		{"ports on another protocol", SecurityGroupRule{Direction: "ingress", Protocol: "47", PortRangeMin: intp(1)}, "", "SecurityGroupRule r: spec.portRangeMin is for tcp, udp, sctp and icmp, not protocol 47", true},
 		{"prefix bad", SecurityGroupRule{Direction: "ingress", RemoteIPPrefix: "fd00::/64"}, "", `SecurityGroupRule r: spec.remoteIpPrefix "fd00::/64" is not an IPv4 prefix`, true},
-		{"both remotes", SecurityGroupRule{Direction: "ingress", RemoteIPPrefix: "10.0.0.0/8", RemoteGroupID: "sg-db"}, "", "SecurityGroupRule r: spec.remoteGroupId and spec.remoteIpPrefix are both set; a rule has one remote", true},
 		{"remote group not declared", SecurityGroupRule{Direction: "ingress", RemoteGroupID: "sg-none"}, "", "SecurityGroupRule r: spec.remoteGroupId SecurityGroup sg-none is not declared", true},
 	}
 	for _, tt := range tests {
