@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -543,11 +544,8 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 		var statusIPs []string
 		if idx := slices.IndexFunc(vmi.Status.Interfaces, func(i VMIInterfaceStatus) bool { return i.Name == net.Name }); idx >= 0 {
 			st := vmi.Status.Interfaces[idx]
-			statusMAC, statusIP = st.MAC, st.IPAddress
-			if statusIP == "" && len(st.IPAddresses) > 0 {
-				statusIP = st.IPAddresses[0]
-			}
 			statusIPs = append([]string{st.IPAddress}, st.IPAddresses...)
+			statusMAC, statusIP = st.MAC, statusAddress(statusIPs)
 		}
 		v.MAC, v.IP = statusMAC, statusIP
 		if idx := slices.IndexFunc(vmi.Spec.Domain.Devices.Interfaces, func(i VMIInterface) bool { return i.Name == net.Name }); idx >= 0 {
@@ -570,6 +568,21 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 		out = append(out, v)
 	}
 	return out, notes
+}
+
+// statusAddress is the address of an interface's status (ipAddress, then
+// ipAddresses): its first IPv4 address that is not link-local. The guest
+// agent also reports the IPv6 and link-local addresses a guest has before
+// DHCP gave it the network's address (ONOS never read the status): such
+// an address is neither the port's nor a contradiction of the declared
+// one, which would leave the VM without the port DHCP needs.
+func statusAddress(ips []string) string {
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && !a.IsLinkLocalUnicast() {
+			return s
+		}
+	}
+	return ""
 }
 
 func (s *Set) addFloatingIP(where string, raw json.RawMessage) error {

@@ -701,6 +701,50 @@ status:
 			})},
 		},
 		{
+			name: "declared; status has only the guest's link-local and IPv6 addresses before DHCP: nothing to compare",
+			doc: `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm
+  namespace: tenant
+  annotations:
+    interfaces: '[{"network": "net", "ipAddress": "10.0.0.5"}]'
+spec:
+  domain:
+    devices:
+      interfaces:
+        - {name: eth1, macAddress: "50:54:00:00:00:05"}
+  networks:
+    - name: eth1
+      multus: {networkName: net}
+status:
+  nodeName: hv1
+  interfaces:
+    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: "fe80::5054:ff:fe00:5", ipAddresses: ["fe80::5054:ff:fe00:5", 169.254.3.4]}
+`,
+			want: []translator.VMInterface{iface(func(v *translator.VMInterface) {
+				v.MACField = "spec.domain.devices.interfaces[eth1].macAddress"
+				v.IPField = "metadata.annotations[interfaces][net].ipAddress"
+				v.StatusMAC = "50:54:00:00:00:05"
+			})},
+		},
+		{
+			name: "status: the first IPv4 address that is not link-local",
+			doc: `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm, namespace: tenant}
+spec:
+  networks:
+    - name: eth1
+      multus: {networkName: net}
+status:
+  nodeName: hv1
+  interfaces:
+    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: "fd00::5", ipAddresses: ["fd00::5", 169.254.3.4, 10.0.0.5, 10.0.0.6]}
+`,
+			want: []translator.VMInterface{iface(same)},
+		},
+		{
 			name: "an interfaces annotation that is not JSON is noted and ignored",
 			doc: `apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
