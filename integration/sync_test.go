@@ -244,7 +244,6 @@ metadata:
 	assert.Equal(t, 1, r.code)
 	for _, want := range []string{
 		"VirtualRouter bad-router: spec.internal[0] network no-such-net is unknown",
-		"VirtualRouter bad-router: spec.enableSnat is true but the router has no spec.external network",
 		"NetworkAttachmentDefinition default/vlan-net: network-config.segmentId is required for a VLAN network",
 		"VirtualRouter misnamed: spec.name other-name differs from metadata.name misnamed",
 		"note: ", "ignored apps/v1 Deployment unrelated",

@@ -107,6 +107,9 @@ type RouterPlan struct {
 	Zones map[string]*ZoneRows `json:",omitempty"`
 	// Keys are its switch's and ports' tunnel keys in interconnect mode.
 	Keys TunnelKeys `json:"-"`
+	// Notes say what of its declaration was ignored (enableSnat or a peer
+	// router without an external network), as ONOS ignored it.
+	Notes []string `json:",omitempty"`
 }
 
 // SwitchPort is a router-owned port on the switch of Network.
@@ -179,6 +182,7 @@ func Build(s *Snapshot, instance string) *Plan {
 		}
 		if up.Router != nil {
 			p.Routers = append(p.Routers, *up.Router)
+			p.Notes = append(p.Notes, up.Router.Notes...)
 		}
 		if sp := up.SecurityGroup; sp != nil {
 			p.SecurityGroups = append(p.SecurityGroups, *sp)
@@ -689,6 +693,8 @@ type router struct {
 	withFIPs bool
 	// lbs are the valid load balancers on its internal networks, by name.
 	lbs []*plannedLB
+	// notes say what of its declaration was ignored, as ONOS ignored it.
+	notes []string
 }
 
 // planRouter validates router up.Unit, resolves its claims, has its
@@ -755,6 +761,7 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 	}
 	vr.withFIPs = len(in.fips[r.Name]) > 0
 	rp := routerRows(vr, instance)
+	rp.Notes = vr.notes
 	loadBalancerRows(&rp, vr, func() map[string]string { return OwnerIDs(instance, up.Unit) }, in.rejectEmptyLB)
 	if in.zoned {
 		if err := in.zoneRouter(&rp, held); err != nil {
@@ -795,8 +802,7 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 		n, ok := nets(name)
 		switch {
 		case seenNet[name]:
-			bad(field, "lists network %s twice", name)
-			continue
+			continue // one network, listed twice (ONOS kept a set)
 		case !ok:
 			bad(field, "network %s is unknown (no valid NetworkAttachmentDefinition with network-config of that name)", name)
 			continue
@@ -837,13 +843,15 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 			vr.snat = ip
 		}
 	}
+	// Without an external network, SNAT and a peer router have nothing to
+	// act on: the router routes between its internal networks, as ONOS's
+	// did, and a note says what was ignored.
 	if r.EnableSNAT && r.External == nil {
-		bad("spec.enableSnat", "is true but the router has no spec.external network for the SNAT IP")
+		vr.notes = append(vr.notes, fmt.Sprintf("%s %s: spec.enableSnat is ignored: the router has no spec.external network for the SNAT IP", ObjVirtualRouter, r.Name))
 	}
-	if pr := r.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "") {
-		if r.External == nil {
-			bad("spec.peerRouter", "needs spec.external: the peer router is reached through the external network")
-		}
+	if pr := r.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "") && r.External == nil {
+		vr.notes = append(vr.notes, fmt.Sprintf("%s %s: spec.peerRouter is ignored: the peer router is reached through the external network, and the router has no spec.external", ObjVirtualRouter, r.Name))
+	} else if pr != nil && (pr.IP != "" || pr.MAC != "") {
 		ip, err := parseIPv4(pr.IP)
 		switch {
 		case pr.IP == "":

@@ -929,6 +929,47 @@ func TestValidationAcceptsWhatONOSAccepted(t *testing.T) {
 	require.Empty(t, p.Failed)
 	assert.NotNil(t, findRouter(p, "good"))
 	assert.NotNil(t, findRouter(p, "bad"))
+	assert.Empty(t, p.Notes)
+}
+
+// TestRouterReadAsONOS: a router ONOS kept, ignoring what it could not
+// use, is planned, with a note saying what was ignored (issue 30): an
+// internal network listed twice is one; enableSnat and a peer router
+// without an external network leave a router of internal ports.
+func TestRouterReadAsONOS(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(r *Router)
+		ports  int
+		notes  []string
+	}{
+		{"internal network listed twice", func(r *Router) { r.Internal = []string{"net-a", "net-a"} }, 2, nil},
+		{"enableSnat without external network", func(r *Router) { r.External, r.PeerRouter = nil, nil }, 1,
+			[]string{"VirtualRouter bad: spec.enableSnat is ignored: the router has no spec.external network for the SNAT IP"}},
+		{"enableSnat and peer router without external network", func(r *Router) { r.External = nil }, 1, []string{
+			"VirtualRouter bad: spec.enableSnat is ignored: the router has no spec.external network for the SNAT IP",
+			"VirtualRouter bad: spec.peerRouter is ignored: the peer router is reached through the external network, and the router has no spec.external"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validationSnapshot()
+			tc.mutate(routerNamed(t, s, "bad"))
+			p := Build(s, testInstance)
+			require.Empty(t, p.Errors)
+			require.Empty(t, p.Failed)
+			rp := findRouter(p, "bad")
+			require.NotNil(t, rp)
+			assert.Len(t, rp.Ports, tc.ports)
+			assert.Equal(t, tc.notes, rp.Notes)
+			assert.Equal(t, tc.notes, p.Notes)
+			if tc.ports == 1 {
+				assert.Empty(t, rp.NATs)
+				assert.Empty(t, rp.Routes)
+				assert.Empty(t, rp.MACBindings)
+				assert.Empty(t, rp.GatewayChassis)
+			}
+		})
+	}
 }
 
 func TestValidation(t *testing.T) {
@@ -1064,11 +1105,6 @@ func TestValidation(t *testing.T) {
 			unit:   badRouter, want: "VirtualRouter bad: spec.internal[0] ", msg: "external network of VirtualRouter good",
 		},
 		{
-			name:   "internal network listed twice",
-			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").Internal = []string{"net-a", "net-a"} },
-			unit:   badRouter, want: "VirtualRouter bad: spec.internal[1] ", msg: "lists network net-a twice",
-		},
-		{
 			name: "overlapping internal cidrs",
 			mutate: func(t *testing.T, s *Snapshot) {
 				s.Networks = append(s.Networks, Network{Name: "net-wide", Namespace: "default", Type: NetworkGeneve, CIDR: "10.10.0.0/16", GatewayIP: "10.10.1.1"})
@@ -1096,22 +1132,6 @@ func TestValidation(t *testing.T) {
 			name:   "peer MAC without peer IP",
 			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.IP = "" },
 			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.ip ", msg: "is required",
-		},
-		{
-			name: "peer router without external network",
-			mutate: func(t *testing.T, s *Snapshot) {
-				r := routerNamed(t, s, "bad")
-				r.External, r.EnableSNAT = nil, false
-			},
-			unit: badRouter, want: "VirtualRouter bad: spec.peerRouter ", msg: "needs spec.external",
-		},
-		{
-			name: "enableSnat without external network",
-			mutate: func(t *testing.T, s *Snapshot) {
-				r := routerNamed(t, s, "bad")
-				r.External, r.PeerRouter = nil, nil
-			},
-			unit: badRouter, want: "VirtualRouter bad: spec.enableSnat ", msg: "no spec.external",
 		},
 		// VLAN.
 		{

@@ -925,6 +925,11 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 				s.log.Info("security group rule not applied", "note", n)
 			}
 		}
+		if rp := s.up.Router; rp != nil {
+			for _, n := range rp.Notes {
+				s.log.Info("router declaration ignored in part", "note", n)
+			}
+		}
 		if s.unitErr == nil && u.Kind == translator.KindNetwork {
 			c.unpark(u.Name)
 		}
