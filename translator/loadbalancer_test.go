@@ -221,6 +221,8 @@ func TestLoadBalancers(t *testing.T) {
 			assert.Equal(t, st, *got)
 			if !st.Ready {
 				assert.Contains(t, errTexts(p.Errors), st.Reason, "its error is in the plan's errors")
+			} else if st.Reason != "" {
+				assert.Contains(t, p.Notes, "LoadBalancer "+st.Name+": "+st.Reason, "what it left out is a note of the plan")
 			}
 		})
 	}

@@ -194,6 +194,8 @@ func Build(s *Snapshot, instance string) *Plan {
 		for _, st := range up.LoadBalancers {
 			if st.Err != nil {
 				p.Errors = append(p.Errors, st.Err)
+			} else if st.Ready && st.Reason != "" {
+				p.Notes = append(p.Notes, fmt.Sprintf("%s %s: %s", ObjLoadBalancer, st.Name, st.Reason))
 			}
 		}
 		for _, st := range up.FloatingIPs {

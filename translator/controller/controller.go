@@ -962,8 +962,11 @@ func (c *Controller) finish(ctx context.Context, s *step) error {
 	}
 	// Likewise a load balancer left out (its status says it too).
 	for _, st := range s.up.LoadBalancers {
-		if !st.Ready {
+		switch {
+		case !st.Ready:
 			s.log.Info("load balancer not planned", "loadBalancer", st.Name, "reason", st.Reason)
+		case st.Reason != "":
+			s.log.Info("load balancer planned with a note", "loadBalancer", st.Name, "note", st.Reason)
 		}
 	}
 	return c.reportRouter(ctx, s.up, s.work, s.before, s.nbCfg, s.unitErr)
