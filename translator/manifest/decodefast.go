@@ -428,8 +428,18 @@ var multusFields = newTable(map[string]field[MultusNetwork]{
 })
 
 var vmiStatusFields = newTable(map[string]field[VirtualMachineInstanceStatus]{
-	"nodeName":   str(func(s *VirtualMachineInstanceStatus) *string { return &s.NodeName }),
-	"interfaces": list(func(s *VirtualMachineInstanceStatus) *[]VMIInterfaceStatus { return &s.Interfaces }, vmiInterfaceFields),
+	"nodeName":       str(func(s *VirtualMachineInstanceStatus) *string { return &s.NodeName }),
+	"interfaces":     list(func(s *VirtualMachineInstanceStatus) *[]VMIInterfaceStatus { return &s.Interfaces }, vmiInterfaceFields),
+	"migrationState": pointer(func(s *VirtualMachineInstanceStatus) **VMIMigrationState { return &s.MigrationState }, vmiMigrationFields),
+})
+
+var vmiMigrationFields = newTable(map[string]field[VMIMigrationState]{
+	"sourceNode":   str(func(m *VMIMigrationState) *string { return &m.SourceNode }),
+	"targetNode":   str(func(m *VMIMigrationState) *string { return &m.TargetNode }),
+	"migrationUid": str(func(m *VMIMigrationState) *string { return &m.MigrationUID }),
+	"completed":    boolean(func(m *VMIMigrationState) *bool { return &m.Completed }),
+	"failed":       boolean(func(m *VMIMigrationState) *bool { return &m.Failed }),
+	"abortStatus":  str(func(m *VMIMigrationState) *string { return &m.AbortStatus }),
 })
 
 var vmiInterfaceFields = newTable(map[string]field[VMIInterfaceStatus]{

@@ -148,8 +148,22 @@ type InterfaceAddress struct {
 // VirtualMachineInstanceStatus is the part of a VMI's status kubevirt-ovn
 // reads.
 type VirtualMachineInstanceStatus struct {
-	NodeName   string               `json:"nodeName,omitempty"`
-	Interfaces []VMIInterfaceStatus `json:"interfaces,omitempty"`
+	NodeName       string               `json:"nodeName,omitempty"`
+	Interfaces     []VMIInterfaceStatus `json:"interfaces,omitempty"`
+	MigrationState *VMIMigrationState   `json:"migrationState,omitempty"`
+}
+
+// VMIMigrationState is the part of a VMI's status.migrationState (its
+// last or running live migration, KubeVirt's field names) kubevirt-ovn
+// reads.
+type VMIMigrationState struct {
+	SourceNode   string `json:"sourceNode,omitempty"`
+	TargetNode   string `json:"targetNode,omitempty"`
+	MigrationUID string `json:"migrationUid,omitempty"`
+	Completed    bool   `json:"completed,omitempty"`
+	Failed       bool   `json:"failed,omitempty"`
+	// AbortStatus is Succeeded, Failed or Aborting.
+	AbortStatus string `json:"abortStatus,omitempty"`
 }
 
 // VMINetwork is an entry of a VMI's spec.networks.
@@ -523,6 +537,7 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 			declared = nil
 		}
 	}
+	node, target, uid := migrationNodes(&vmi.Status)
 	for _, net := range vmi.Spec.Networks {
 		if net.Multus == nil || net.Multus.NetworkName == "" {
 			continue
@@ -537,7 +552,9 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 			Interface:        net.Name,
 			Network:          netName,
 			NetworkNamespace: netNS,
-			Node:             vmi.Status.NodeName,
+			Node:             node,
+			MigrationTarget:  target,
+			MigrationUID:     uid,
 			SecurityGroups:   groups,
 		}
 		var statusMAC, statusIP string
@@ -568,6 +585,36 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 		out = append(out, v)
 	}
 	return out, notes
+}
+
+// migrationNodes reads a VMI's node and the live migration moving it, if
+// one runs (KubeVirt keeps the last migration's state after it ended):
+// while it runs, node is its source and target its target; once it
+// completed, node is the target (status.nodeName follows); once it failed
+// or its abort succeeded, the source. A target that is the source moves
+// nothing.
+func migrationNodes(st *VirtualMachineInstanceStatus) (node, target, uid string) {
+	node = st.NodeName
+	ms := st.MigrationState
+	if ms == nil || ms.TargetNode == "" {
+		return node, "", ""
+	}
+	source := ms.SourceNode
+	if source == "" {
+		source = node
+	}
+	switch {
+	case ms.Failed || ms.AbortStatus == "Succeeded":
+		if node == "" {
+			node = source
+		}
+		return node, "", ""
+	case ms.Completed:
+		return ms.TargetNode, "", ""
+	case ms.TargetNode == source:
+		return node, "", ""
+	}
+	return source, ms.TargetNode, ms.MigrationUID
 }
 
 // statusAddress is the address of an interface's status (ipAddress, then

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -1176,4 +1177,59 @@ func TestLoadPaths_DeployExamples(t *testing.T) {
 		{Namespace: "default", VMI: "vm-a", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "hv1"},
 		{Namespace: "default", VMI: "vm-b", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6", Node: "hv2"},
 	}, s.Objects.VMs)
+}
+
+// TestVMIMigrationState: status.migrationState is read on both paths; a
+// running migration moves the port from its source to its target, a
+// completed one leaves it on the target, a failed or aborted one on the
+// source (KubeVirt keeps the last migration's state after it ended).
+func TestVMIMigrationState(t *testing.T) {
+	const doc = `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm, namespace: tenant}
+spec:
+  networks:
+    - {name: eth1, multus: {networkName: net}}
+status:
+  nodeName: %s
+  interfaces:
+    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.0.0.5}
+  migrationState:
+    sourceNode: hv1
+    targetNode: hv2
+    migrationUid: c0a8e1f2-7d3b-4e5f-9a6b-1c2d3e4f5a6b
+    targetPod: virt-launcher-vm-x2
+%s
+`
+	tests := []struct {
+		name, node, state           string
+		wantNode, wantTarget, wantU string
+	}{
+		{"running", "hv1", "    mode: PreCopy", "hv1", "hv2", "c0a8e1f2-7d3b-4e5f-9a6b-1c2d3e4f5a6b"},
+		{"abort requested, still running", "hv1", "    abortStatus: Aborting", "hv1", "hv2", "c0a8e1f2-7d3b-4e5f-9a6b-1c2d3e4f5a6b"},
+		{"completed, nodeName not yet the target", "hv1", "    completed: true", "hv2", "", ""},
+		{"completed", "hv2", "    completed: true", "hv2", "", ""},
+		{"failed", "hv1", "    completed: true\n    failed: true", "hv1", "", ""},
+		{"aborted", "hv1", "    abortStatus: Succeeded", "hv1", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := fmt.Sprintf(doc, tc.node, tc.state)
+			for _, path := range []string{"general", "fast"} {
+				s := &Set{}
+				if path == "fast" {
+					var err error
+					s, err = decodeFast("vmi.yaml", []byte(text))
+					require.NoError(t, err, "the fast path reads migrationState")
+				} else {
+					require.NoError(t, s.addGeneral("vmi.yaml", []byte(text)))
+				}
+				require.Len(t, s.Objects.VMs, 1, path)
+				v := s.Objects.VMs[0]
+				assert.Equal(t, tc.wantNode, v.Node, path)
+				assert.Equal(t, tc.wantTarget, v.MigrationTarget, path)
+				assert.Equal(t, tc.wantU, v.MigrationUID, path)
+			}
+		})
+	}
 }
