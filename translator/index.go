@@ -132,7 +132,10 @@ type Input struct {
 
 	// Interconnect mode (zones.go): every chassis by name and hostname,
 	// the names of those chassis, the zones, and the tunnel keys.
-	nodes        map[string]node
+	nodes map[string]node
+	// nodeChassis are every SB chassis by name and hostname (nil while no
+	// SB is known): the requested-chassis of VM ports (migration.go).
+	nodeChassis  map[string]string
 	chassisNames []string
 	zones        []string
 	zoned        bool
@@ -675,6 +678,15 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 	defer in.mu.Unlock()
 	renamed := in.setNodeHosts(chassis)
 	changed := in.sched.SetChassis(gatewayChassis(chassis))
+	var nc map[string]string
+	if known {
+		nc = nodeChassis(chassis)
+	}
+	// A node whose chassis changed changes what its VMs' ports request:
+	// their networks are planned again.
+	old := in.nodeChassis
+	chassisMoved := (old == nil) != (nc == nil) || !maps.Equal(old, nc)
+	in.nodeChassis = nc
 	if in.setNodes(chassis) {
 		// A chassis came, went or changed zone: every unit's zones may
 		// change (rare: a node joins or leaves).
@@ -702,7 +714,25 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 	for _, u := range renamed {
 		affected.add(u)
 	}
+	if chassisMoved {
+		for n, decls := range in.vms {
+			for d := range decls {
+				if bindingChanged(&d.VMInterface, old, nc) {
+					affected.add(Unit{Kind: KindNetwork, Name: n})
+					break
+				}
+			}
+		}
+	}
 	return sortedUnits(affected)
+}
+
+// bindingChanged says whether v's port binding (vmPortBinding) differs
+// between chassis maps old and new.
+func bindingChanged(v *VMInterface, old, new map[string]string) bool {
+	o, _ := vmPortBinding(v, old)
+	n, _ := vmPortBinding(v, new)
+	return !maps.Equal(o, n)
 }
 
 // setNodeHosts records the chassis' hostnames and returns the networks

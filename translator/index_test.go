@@ -66,8 +66,12 @@ func referenceBuild(s *Snapshot, instance string) *Plan {
 			vmsByNet[v.Network] = append(vmsByNet[v.Network], v)
 		}
 	}
+	var chassis map[string]string
+	if s.ChassisKnown {
+		chassis = nodeChassis(s.Chassis)
+	}
 	for _, name := range slices.Sorted(maps.Keys(nets)) {
-		np := networkPlan(nets[name], vmsByNet[name], instance, held)
+		np := networkPlan(nets[name], vmsByNet[name], instance, held, chassis)
 		p.Errors = append(p.Errors, np.VMErrors...)
 		p.Networks = append(p.Networks, *np)
 	}

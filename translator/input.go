@@ -249,7 +249,15 @@ type VMInterface struct {
 	// or IP was declared (MACField, IPField) and status has one too: a
 	// value that differs is an error of the interface.
 	StatusMAC, StatusIP string
-	Node                string
+	// Node is the node the VMI runs on (status.nodeName; the target of a
+	// migration once it completed, its source once it failed or was
+	// aborted), "" before it is scheduled.
+	Node string
+	// MigrationTarget is the node a live migration is moving the VMI to
+	// while it runs (status.migrationState names a target and has not
+	// completed, failed nor been aborted); Node is then its source.
+	// MigrationUID is the migration's (status.migrationState.migrationUid).
+	MigrationTarget, MigrationUID string
 	// SecurityGroups are the spec.ids of the security groups the VMI's
 	// securityGroups annotation binds its ports to, sorted, without
 	// duplicates, joined by commas (a string keeps VMInterface

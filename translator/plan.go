@@ -74,6 +74,9 @@ type NetworkPlan struct {
 	// KeyNotes say, once, that its switch moved to another tunnel key
 	// (a collision with a foreign datapath, a key out of range).
 	KeyNotes []string `json:"-"`
+	// VMNotes say what of a VM interface's migration is not followed (a
+	// target that is no chassis): its port stays on its source.
+	VMNotes []string `json:"-"`
 }
 
 // RouterPlan is the desired rows of one router.
@@ -179,6 +182,7 @@ func Build(s *Snapshot, instance string) *Plan {
 			p.Networks = append(p.Networks, *up.Network)
 			p.Errors = append(p.Errors, up.Network.VMErrors...)
 			p.Notes = append(p.Notes, up.Network.KeyNotes...)
+			p.Notes = append(p.Notes, up.Network.VMNotes...)
 		}
 		if up.Router != nil {
 			p.Routers = append(p.Routers, *up.Router)
@@ -310,7 +314,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	for i, d := range vmDecls {
 		vms[i] = &d.VMInterface
 	}
-	up.Network = networkPlan(n, vms, instance, held)
+	up.Network = networkPlan(n, vms, instance, held, in.nodeChassis)
 	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
 	in.withSiblingLoadBalancers(up.Network, n, instance)
 	up.LoadBalancers = in.routerlessLoadBalancers(n)
@@ -318,6 +322,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		up.Network.DefaultDeny = defaultDenyPlan(n, up.Network.Ports, instance)
 	}
 	if in.zoned {
+		in.zoneMigrations(up.Network, vms)
 		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
 			up.Errs = append(up.Errs, err)
 			up.Network = nil
@@ -326,8 +331,9 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 }
 
 // networkPlan plans the switch of valid network n and its ports, for the VM
-// interfaces vms on it.
-func networkPlan(n *network, vms []*VMInterface, instance string, held Held) *NetworkPlan {
+// interfaces vms on it; chassis are the SB chassis by node (nodeChassis),
+// nil when the SB is not known.
+func networkPlan(n *network, vms []*VMInterface, instance string, held Held, chassis map[string]string) *NetworkPlan {
 	name := n.Name
 	u := Unit{Kind: KindNetwork, Name: name}
 	np := &NetworkPlan{
@@ -362,10 +368,15 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held) *Ne
 		addr := vp.mac + " " + vp.ip
 		ids := OwnerIDs(instance, u)
 		ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
+		opts, note := vmPortBinding(vp.VMInterface, chassis)
+		if note != "" {
+			np.VMNotes = append(np.VMNotes, note)
+		}
 		np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
 			Name:         vp.port,
 			Addresses:    []string{addr},
 			PortSecurity: []string{addr},
+			Options:      opts,
 			ExternalIDs:  ids,
 		})
 	}

@@ -470,7 +470,8 @@ func TestBuildVMPorts(t *testing.T) {
 				{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "hv1"},
 			},
 			want: []*nbmodel.LogicalSwitchPort{
-				{Name: "kv-net-a_default_vm1_eth1", Addresses: []string{"50:54:00:00:00:05 10.10.0.5"}, PortSecurity: []string{"50:54:00:00:00:05 10.10.0.5"}, ExternalIDs: vmIDs("net-a", "default/vm1")},
+				{Name: "kv-net-a_default_vm1_eth1", Addresses: []string{"50:54:00:00:00:05 10.10.0.5"}, PortSecurity: []string{"50:54:00:00:00:05 10.10.0.5"},
+					Options: map[string]string{"requested-chassis": "hv1"}, ExternalIDs: vmIDs("net-a", "default/vm1")},
 			},
 		},
 		{

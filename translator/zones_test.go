@@ -89,7 +89,7 @@ func TestZonePlanPutsEachRowInItsZone(t *testing.T) {
 	require.Empty(t, netA.Errs)
 	assert.Equal(t, []string{"gw1", "hv1"}, slices.Sorted(maps.Keys(netA.Network.Zones)))
 	vm1 := VMPortName("net-a", "default", "vm1", "eth0")
-	assert.Equal(t, "@", zoneView(netA.Network.Zones["hv1"])["LSP "+vm1])
+	assert.Equal(t, "@hv1", zoneView(netA.Network.Zones["hv1"])["LSP "+vm1], "node-hv1 is chassis hv1's hostname: the chassis is named")
 	assert.Equal(t, "remote@hv1", zoneView(netA.Network.Zones["gw1"])["LSP "+vm1])
 	assert.Equal(t, zoneView(netA.Network.Zones["gw1"])["LS kv-net-a"], zoneView(netA.Network.Zones["hv1"])["LS kv-net-a"])
 	// The DHCP options go wherever the switch does; the VM port refers to
@@ -216,7 +216,7 @@ func TestZoneVMOnUnknownNodeFailsAlone(t *testing.T) {
 	assert.Equal(t, []string{vm9}, up.Network.KeepPorts)
 	require.Len(t, up.Network.VMErrors, 1)
 	assert.Contains(t, up.Network.VMErrors[0].Error(), `status.nodeName node "node-nowhere" is no chassis of any zone`)
-	assert.Equal(t, "@", zoneView(up.Network.Zones["hv1"])["LSP "+VMPortName("net-a", "default", "vm1", "eth0")])
+	assert.Equal(t, "@hv1", zoneView(up.Network.Zones["hv1"])["LSP "+VMPortName("net-a", "default", "vm1", "eth0")])
 	assert.Equal(t, []string{vm9}, up.Network.Zones["hv1"].Keep)
 
 	// Addresses declared before the VMI is scheduled: no node yet.
@@ -331,7 +331,7 @@ func TestZonePhysicalNetworkHasNoRemoteTwins(t *testing.T) {
 	vmP := VMPortName("public", "default", "vm-p", "eth0")
 	assert.Equal(t, map[string]string{"LS kv-public": zoneView(pub.Network.Zones["gw1"])["LS kv-public"], "LSP kv-ln-public": "localnet@", "DHCP public": "172.16.0.0/24"},
 		zoneView(pub.Network.Zones["gw1"]), "no remote twin of vm-p")
-	assert.Equal(t, "@", zoneView(pub.Network.Zones["hv1"])["LSP "+vmP])
+	assert.Equal(t, "@hv1", zoneView(pub.Network.Zones["hv1"])["LSP "+vmP])
 	for _, r := range []string{"r1", "r2"} {
 		up := in.Plan(Unit{KindRouter, r}, testInstance, nil)
 		require.Empty(t, up.Errs)

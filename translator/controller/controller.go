@@ -856,6 +856,9 @@ func (c *Controller) plan(u translator.Unit) *step {
 		for _, n := range s.up.Network.KeyNotes {
 			s.log.Info("tunnel key moved", "note", n)
 		}
+		for _, n := range s.up.Network.VMNotes {
+			s.log.Info("migration not followed", "note", n)
+		}
 	}
 	s.work = c.work(s.up)
 	if len(s.up.Errs) == 0 {

@@ -1,0 +1,107 @@
+package translator
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A VM port is bound to one chassis: options:requested-chassis names the
+// chassis of its VMI's node, so that another interface with the same
+// iface-id elsewhere (the target pod of a live migration, plugged before
+// the VM moves) never takes the binding over. While a live migration runs
+// it names the source, then the target (OVN's multi-chassis binding), with
+// activation-strategy=rarp: ovn-controller on the target installs the
+// port's flows ahead of time and keeps the port blocked there until the
+// VM's first frame on the target (QEMU's RARP announcement), so nothing
+// reaches the target before the VM runs there and the switch costs no
+// control-plane round trip. A completed migration names the target alone,
+// a failed or aborted one the source alone: never two chassis once it
+// ended (a stale activated flag would skip the blocking next time).
+// iface-id-ver is never set: the two pods of a migration carry different
+// versions.
+
+// ActivationStrategy is the options:activation-strategy of a migrating
+// VM port.
+const ActivationStrategy = "rarp"
+
+// nodeChassis maps each chassis's name, and each hostname no chassis is
+// named after, to the chassis's name: requested-chassis names chassis,
+// which OVN's docs advise over hostnames.
+func nodeChassis(chassis []Chassis) map[string]string {
+	out := make(map[string]string, 2*len(chassis))
+	for _, c := range chassis {
+		out[c.Name] = c.Name
+	}
+	for _, c := range chassis {
+		if _, taken := out[c.Hostname]; c.Hostname != "" && !taken {
+			out[c.Hostname] = c.Name
+		}
+	}
+	return out
+}
+
+// vmPortBinding is the options of v's port: requested-chassis, and while
+// v migrates activation-strategy; chassis maps nodes to chassis names
+// (nil: the SB is not known, and the node's name is the chassis's
+// hostname, which OVN accepts too). A migration target that is no chassis
+// is not followed (the port stays on its source) and the note says why.
+func vmPortBinding(v *VMInterface, chassis map[string]string) (map[string]string, string) {
+	if v.Node == "" {
+		return nil, ""
+	}
+	name := func(node string) (string, bool) {
+		if chassis == nil {
+			return node, true
+		}
+		c, ok := chassis[node]
+		return c, ok
+	}
+	src, ok := name(v.Node)
+	if !ok {
+		src = v.Node // its port cannot bind yet: let OVN say which chassis it waits for
+	}
+	opts := map[string]string{"requested-chassis": src}
+	if v.MigrationTarget == "" {
+		return opts, ""
+	}
+	dst, ok := name(v.MigrationTarget)
+	switch {
+	case !ok:
+		return opts, fmt.Sprintf("%s %s/%s interface %s: status.migrationState.targetNode %s is no chassis (hostname or chassis name in the Southbound): its port stays on %s", ObjVMI, v.Namespace, v.VMI, v.Interface, v.MigrationTarget, src)
+	case dst == src:
+		return opts, ""
+	}
+	opts["requested-chassis"] = src + "," + dst
+	opts["activation-strategy"] = ActivationStrategy
+	return opts, ""
+}
+
+// zoneMigrations keeps on its source chassis, with a note, the port of a
+// VM migrating to another zone in interconnect mode: the target zone's
+// ovn-controller sees the port as its zone's type=remote twin and cannot
+// bind it as an additional chassis. A migration within a zone has its
+// dual binding there, as in central mode.
+func (in *Input) zoneMigrations(np *NetworkPlan, vms []*VMInterface) {
+	byPort := map[string]*VMInterface{}
+	for _, v := range vms {
+		if v.MigrationTarget != "" {
+			byPort[VMPortName(np.Name, v.Namespace, v.VMI, v.Interface)] = v
+		}
+	}
+	if len(byPort) == 0 {
+		return
+	}
+	for _, p := range np.Ports {
+		v := byPort[p.Name]
+		if v == nil || p.Options["activation-strategy"] == "" {
+			continue
+		}
+		src, dst := in.nodes[v.Node], in.nodes[v.MigrationTarget]
+		if src.zone == dst.zone {
+			continue
+		}
+		src0, _, _ := strings.Cut(p.Options["requested-chassis"], ",")
+		p.Options = map[string]string{"requested-chassis": src0}
+		np.VMNotes = append(np.VMNotes, fmt.Sprintf("%s %s/%s interface %s: migrating from zone %s to zone %s is not followed in interconnect mode yet: its port stays on %s until status.nodeName names the target", ObjVMI, v.Namespace, v.VMI, v.Interface, src.zone, dst.zone, src0))
+	}
+}

@@ -1,0 +1,115 @@
+package translator
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestVMPortBinding: a VM port requests its node's chassis (by name, a
+// hostname mapped to its chassis's name, or the node's name without an
+// SB); while a migration runs, the source then the target, with the rarp
+// activation strategy; a target that is no chassis, or the source, moves
+// nothing.
+func TestVMPortBinding(t *testing.T) {
+	chassis := nodeChassis([]Chassis{{Name: "hv1", Hostname: "node-1"}, {Name: "4f2a", Hostname: "node-2"}})
+	tests := []struct {
+		name    string
+		v       VMInterface
+		chassis map[string]string
+		want    map[string]string
+		note    string
+	}{
+		{name: "not scheduled: nothing", v: VMInterface{}, chassis: chassis},
+		{name: "by chassis name", v: VMInterface{Node: "hv1"}, chassis: chassis, want: map[string]string{"requested-chassis": "hv1"}},
+		{name: "by hostname: the chassis's name", v: VMInterface{Node: "node-2"}, chassis: chassis, want: map[string]string{"requested-chassis": "4f2a"}},
+		{name: "without an SB: the node's name", v: VMInterface{Node: "node-2"}, want: map[string]string{"requested-chassis": "node-2"}},
+		{name: "on a node that is no chassis yet: its name", v: VMInterface{Node: "node-9"}, chassis: chassis, want: map[string]string{"requested-chassis": "node-9"}},
+		{name: "migrating: source, target, rarp", v: VMInterface{Node: "node-1", MigrationTarget: "node-2"}, chassis: chassis,
+			want: map[string]string{"requested-chassis": "hv1,4f2a", "activation-strategy": "rarp"}},
+		{name: "migrating without an SB", v: VMInterface{Node: "node-1", MigrationTarget: "node-2"},
+			want: map[string]string{"requested-chassis": "node-1,node-2", "activation-strategy": "rarp"}},
+		{name: "migrating to a node that is no chassis: stays", v: VMInterface{Namespace: "ns", VMI: "vm", Interface: "eth1", Node: "node-1", MigrationTarget: "node-9"}, chassis: chassis,
+			want: map[string]string{"requested-chassis": "hv1"},
+			note: "VirtualMachineInstance ns/vm interface eth1: status.migrationState.targetNode node-9 is no chassis (hostname or chassis name in the Southbound): its port stays on hv1"},
+		{name: "migrating to its own chassis: stays", v: VMInterface{Node: "node-1", MigrationTarget: "hv1"}, chassis: chassis, want: map[string]string{"requested-chassis": "hv1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, note := vmPortBinding(&tc.v, tc.chassis)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.note, note)
+		})
+	}
+}
+
+// TestMigrationPlansThePort: the network's plan follows a VMI's migration
+// through its phases; the chassis' names coming or changing re-plan only
+// the networks whose VMs they move.
+func TestMigrationPlansThePort(t *testing.T) {
+	vm := VMInterface{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "node-1"}
+	other := VMInterface{Namespace: "default", VMI: "vm2", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6", Node: "node-3"}
+	in := NewInput()
+	in.Set("nets", Objects{Networks: []Network{netA(), netB()}})
+	in.Set("vms", Objects{VMs: []VMInterface{vm, other}})
+	netAUnit := Unit{Kind: KindNetwork, Name: "net-a"}
+	options := func() map[string]string {
+		up := in.Plan(netAUnit, testInstance, nil)
+		require.NotNil(t, up.Network)
+		for _, p := range up.Network.Ports {
+			if p.Name == VMPortName("net-a", "default", "vm1", "eth1") {
+				return p.Options
+			}
+		}
+		require.FailNow(t, "no port of vm1")
+		return nil
+	}
+	assert.Equal(t, map[string]string{"requested-chassis": "node-1"}, options(), "no SB: the node's name")
+
+	ch := []Chassis{{Name: "hv1", Hostname: "node-1"}, {Name: "hv2", Hostname: "node-2"}, {Name: "hv3", Hostname: "node-3"}}
+	assert.ElementsMatch(t, []Unit{netAUnit, {Kind: KindNetwork, Name: "net-b"}}, in.SetChassis(ch, true), "the SB names every VM's chassis")
+	assert.Equal(t, map[string]string{"requested-chassis": "hv1"}, options())
+	assert.Empty(t, in.SetChassis(ch, true), "the same chassis again")
+
+	running := vm
+	running.MigrationTarget, running.MigrationUID = "node-2", "uid-1"
+	assert.Equal(t, []Unit{netAUnit}, in.Set("vms", Objects{VMs: []VMInterface{running, other}}))
+	assert.Equal(t, map[string]string{"requested-chassis": "hv1,hv2", "activation-strategy": "rarp"}, options())
+
+	// The target's chassis renamed (ovn-kubernetes names chassis by
+	// UUID): only the migrating VM's network.
+	ch2 := []Chassis{{Name: "hv1", Hostname: "node-1"}, {Name: "c0ffee", Hostname: "node-2"}, {Name: "hv3", Hostname: "node-3"}}
+	assert.Equal(t, []Unit{netAUnit}, in.SetChassis(ch2, true))
+	assert.Equal(t, map[string]string{"requested-chassis": "hv1,c0ffee", "activation-strategy": "rarp"}, options())
+
+	done := vm
+	done.Node = "node-2" // completed
+	in.Set("vms", Objects{VMs: []VMInterface{done, other}})
+	assert.Equal(t, map[string]string{"requested-chassis": "c0ffee"}, options(), "completed: the target alone")
+}
+
+// TestZoneMigrationAcrossZonesStays: in interconnect mode a migration
+// within a zone gets its dual binding; one to another zone's node is not
+// followed yet, and says so.
+func TestZoneMigrationAcrossZonesStays(t *testing.T) {
+	in := zoneInput()
+	ch := append(zoneChassis(), Chassis{Name: "hv1b", Hostname: "node-hv1b", Zone: "hv1"})
+	in.SetChassis(ch, true)
+	vm1 := VMInterface{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"}
+	port := VMPortName("net-a", "default", "vm1", "eth0")
+
+	vm1.MigrationTarget = "node-hv1b"
+	in.Set("vms", Objects{VMs: []VMInterface{vm1}})
+	up := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.Empty(t, up.Errs)
+	assert.Equal(t, "@hv1,hv1b", zoneView(up.Network.Zones["hv1"])["LSP "+port], "within zone hv1: both chassis")
+	assert.Empty(t, up.Network.VMNotes)
+
+	vm1.MigrationTarget = "node-hv2"
+	in.Set("vms", Objects{VMs: []VMInterface{vm1}})
+	up = in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.Empty(t, up.Errs)
+	assert.Equal(t, "@hv1", zoneView(up.Network.Zones["hv1"])["LSP "+port], "to zone hv2: stays on its source")
+	assert.Equal(t, []string{"VirtualMachineInstance default/vm1 interface eth0: migrating from zone hv1 to zone hv2 is not followed in interconnect mode yet: its port stays on hv1 until status.nodeName names the target"}, up.Network.VMNotes)
+}
