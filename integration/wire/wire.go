@@ -42,6 +42,17 @@ type Frame struct {
 	ARPOp          uint16
 	ARPSHA, ARPTHA string
 	ARPSPA, ARPTPA string
+	// RARP makes the ARP frame a RARP one (ethertype 0x8035), as QEMU
+	// announces a VM that resumed after a live migration.
+	RARP bool
+}
+
+// RARP is the frame QEMU sends for a NIC of MAC mac when the VM resumes on
+// its migration target: broadcast, ethertype 0x8035, a reverse request
+// whose hardware addresses are the NIC's and protocol addresses zero.
+func RARP(mac string) Frame {
+	return Frame{SrcMAC: mac, DstMAC: "ff:ff:ff:ff:ff:ff", RARP: true, ARPOp: 3,
+		ARPSHA: mac, ARPTHA: mac, ARPSPA: "0.0.0.0", ARPTPA: "0.0.0.0"}
 }
 
 // Bytes serializes f with lengths and checksums filled in.
@@ -62,7 +73,10 @@ func (f Frame) Bytes() ([]byte, error) {
 	eth := &layers.Ethernet{SrcMAC: mac(f.SrcMAC), DstMAC: mac(f.DstMAC)}
 	ls := []gopacket.SerializableLayer{eth}
 	inner := layers.EthernetTypeIPv4
-	if f.SrcIP == "" {
+	switch {
+	case f.SrcIP == "" && f.RARP:
+		inner = layers.EthernetType(0x8035)
+	case f.SrcIP == "":
 		inner = layers.EthernetTypeARP
 	}
 	eth.EthernetType = inner

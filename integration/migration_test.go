@@ -1,0 +1,198 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
+)
+
+// Live migration (issue 31), central mode: vm-a moves from hv1 to hv2.
+// Its target pod's interface, with the same iface-id, is plugged on hv2
+// (as "vm-a-dst") before the migration starts and stays plugged, as
+// KubeVirt's target virt-launcher pod is.
+
+const vmADst = "vm-a-dst"
+
+// vmAMigrating is vm-a's VMI with status.nodeName node and a migration
+// from hv1 to hv2 whose migrationState has the further lines state
+// (KubeVirt's field names), and vm-b as in the examples.
+func vmAMigrating(node, state string) string {
+	return vmAOn(node, `  migrationState:
+    sourceNode: hv1
+    targetNode: hv2
+    migrationUid: d7c1f0e2-5b7a-4c61-9a3e-0f5e2b8c4a11
+`+state)
+}
+
+// vmAOn is vm-a's VMI on node with the status lines more, and vm-b.
+func vmAOn(node, more string) string {
+	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm-a, namespace: default}
+spec:
+  networks: [{name: eth1, multus: {networkName: net-a}}]
+status:
+  nodeName: %s
+  interfaces: [{name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.10.0.5}]
+%s
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm-b, namespace: default}
+spec:
+  networks: [{name: eth1, multus: {networkName: net-b}}]
+status:
+  nodeName: hv2
+  interfaces: [{name: eth1, mac: "50:54:00:00:00:06", ipAddress: 10.20.0.6}]
+`, node, more)
+}
+
+// toVMA sends UDP from vm-b (on hv2, routed from net-b) to vm-a's address
+// with destination port dport.
+func (p traffic) toVMA(dport uint16) {
+	p.t.Helper()
+	f := frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIP, DstIP: vmAIP, TTL: 64, SPort: 40700, DPort: dport}
+	require.NoError(p.t, p.c.Inject("hv2", "vm-b", frameBytes(p.t, f)))
+}
+
+func toPort(dport uint16) func(seen) bool {
+	return func(s seen) bool { return s.IsUDP && s.DstIP == vmAIP && s.DPort == dport }
+}
+
+// binding is vm-a's SB Port_Binding as chassis names: its chassis, its
+// additional chassis and its additional-chassis-activated option.
+type binding struct{ chassis, additional, activated string }
+
+func (e *env) vmABinding() binding {
+	e.t.Helper()
+	out, err := e.l.SBCtl("--bare", "--columns=chassis,additional_chassis,options", "find", "Port_Binding", "logical_port="+vmAPort)
+	require.NoError(e.t, err)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	require.Len(e.t, lines, 3, "one Port_Binding of %s:\n%s", vmAPort, out)
+	name := func(uuids string) string {
+		var names []string
+		for _, u := range strings.Fields(uuids) {
+			n, err := e.l.SBCtl("--bare", "--columns=name", "list", "Chassis", u)
+			require.NoError(e.t, err)
+			names = append(names, strings.TrimSpace(n))
+		}
+		return strings.Join(names, ",")
+	}
+	b := binding{chassis: name(lines[0]), additional: name(lines[1])}
+	for _, kv := range strings.Fields(lines[2]) {
+		if v, ok := strings.CutPrefix(kv, "additional-chassis-activated="); ok {
+			b.activated = strings.Trim(v, `"`)
+		}
+	}
+	return b
+}
+
+// waitBinding waits until vm-a's Port_Binding is want.
+func (e *env) waitBinding(what string, want binding) {
+	e.t.Helper()
+	var last binding
+	require.NoError(e.t, sandbox.Poll(60*time.Second, what, func() (bool, error) {
+		last = e.vmABinding()
+		return last == want, nil
+	}), "last seen: %+v", last)
+}
+
+// lspOptions is vm-a's port's options as ovn-nbctl prints them.
+func (e *env) lspOptions() string {
+	e.t.Helper()
+	return strings.TrimSpace(nbctl(e.t, e.l, "--bare", "--columns=options", "list", "Logical_Switch_Port", vmAPort))
+}
+
+// startMigration plugs vm-a's target interface on hv2, checks that it
+// binds nothing while vm-a runs on hv1, and starts the migration: the
+// port is bound on both chassis, blocked on hv2.
+func startMigration(t *testing.T) *env {
+	e := newEnv(t)
+	require.NoError(t, e.l.AddVMPort("hv2", vmADst, vmAPort))
+	e.write("vmis.yaml", vmAOn("hv1", ""))
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	assert.Equal(t, "requested-chassis=hv1", e.lspOptions())
+
+	// One chassis outside a migration: the target's interface with the
+	// same iface-id takes nothing.
+	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
+	skip := count(t, dst)
+	e.toVMA(5701)
+	waitFor(t, src, "vm-a's traffic at hv1", 0, toPort(5701))
+	requireNone(t, dst, "vm-a's traffic at its target interface before any migration", skip, toPort(5701))
+	assert.Equal(t, binding{chassis: "hv1"}, e.vmABinding(), "hv2 never claimed vm-a's port")
+
+	// The migration runs: hv2 is bound as an additional chassis, blocked
+	// until the VM's RARP there.
+	e.write("vmis.yaml", vmAMigrating("hv1", "    mode: PreCopy"))
+	out := e.sync()
+	assert.Contains(t, out, "update Logical_Switch_Port "+vmAPort)
+	assert.Equal(t, "activation-strategy=rarp requested-chassis=hv1,hv2", e.lspOptions())
+	e.waitBinding("hv2 bound as vm-a's additional chassis", binding{chassis: "hv1", additional: "hv2"})
+	skip, skipSrc := count(t, dst), count(t, src)
+	e.toVMA(5702)
+	waitFor(t, src, "vm-a's traffic at its source during the migration", skipSrc, toPort(5702))
+	requireNone(t, dst, "vm-a's traffic at its target before the VM runs there", skip, toPort(5702))
+	return e
+}
+
+// TestLiveMigration: vm-a's port is on hv1 alone; while it migrates to
+// hv2 it is bound on both and nothing reaches hv2 until the VM's RARP
+// there, after which hv2 receives; the migration completed, it is on hv2
+// alone and hv1 receives nothing more.
+func TestLiveMigration(t *testing.T) {
+	e := startMigration(t)
+	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
+
+	// The VM resumes on hv2 and announces itself: OVN unblocks the port
+	// there by itself, before kubevirt-ovn hears of it.
+	rarp := time.Now()
+	require.NoError(t, e.l.Inject("hv2", vmADst, frameBytes(t, wire.RARP(vmAMAC))))
+	skip := count(t, dst)
+	e.toVMA(5703)
+	waitFor(t, dst, "vm-a's traffic at its target after its RARP", skip, toPort(5703))
+	report(t, fmt.Sprintf("central: first frame at the target %s after the RARP (control-plane latency on dummy datapaths)", time.Since(rarp).Round(time.Millisecond)))
+	e.waitBinding("hv2 activated", binding{chassis: "hv1", additional: "hv2", activated: "hv2"})
+
+	// Completed: hv2 alone.
+	e.write("vmis.yaml", vmAMigrating("hv2", "    completed: true"))
+	e.sync()
+	assert.Equal(t, "requested-chassis=hv2", e.lspOptions())
+	e.waitBinding("vm-a's port on hv2 alone, the activated flag cleared", binding{chassis: "hv2"})
+	skip, skipSrc := count(t, dst), count(t, src)
+	e.toVMA(5704)
+	waitFor(t, dst, "vm-a's traffic at hv2 after the migration", skip, toPort(5704))
+	requireNone(t, src, "vm-a's traffic at its old chassis after the migration", skipSrc, toPort(5704))
+}
+
+// TestLiveMigrationFailed: a migration that failed before the VM ran on
+// its target leaves the port on its source alone; the target never
+// received anything.
+func TestLiveMigrationFailed(t *testing.T) {
+	e := startMigration(t)
+	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
+
+	e.write("vmis.yaml", vmAMigrating("hv1", "    completed: true\n    failed: true"))
+	e.sync()
+	assert.Equal(t, "requested-chassis=hv1", e.lspOptions())
+	e.waitBinding("vm-a's port back on hv1 alone", binding{chassis: "hv1"})
+	skip, skipSrc := count(t, dst), count(t, src)
+	e.toVMA(5705)
+	waitFor(t, src, "vm-a's traffic at hv1 after the failed migration", skipSrc, toPort(5705))
+	requireNone(t, dst, "vm-a's traffic at the failed target", skip, toPort(5705))
+	// A RARP from the abandoned target changes nothing any more.
+	require.NoError(t, e.l.Inject("hv2", vmADst, frameBytes(t, wire.RARP(vmAMAC))))
+	skip, skipSrc = count(t, dst), count(t, src)
+	e.toVMA(5706)
+	waitFor(t, src, "vm-a's traffic at hv1 after a stray RARP at the target", skipSrc, toPort(5706))
+	requireNone(t, dst, "vm-a's traffic at the failed target after its RARP", skip, toPort(5706))
+	assert.Equal(t, binding{chassis: "hv1"}, e.vmABinding())
+}
