@@ -196,3 +196,44 @@ func TestLiveMigrationFailed(t *testing.T) {
 	requireNone(t, dst, "vm-a's traffic at the failed target after its RARP", skip, toPort(5706))
 	assert.Equal(t, binding{chassis: "hv1"}, e.vmABinding())
 }
+
+// TestLiveMigrationRunCollapsesOnActivation: under `run`, the SB showing
+// the target activated (the VM's RARP seen there) moves the port onto the
+// target alone before the VMI says the migration completed, and the
+// source receives nothing more; the VMI's completion then changes
+// nothing. The time from the RARP to the port on one chassis is reported.
+func TestLiveMigrationRunCollapsesOnActivation(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.l.AddVMPort("hv2", vmADst, vmAPort))
+	e.write("vmis.yaml", vmAOn("hv1", ""))
+	startController(t, "migration", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "--from-file", e.manifests, "--file-poll", "100ms")
+	waitNB(t, "vm-a's port on hv1", func() bool { return e.lspOptions() == "requested-chassis=hv1" })
+	e.ready("gw1", "hv1", "hv2")
+	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
+
+	e.write("vmis.yaml", vmAMigrating("hv1", "    mode: PreCopy"))
+	waitNB(t, "vm-a's port on both chassis", func() bool {
+		return e.lspOptions() == "activation-strategy=rarp requested-chassis=hv1,hv2"
+	})
+	e.waitBinding("hv2 bound as vm-a's additional chassis", binding{chassis: "hv1", additional: "hv2"})
+	skip, skipSrc := count(t, dst), count(t, src)
+	e.toVMA(5711)
+	waitFor(t, src, "vm-a's traffic at its source during the migration", skipSrc, toPort(5711))
+	requireNone(t, dst, "vm-a's traffic at its target before the VM runs there", skip, toPort(5711))
+
+	rarp := time.Now()
+	require.NoError(t, e.l.Inject("hv2", vmADst, frameBytes(t, wire.RARP(vmAMAC))))
+	waitNB(t, "vm-a's port on hv2 alone, the VMI still migrating", func() bool { return e.lspOptions() == "requested-chassis=hv2" })
+	e.waitBinding("vm-a's port bound on hv2 alone", binding{chassis: "hv2"})
+	report(t, fmt.Sprintf("central, run: RARP to the port on its target alone in the SB: %s", time.Since(rarp).Round(time.Millisecond)))
+	skip, skipSrc = count(t, dst), count(t, src)
+	e.toVMA(5712)
+	waitFor(t, dst, "vm-a's traffic at hv2 after the activation", skip, toPort(5712))
+	requireNone(t, src, "vm-a's traffic at its source after the activation", skipSrc, toPort(5712))
+
+	// northd cleared the activated flag; the port stays on hv2, and the
+	// completion changes nothing.
+	e.write("vmis.yaml", vmAMigrating("hv2", "    completed: true"))
+	e.waitBinding("the activated flag cleared", binding{chassis: "hv2"})
+	assert.Equal(t, "requested-chassis=hv2", e.lspOptions())
+}

@@ -135,7 +135,10 @@ type Input struct {
 	nodes map[string]node
 	// nodeChassis are every SB chassis by name and hostname (nil while no
 	// SB is known): the requested-chassis of VM ports (migration.go).
-	nodeChassis  map[string]string
+	nodeChassis map[string]string
+	// activated are the migrating VM ports whose target the SB showed
+	// activated (SetActivated), by port name.
+	activated    map[string]activation
 	chassisNames []string
 	zones        []string
 	zoned        bool
@@ -245,6 +248,7 @@ func NewInput() *Input {
 		fipClaims:      map[string]set[*fipDecl]{},
 		fipFixed:       map[string]set[*fipDecl]{},
 		vmAddrs:        map[string]set[*vmDecl]{},
+		activated:      map[string]activation{},
 		gatewayRouters: map[string]int{},
 		sched:          gateways.New(),
 	}
@@ -730,8 +734,8 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 // bindingChanged says whether v's port binding (vmPortBinding) differs
 // between chassis maps old and new.
 func bindingChanged(v *VMInterface, old, new map[string]string) bool {
-	o, _ := vmPortBinding(v, old)
-	n, _ := vmPortBinding(v, new)
+	o, _ := vmPortBinding(v, old, activation{}, false)
+	n, _ := vmPortBinding(v, new, activation{}, false)
 	return !maps.Equal(o, n)
 }
 

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -45,7 +46,62 @@ func nodeChassis(chassis []Chassis) map[string]string {
 // (nil: the SB is not known, and the node's name is the chassis's
 // hostname, which OVN accepts too). A migration target that is no chassis
 // is not followed (the port stays on its source) and the note says why.
-func vmPortBinding(v *VMInterface, chassis map[string]string) (map[string]string, string) {
+// A migration the SB showed activated on its target (act, when ok) is
+// collapsed onto the target at once: the VM runs there.
+func vmPortBinding(v *VMInterface, chassis map[string]string, act activation, ok bool) (map[string]string, string) {
+	opts, note := migrationBinding(v, chassis)
+	if ok && act.uid == v.MigrationUID && opts["activation-strategy"] != "" && strings.HasSuffix(opts["requested-chassis"], ","+act.chassis) {
+		return map[string]string{"requested-chassis": act.chassis}, note
+	}
+	return opts, note
+}
+
+// activation is a migrating VM port's target chassis that the SB showed
+// activated (options:additional-chassis-activated: ovn-controller saw the
+// VM's RARP there), for the migration uid.
+type activation struct{ uid, chassis string }
+
+// SetActivated records the chassis the SB shows VM port port of network
+// activated on (its Port_Binding's options:additional-chassis-activated;
+// none when it has none or is gone) and returns the network to plan again
+// when that collapses the port of a running migration onto its target.
+// The activation is kept while the VM's migration (by its uid) runs:
+// ovn-northd clears the flag as soon as the port names one chassis, and
+// the port must stay on the target until the VMI says the migration
+// completed. It is forgotten once the port's VM no longer migrates.
+func (in *Input) SetActivated(network, port string, chassis []string) []Unit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var v *VMInterface
+	for d := range in.vms[network] {
+		if VMPortName(d.Network, d.Namespace, d.VMI, d.Interface) == port {
+			v = &d.VMInterface
+			break
+		}
+	}
+	if v == nil || v.MigrationTarget == "" {
+		delete(in.activated, port)
+		return nil
+	}
+	dst := v.MigrationTarget
+	if in.nodeChassis != nil {
+		if c, ok := in.nodeChassis[dst]; ok {
+			dst = c
+		}
+	}
+	if !slices.Contains(chassis, dst) {
+		return nil
+	}
+	a := activation{uid: v.MigrationUID, chassis: dst}
+	if in.activated[port] == a {
+		return nil
+	}
+	in.activated[port] = a
+	return []Unit{{Kind: KindNetwork, Name: network}}
+}
+
+// migrationBinding is vmPortBinding without the SB's activation.
+func migrationBinding(v *VMInterface, chassis map[string]string) (map[string]string, string) {
 	if v.Node == "" {
 		return nil, ""
 	}

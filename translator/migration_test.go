@@ -37,7 +37,7 @@ func TestVMPortBinding(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, note := vmPortBinding(&tc.v, tc.chassis)
+			got, note := vmPortBinding(&tc.v, tc.chassis, activation{}, false)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.note, note)
 		})
@@ -112,4 +112,59 @@ func TestZoneMigrationAcrossZonesStays(t *testing.T) {
 	require.Empty(t, up.Errs)
 	assert.Equal(t, "@hv1", zoneView(up.Network.Zones["hv1"])["LSP "+port], "to zone hv2: stays on its source")
 	assert.Equal(t, []string{"VirtualMachineInstance default/vm1 interface eth0: migrating from zone hv1 to zone hv2 is not followed in interconnect mode yet: its port stays on hv1 until status.nodeName names the target"}, up.Network.VMNotes)
+}
+
+// TestMigrationActivationCollapses: the SB showing the target activated
+// (the VM's RARP seen there) collapses the port onto the target before
+// the VMI says the migration completed, and keeps it there once northd
+// clears the flag; a flag of another chassis, or of a port not migrating,
+// changes nothing; the next migration starts from its dual binding again.
+func TestMigrationActivationCollapses(t *testing.T) {
+	vm := VMInterface{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "node-1"}
+	port := VMPortName("net-a", "default", "vm1", "eth1")
+	netAUnit := Unit{Kind: KindNetwork, Name: "net-a"}
+	in := NewInput()
+	in.Set("nets", Objects{Networks: []Network{netA()}})
+	in.SetChassis([]Chassis{{Name: "hv1", Hostname: "node-1"}, {Name: "hv2", Hostname: "node-2"}}, true)
+	options := func() map[string]string {
+		up := in.Plan(netAUnit, testInstance, nil)
+		require.NotNil(t, up.Network)
+		require.Len(t, up.Network.Ports, 1)
+		return up.Network.Ports[0].Options
+	}
+	in.Set("vms", Objects{VMs: []VMInterface{vm}})
+	assert.Empty(t, in.SetActivated("net-a", port, []string{"hv1"}), "not migrating")
+
+	running := vm
+	running.MigrationTarget, running.MigrationUID = "node-2", "uid-1"
+	in.Set("vms", Objects{VMs: []VMInterface{running}})
+	assert.Empty(t, in.SetActivated("net-a", port, nil))
+	assert.Empty(t, in.SetActivated("net-a", port, []string{"hv9"}), "another chassis's flag")
+	assert.Equal(t, map[string]string{"requested-chassis": "hv1,hv2", "activation-strategy": "rarp"}, options())
+
+	assert.Equal(t, []Unit{netAUnit}, in.SetActivated("net-a", port, []string{"hv2"}))
+	assert.Equal(t, map[string]string{"requested-chassis": "hv2"}, options(), "activated: the target alone")
+	assert.Empty(t, in.SetActivated("net-a", port, []string{"hv2"}), "the same again")
+	assert.Empty(t, in.SetActivated("net-a", port, nil), "northd cleared the flag")
+	assert.Equal(t, map[string]string{"requested-chassis": "hv2"}, options(), "still on the target")
+
+	// Completed, then a new migration back: dual again, not collapsed by
+	// the old activation.
+	done := vm
+	done.Node = "node-2"
+	in.Set("vms", Objects{VMs: []VMInterface{done}})
+	assert.Empty(t, in.SetActivated("net-a", port, nil))
+	assert.Empty(t, in.activated, "forgotten once the port does not migrate")
+	back := done
+	back.MigrationTarget, back.MigrationUID = "node-1", "uid-2"
+	in.Set("vms", Objects{VMs: []VMInterface{back}})
+	assert.Equal(t, map[string]string{"requested-chassis": "hv2,hv1", "activation-strategy": "rarp"}, options())
+
+	// A migrationUid that changes mid-way: an activation of the old one
+	// does not collapse the new one.
+	assert.Equal(t, []Unit{netAUnit}, in.SetActivated("net-a", port, []string{"hv1"}))
+	again := back
+	again.MigrationUID = "uid-3"
+	in.Set("vms", Objects{VMs: []VMInterface{again}})
+	assert.Equal(t, map[string]string{"requested-chassis": "hv2,hv1", "activation-strategy": "rarp"}, options())
 }

@@ -314,7 +314,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	for i, d := range vmDecls {
 		vms[i] = &d.VMInterface
 	}
-	up.Network = networkPlan(n, vms, instance, held, in.nodeChassis)
+	up.Network = networkPlan(n, vms, instance, held, in.nodeChassis, in.activated)
 	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
 	in.withSiblingLoadBalancers(up.Network, n, instance)
 	up.LoadBalancers = in.routerlessLoadBalancers(n)
@@ -333,7 +333,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 // networkPlan plans the switch of valid network n and its ports, for the VM
 // interfaces vms on it; chassis are the SB chassis by node (nodeChassis),
 // nil when the SB is not known.
-func networkPlan(n *network, vms []*VMInterface, instance string, held Held, chassis map[string]string) *NetworkPlan {
+func networkPlan(n *network, vms []*VMInterface, instance string, held Held, chassis map[string]string, activated map[string]activation) *NetworkPlan {
 	name := n.Name
 	u := Unit{Kind: KindNetwork, Name: name}
 	np := &NetworkPlan{
@@ -368,7 +368,8 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, cha
 		addr := vp.mac + " " + vp.ip
 		ids := OwnerIDs(instance, u)
 		ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
-		opts, note := vmPortBinding(vp.VMInterface, chassis)
+		act, ok := activated[vp.port]
+		opts, note := vmPortBinding(vp.VMInterface, chassis, act, ok)
 		if note != "" {
 			np.VMNotes = append(np.VMNotes, note)
 		}

@@ -164,7 +164,7 @@ func runController(ctx context.Context, f *runFlags, log logr.Logger) error {
 			return err
 		}
 		if f.sb.Address != "" {
-			sb, err = ovn.ConnectSB(ctx, f.sb, log.WithName("sb"))
+			sb, err = ovn.ConnectWatchSB(ctx, f.sb, f.ctrl.instance, log.WithName("sb"))
 		}
 		return err
 	}

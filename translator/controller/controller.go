@@ -383,7 +383,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.sb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 			AddFunc:    func(table string, m model.Model) { c.onSB(ctx, table, m) },
 			UpdateFunc: func(table string, _, m model.Model) { c.onSB(ctx, table, m) },
-			DeleteFunc: func(table string, m model.Model) { c.onSB(ctx, table, m) },
+			DeleteFunc: func(table string, m model.Model) {
+				c.onSB(ctx, table, m)
+				if pb, ok := m.(*sbmodel.PortBinding); ok {
+					c.onActivation(pb, true)
+				}
+			},
 		})
 	}
 	if c.sb != nil {
@@ -476,6 +481,10 @@ func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
 		// northd created or someone rebound is bound again by its unit
 		// (OVN before 23.09); others' reconcile nothing.
 		pb := m.(*sbmodel.PortBinding)
+		if pb.Type == "" {
+			c.onActivation(pb, false)
+			return
+		}
 		if pb.Type != ovn.RedirectPortType {
 			if u, ok := c.remoteOwner(pb.LogicalPort); ok && pb.Type == ovn.RemotePortType {
 				c.Enqueue(u)
@@ -485,6 +494,25 @@ func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
 		if r, ok := ovn.RouterOfRedirectPort(pb.LogicalPort); ok {
 			c.Enqueue(translator.Unit{Kind: translator.KindRouter, Name: r})
 		}
+	}
+}
+
+// onActivation tells the input where the SB shows a VM port of ours
+// activated (a migrating VM's RARP seen on its target; none once deleted),
+// and reconciles its network at once when that moves the port: the
+// fastest signal that the VM runs on its target, ahead of the VMI.
+func (c *Controller) onActivation(pb *sbmodel.PortBinding, deleted bool) {
+	if pb.ExternalIDs[translator.KeyOwnerKind] != string(translator.KindNetwork) {
+		return
+	}
+	var on []string
+	if !deleted {
+		on = ovn.Activated(pb)
+	}
+	units := c.input.SetActivated(pb.ExternalIDs[translator.KeyOwner], pb.LogicalPort, on)
+	if len(units) > 0 {
+		c.opts.Log.Info("migration activated on its target", "port", pb.LogicalPort, "chassis", on)
+		c.EnqueueUnits(units)
 	}
 }
 

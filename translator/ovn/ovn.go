@@ -257,7 +257,15 @@ func monitorNB(ctx context.Context, c client.Client, instance string, reg *nb.Re
 // BindRemotePorts binds), and the health checks' Service_Monitors
 // (OfflineMembers); the client model holds only those tables.
 func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client, error) {
-	return connectSB(ctx, ep, "", log)
+	return connectSB(ctx, ep, "", false, log)
+}
+
+// ConnectWatchSB is ConnectSB for `run` in central mode: it also monitors
+// the Port_Bindings of instance's ports (ovn-northd copies a port's
+// external_ids to its binding), whose options say where a migrating VM's
+// port was activated (Activated).
+func ConnectWatchSB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
+	return connectSB(ctx, ep, instance, false, log)
 }
 
 // ConnectZoneSB is ConnectSB for a zone's SB in interconnect mode: it also
@@ -266,10 +274,10 @@ func ConnectSB(ctx context.Context, ep Endpoint, log logr.Logger) (client.Client
 // Port_Bindings of instance's ports (ovn-northd copies a port's
 // external_ids to its binding), not the zone's every pod's.
 func ConnectZoneSB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
-	return connectSB(ctx, ep, instance, log)
+	return connectSB(ctx, ep, instance, true, log)
 }
 
-func connectSB(ctx context.Context, ep Endpoint, instance string, log logr.Logger) (client.Client, error) {
+func connectSB(ctx context.Context, ep Endpoint, instance string, datapaths bool, log logr.Logger) (client.Client, error) {
 	modelFor := func(ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
 		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{
 			sbmodel.ChassisTable: &sbmodel.Chassis{}, sbmodel.PortBindingTable: &sbmodel.PortBinding{},
@@ -298,13 +306,13 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 		// lookup's empty ones, and Get would return any binding. The
 		// tunnel key is also what CachedSBKeys reads.
 		client.WithConditionalTable(pb, conds,
-			&pb.LogicalPort, &pb.Type, &pb.Chassis, &pb.RequestedChassis, &pb.Datapath, &pb.TunnelKey),
+			&pb.LogicalPort, &pb.Type, &pb.Chassis, &pb.RequestedChassis, &pb.Datapath, &pb.TunnelKey, &pb.Options, &pb.ExternalIDs),
 	}
 	// A zone's health checks (OfflineMembers): a Service_Monitor per
 	// member of every health-checked load balancer, few rows.
 	sm := &sbmodel.ServiceMonitor{}
 	tables = append(tables, client.WithTable(sm, &sm.LogicalPort, &sm.IP, &sm.Port, &sm.Protocol, &sm.Status))
-	if instance != "" {
+	if datapaths {
 		dp := &sbmodel.DatapathBinding{}
 		tables = append(tables, client.WithTable(dp, &dp.TunnelKey, &dp.ExternalIDs))
 	}
@@ -313,6 +321,17 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, log logr.Logge
 		return nil, fmt.Errorf("monitoring SB %s: %w", ep.Address, err)
 	}
 	return c, nil
+}
+
+// Activated are the chassis a Port_Binding's options say its port was
+// activated on as an additional chassis (ovn-controller saw the VM's RARP
+// there: options:additional-chassis-activated, a comma-separated list).
+func Activated(pb *sbmodel.PortBinding) []string {
+	v := pb.Options["additional-chassis-activated"]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // OfflineMembers are the load balancer members whose health check the
