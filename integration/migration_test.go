@@ -2,12 +2,14 @@ package integration
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
@@ -236,4 +238,32 @@ func TestLiveMigrationRunCollapsesOnActivation(t *testing.T) {
 	e.write("vmis.yaml", vmAMigrating("hv2", "    completed: true"))
 	e.waitBinding("the activated flag cleared", binding{chassis: "hv2"})
 	assert.Equal(t, "requested-chassis=hv2", e.lspOptions())
+}
+
+// TestControllerFollowsMigrationState: in a cluster, the VMI's
+// status.migrationState as virt-handler reports it moves the port: one
+// chassis, both while the migration runs, the target once it completed
+// (without --sb the node names are the chassis' hostnames).
+func TestControllerFollowsMigrationState(t *testing.T) {
+	c := startCentral(t)
+	k := startKubeAPI(t)
+	startController(t, "a", "--nb", c.NBTCP, "--kubeconfig", k.kubeconfig)
+	ex := filepath.Join("..", "deploy", "examples")
+	for _, f := range []string{"networks.yaml", "vmis.yaml", "router.yaml"} {
+		k.apply(t, filepath.Join(ex, f))
+	}
+	options := func() string {
+		return strings.TrimSpace(nbctl(t, c, "--bare", "--columns=options", "find", "Logical_Switch_Port", "name="+vmAPort))
+	}
+	waitNB(t, "vm-a's port on hv1", func() bool { return options() == "requested-chassis=hv1" })
+	migrate := func(node string, state map[string]any) {
+		k.change(t, vmiGVR, "default", "vm-a", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedField(u.Object, node, "status", "nodeName"))
+			require.NoError(t, unstructured.SetNestedMap(u.Object, state, "status", "migrationState"))
+		})
+	}
+	migrate("hv1", map[string]any{"sourceNode": "hv1", "targetNode": "hv2", "migrationUid": "d7c1f0e2", "mode": "PreCopy"})
+	waitNB(t, "vm-a's port on both chassis", func() bool { return options() == "activation-strategy=rarp requested-chassis=hv1,hv2" })
+	migrate("hv2", map[string]any{"sourceNode": "hv1", "targetNode": "hv2", "migrationUid": "d7c1f0e2", "completed": true})
+	waitNB(t, "vm-a's port on hv2", func() bool { return options() == "requested-chassis=hv2" })
 }
