@@ -253,6 +253,26 @@ spec: {id: fip-web, routerName: router1, networkName: public, floatingIp: 172.16
 			sync()
 			assert.Empty(t, nb.rows("Load_Balancer", `[["external_ids","includes",["map",[["kubevirt-ovn/load-balancer","web"]]]]]`))
 
+			// A live migration of vm-a from hv1 to gw1: the dual binding
+			// where OVN has multi-chassis binding; on 22.03 its source
+			// alone, and a note saying so.
+			vmis := filepath.Join(ex, "vmis.yaml")
+			orig, err := os.ReadFile(vmis)
+			require.NoError(t, err)
+			edit(t, vmis, "      ipAddress: 10.10.0.5\n", "      ipAddress: 10.10.0.5\n  migrationState: {sourceNode: hv1, targetNode: gw1, migrationUid: m-1}\n")
+			r = sync()
+			lsp := nb.rows("Logical_Switch_Port", `[["name","==","kv-net-a_default_vm-a_eth1"]]`, "options")
+			require.Len(t, lsp, 1)
+			if v == "22.03" {
+				assert.Equal(t, []any{"map", []any{[]any{"requested-chassis", "hv1"}}}, lsp[0]["options"])
+				assert.Contains(t, r.stderr, "this OVN has no multi-chassis port binding (before 22.06): its port stays on hv1 until status.migrationState says completed, then moves to gw1")
+			} else {
+				assert.Equal(t, []any{"map", []any{[]any{"activation-strategy", "rarp"}, []any{"requested-chassis", "hv1,gw1"}}}, lsp[0]["options"])
+			}
+			assert.Contains(t, sync().stdout, "no changes")
+			require.NoError(t, os.WriteFile(vmis, orig, 0o644))
+			sync()
+
 			edit(t, filepath.Join(ex, "router.yaml"), "ip: 172.16.0.100", "ip: 172.16.0.103")
 			edit(t, filepath.Join(ex, "router.yaml"), `mac: "00:00:00:00:ee:01"`, `mac: "00:00:00:00:ee:02"`)
 			r = sync()

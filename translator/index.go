@@ -138,11 +138,13 @@ type Input struct {
 	nodeChassis map[string]string
 	// activated are the migrating VM ports whose target the SB showed
 	// activated (SetActivated), by port name.
-	activated    map[string]activation
-	chassisNames []string
-	zones        []string
-	zoned        bool
-	keys         *tunnelkeys.Allocator[Unit]
+	activated map[string]activation
+	// singleChassis: the OVN has no multi-chassis port binding (22.03).
+	singleChassis bool
+	chassisNames  []string
+	zones         []string
+	zoned         bool
+	keys          *tunnelkeys.Allocator[Unit]
 	// follow: plan from an allocator's decisions (zones.go);
 	// interconnect: zoned even before any zone is known.
 	follow, interconnect bool
@@ -266,6 +268,7 @@ func NewInputFrom(s *Snapshot) *Input {
 	}
 	in.rejectEmptyLB = s.RejectEmptyLB
 	in.defaultDeny = s.DefaultDeny
+	in.singleChassis = s.SingleChassis
 	for _, zone := range slices.Sorted(maps.Keys(s.OfflineMembers)) {
 		in.SetOfflineMembers(zone, s.OfflineMembers[zone])
 	}
@@ -734,8 +737,8 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 // bindingChanged says whether v's port binding (vmPortBinding) differs
 // between chassis maps old and new.
 func bindingChanged(v *VMInterface, old, new map[string]string) bool {
-	o, _ := vmPortBinding(v, old, activation{}, false)
-	n, _ := vmPortBinding(v, new, activation{}, false)
+	o, _ := vmPortBinding(v, old)
+	n, _ := vmPortBinding(v, new)
 	return !maps.Equal(o, n)
 }
 

@@ -71,7 +71,7 @@ func referenceBuild(s *Snapshot, instance string) *Plan {
 		chassis = nodeChassis(s.Chassis)
 	}
 	for _, name := range slices.Sorted(maps.Keys(nets)) {
-		np := networkPlan(nets[name], vmsByNet[name], instance, held, chassis, nil)
+		np := networkPlan(nets[name], vmsByNet[name], instance, held, portBinder{chassis: chassis, single: s.SingleChassis})
 		p.Errors = append(p.Errors, np.VMErrors...)
 		p.Networks = append(p.Networks, *np)
 	}

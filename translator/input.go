@@ -34,6 +34,10 @@ type Snapshot struct {
 	// LoadBalancers belong to the unit of the router whose internal
 	// network is their LoadBalancer.Network (loadbalancer.go).
 	LoadBalancers []LoadBalancer
+	// SingleChassis: the OVN has no multi-chassis port binding (22.03): a
+	// migrating VM's port moves when its migration completed
+	// (Input.SetSingleChassis).
+	SingleChassis bool
 	// RejectEmptyLB: a load balancer without members rejects (TCP RST,
 	// ICMP unreachable) rather than drops, as ONOS did (Input.SetRejectEmptyLB).
 	RejectEmptyLB bool

@@ -41,19 +41,46 @@ func nodeChassis(chassis []Chassis) map[string]string {
 	return out
 }
 
-// vmPortBinding is the options of v's port: requested-chassis, and while
-// v migrates activation-strategy; chassis maps nodes to chassis names
-// (nil: the SB is not known, and the node's name is the chassis's
-// hostname, which OVN accepts too). A migration target that is no chassis
-// is not followed (the port stays on its source) and the note says why.
-// A migration the SB showed activated on its target (act, when ok) is
-// collapsed onto the target at once: the VM runs there.
-func vmPortBinding(v *VMInterface, chassis map[string]string, act activation, ok bool) (map[string]string, string) {
-	opts, note := migrationBinding(v, chassis)
-	if ok && act.uid == v.MigrationUID && opts["activation-strategy"] != "" && strings.HasSuffix(opts["requested-chassis"], ","+act.chassis) {
-		return map[string]string{"requested-chassis": act.chassis}, note
+// portBinder is what a VM port's binding depends on beside its VM
+// interface: chassis maps nodes to chassis names (nodeChassis; nil: the SB
+// is not known, and a node's name is its chassis's hostname, which OVN
+// accepts too), activated the SB's activations by port (SetActivated),
+// single that the OVN has no multi-chassis binding (SetSingleChassis).
+type portBinder struct {
+	chassis   map[string]string
+	activated map[string]activation
+	single    bool
+}
+
+func (in *Input) binder() portBinder {
+	return portBinder{chassis: in.nodeChassis, activated: in.activated, single: in.singleChassis}
+}
+
+// binding is the options of v's port (named port): requested-chassis,
+// and while v migrates activation-strategy. A migration target that is no
+// chassis is not followed (the port stays on its source) and the note
+// says why. A migration the SB showed activated on its target is
+// collapsed onto the target at once: the VM runs there. Without
+// multi-chassis binding (OVN 22.03) a migrating port stays on its source
+// until the VMI says the migration completed, and the note says so.
+func (b portBinder) binding(v *VMInterface, port string) (map[string]string, string) {
+	opts, note := migrationBinding(v, b.chassis)
+	if opts["activation-strategy"] == "" {
+		return opts, note
+	}
+	src, dst, _ := strings.Cut(opts["requested-chassis"], ",")
+	if b.single {
+		return map[string]string{"requested-chassis": src}, fmt.Sprintf("%s %s/%s interface %s: this OVN has no multi-chassis port binding (before 22.06): its port stays on %s until status.migrationState says completed, then moves to %s", ObjVMI, v.Namespace, v.VMI, v.Interface, src, dst)
+	}
+	if act, ok := b.activated[port]; ok && act.uid == v.MigrationUID && act.chassis == dst {
+		return map[string]string{"requested-chassis": dst}, note
 	}
 	return opts, note
+}
+
+// vmPortBinding is the binding of v's port with only chassis known.
+func vmPortBinding(v *VMInterface, chassis map[string]string) (map[string]string, string) {
+	return portBinder{chassis: chassis}.binding(v, "")
 }
 
 // activation is a migrating VM port's target chassis that the SB showed
@@ -100,7 +127,8 @@ func (in *Input) SetActivated(network, port string, chassis []string) []Unit {
 	return []Unit{{Kind: KindNetwork, Name: network}}
 }
 
-// migrationBinding is vmPortBinding without the SB's activation.
+// migrationBinding is the binding of v's port on an OVN with
+// multi-chassis binding, before any activation.
 func migrationBinding(v *VMInterface, chassis map[string]string) (map[string]string, string) {
 	if v.Node == "" {
 		return nil, ""
@@ -160,4 +188,26 @@ func (in *Input) zoneMigrations(np *NetworkPlan, vms []*VMInterface) {
 		p.Options = map[string]string{"requested-chassis": src0}
 		np.VMNotes = append(np.VMNotes, fmt.Sprintf("%s %s/%s interface %s: migrating from zone %s to zone %s is not followed in interconnect mode yet: its port stays on %s until status.nodeName names the target", ObjVMI, v.Namespace, v.VMI, v.Interface, src.zone, dst.zone, src0))
 	}
+}
+
+// SetSingleChassis says whether the OVN has no multi-chassis port binding
+// (OVN 22.03: requested-chassis names one chassis, no activation
+// strategy) and returns the networks of the migrating VMs it changes.
+func (in *Input) SetSingleChassis(single bool) []Unit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.singleChassis == single {
+		return nil
+	}
+	in.singleChassis = single
+	affected := set[Unit]{}
+	for n, decls := range in.vms {
+		for d := range decls {
+			if d.MigrationTarget != "" {
+				affected.add(Unit{Kind: KindNetwork, Name: n})
+				break
+			}
+		}
+	}
+	return sortedUnits(affected)
 }

@@ -37,7 +37,7 @@ func TestVMPortBinding(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, note := vmPortBinding(&tc.v, tc.chassis, activation{}, false)
+			got, note := vmPortBinding(&tc.v, tc.chassis)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.note, note)
 		})
@@ -167,4 +167,30 @@ func TestMigrationActivationCollapses(t *testing.T) {
 	again.MigrationUID = "uid-3"
 	in.Set("vms", Objects{VMs: []VMInterface{again}})
 	assert.Equal(t, map[string]string{"requested-chassis": "hv2,hv1", "activation-strategy": "rarp"}, options())
+}
+
+// TestMigrationWithoutMultiChassis: on an OVN without multi-chassis port
+// binding (22.03) a migrating port stays on its source, with a note, and
+// moves once the migration completed; learning it re-plans only the
+// networks of migrating VMs.
+func TestMigrationWithoutMultiChassis(t *testing.T) {
+	vm := VMInterface{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5",
+		Node: "hv1", MigrationTarget: "hv2", MigrationUID: "uid-1"}
+	other := VMInterface{Namespace: "default", VMI: "vm2", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6", Node: "hv3"}
+	netAUnit := Unit{Kind: KindNetwork, Name: "net-a"}
+	in := NewInput()
+	in.Set("s", Objects{Networks: []Network{netA(), netB()}, VMs: []VMInterface{vm, other}})
+	assert.Equal(t, []Unit{netAUnit}, in.SetSingleChassis(true))
+	assert.Empty(t, in.SetSingleChassis(true))
+	up := in.Plan(netAUnit, testInstance, nil)
+	require.Len(t, up.Network.Ports, 1)
+	assert.Equal(t, map[string]string{"requested-chassis": "hv1"}, up.Network.Ports[0].Options)
+	assert.Equal(t, []string{"VirtualMachineInstance default/vm1 interface eth1: this OVN has no multi-chassis port binding (before 22.06): its port stays on hv1 until status.migrationState says completed, then moves to hv2"}, up.Network.VMNotes)
+
+	done := vm
+	done.Node, done.MigrationTarget, done.MigrationUID = "hv2", "", ""
+	in.Set("s", Objects{Networks: []Network{netA(), netB()}, VMs: []VMInterface{done, other}})
+	up = in.Plan(netAUnit, testInstance, nil)
+	assert.Equal(t, map[string]string{"requested-chassis": "hv2"}, up.Network.Ports[0].Options)
+	assert.Empty(t, up.Network.VMNotes)
 }

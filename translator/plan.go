@@ -314,7 +314,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 	for i, d := range vmDecls {
 		vms[i] = &d.VMInterface
 	}
-	up.Network = networkPlan(n, vms, instance, held, in.nodeChassis, in.activated)
+	up.Network = networkPlan(n, vms, instance, held, in.binder())
 	up.Network.LoadBalancers, up.Network.LBHealthChecks = in.switchLoadBalancers(n, instance)
 	in.withSiblingLoadBalancers(up.Network, n, instance)
 	up.LoadBalancers = in.routerlessLoadBalancers(n)
@@ -331,9 +331,8 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 }
 
 // networkPlan plans the switch of valid network n and its ports, for the VM
-// interfaces vms on it; chassis are the SB chassis by node (nodeChassis),
-// nil when the SB is not known.
-func networkPlan(n *network, vms []*VMInterface, instance string, held Held, chassis map[string]string, activated map[string]activation) *NetworkPlan {
+// interfaces vms on it, bound to their chassis by binder.
+func networkPlan(n *network, vms []*VMInterface, instance string, held Held, binder portBinder) *NetworkPlan {
 	name := n.Name
 	u := Unit{Kind: KindNetwork, Name: name}
 	np := &NetworkPlan{
@@ -368,8 +367,7 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, cha
 		addr := vp.mac + " " + vp.ip
 		ids := OwnerIDs(instance, u)
 		ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
-		act, ok := activated[vp.port]
-		opts, note := vmPortBinding(vp.VMInterface, chassis, act, ok)
+		opts, note := binder.binding(vp.VMInterface, vp.port)
 		if note != "" {
 			np.VMNotes = append(np.VMNotes, note)
 		}

@@ -260,6 +260,9 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 	}
 	source.Input().SetRejectEmptyLB(opts.RejectEmptyLB)
 	source.Input().SetDefaultDeny(opts.DefaultDeny)
+	if !ovn.MultiChassis(nbc) {
+		source.Input().SetSingleChassis(true)
+	}
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc), refs: nb.NewRefMemo(nil, opts.Instance),

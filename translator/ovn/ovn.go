@@ -323,6 +323,19 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, datapaths bool
 	return c, nil
 }
 
+// MultiChassis says whether the OVN whose NB c is connected to binds a
+// port to several chassis (options:requested-chassis a list, and the
+// activation strategy): OVN 22.06 and later, whose NB schema is 6.2 or
+// newer (22.03's is 6.1.0, 22.12's 7.0.0). A version that does not read
+// counts as a recent one.
+func MultiChassis(c client.Client) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(c.Schema().Version, "%d.%d", &major, &minor); err != nil {
+		return true
+	}
+	return major > 6 || major == 6 && minor >= 2
+}
+
 // Activated are the chassis a Port_Binding's options say its port was
 // activated on as an additional chassis (ovn-controller saw the VM's RARP
 // there: options:additional-chassis-activated, a comma-separated list).
