@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,7 +158,7 @@ func TestLiveMigration(t *testing.T) {
 	// The VM resumes on hv2 and announces itself: OVN unblocks the port
 	// there by itself, before kubevirt-ovn hears of it.
 	rarp := time.Now()
-	require.NoError(t, e.l.Inject("hv2", vmADst, frameBytes(t, wire.RARP(vmAMAC))))
+	e.announce()
 	skip := count(t, dst)
 	e.toVMA(5703)
 	waitFor(t, dst, "vm-a's traffic at its target after its RARP", skip, toPort(5703))
@@ -182,10 +183,28 @@ func TestLiveMigrationFailed(t *testing.T) {
 	e := startMigration(t)
 	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
 
+	// A numbered stream across the failure: every frame reaches the
+	// source, none the target.
+	skipSrc := count(t, src)
+	st := e.startStream(7000)
+	waitFor(t, src, "the stream at vm-a's source", skipSrc, func(s seen) bool { return s.IsUDP && s.SPort == 40800 })
 	e.write("vmis.yaml", vmAMigrating("hv1", "    completed: true\n    failed: true"))
 	e.sync()
 	assert.Equal(t, "requested-chassis=hv1", e.lspOptions())
 	e.waitBinding("vm-a's port back on hv1 alone", binding{chassis: "hv1"})
+	after := st.sentCount()
+	waitFor(t, src, "the stream at the source after the failure", 0, func(s seen) bool {
+		return s.IsUDP && s.SPort == 40800 && int(s.DPort-7000) > after+5
+	})
+	sent := st.end()
+	atSrc, atDst := st.seqs(t, src), st.seqs(t, dst)
+	lost, _, _ := streamReport(sent, atSrc, atDst)
+	// The last frame may still be on its way.
+	for i := range len(sent) - 1 {
+		assert.True(t, atSrc[i], "stream frame %d lost at the source", i)
+	}
+	assert.Empty(t, atDst, "stream frames at the failed target")
+	report(t, fmt.Sprintf("central: a failed migration: a stream of %d frames every %s, %d lost at the source", len(sent), streamInterval, lost))
 	skip, skipSrc := count(t, dst), count(t, src)
 	e.toVMA(5705)
 	waitFor(t, src, "vm-a's traffic at hv1 after the failed migration", skipSrc, toPort(5705))
@@ -223,11 +242,33 @@ func TestLiveMigrationRunCollapsesOnActivation(t *testing.T) {
 	waitFor(t, src, "vm-a's traffic at its source during the migration", skipSrc, toPort(5711))
 	requireNone(t, dst, "vm-a's traffic at its target before the VM runs there", skip, toPort(5711))
 
+	// A numbered stream to vm-a every 15 ms across the switch.
+	st := e.startStream(6000)
+	waitFor(t, src, "the stream at vm-a's source", skipSrc, func(s seen) bool { return s.IsUDP && s.SPort == 40800 })
+	rarpAt := st.sentCount()
 	rarp := time.Now()
-	require.NoError(t, e.l.Inject("hv2", vmADst, frameBytes(t, wire.RARP(vmAMAC))))
+	e.announce()
 	waitNB(t, "vm-a's port on hv2 alone, the VMI still migrating", func() bool { return e.lspOptions() == "requested-chassis=hv2" })
 	e.waitBinding("vm-a's port bound on hv2 alone", binding{chassis: "hv2"})
-	report(t, fmt.Sprintf("central, run: RARP to the port on its target alone in the SB: %s", time.Since(rarp).Round(time.Millisecond)))
+	collapsed := time.Since(rarp)
+	// Every chassis has computed its flows for the collapse: a frame sent
+	// from now on goes to the target alone.
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+	afterCollapse := st.sentCount()
+	waitFor(t, dst, "the stream at the target after the collapse", 0, func(s seen) bool {
+		return s.IsUDP && s.SPort == 40800 && int(s.DPort-6000) > afterCollapse+5
+	})
+	sent := st.end()
+	atSrc, atDst := st.seqs(t, src), st.seqs(t, dst)
+	for i := range rarpAt {
+		assert.False(t, atDst[i], "stream frame %d, sent before the RARP, reached the target", i)
+	}
+	for i := afterCollapse + 1; i < len(sent); i++ {
+		assert.False(t, atSrc[i], "stream frame %d, sent after the port moved, reached the source", i)
+	}
+	lost, gap, dups := streamReport(sent, atSrc, atDst)
+	report(t, fmt.Sprintf("central, run: a stream of %d frames every %s: %d lost (the longest gap %s), %d received twice; RARP to the port on its target alone in the SB: %s",
+		len(sent), streamInterval, lost, gap.Round(time.Millisecond), dups, collapsed.Round(time.Millisecond)))
 	skip, skipSrc = count(t, dst), count(t, src)
 	e.toVMA(5712)
 	waitFor(t, dst, "vm-a's traffic at hv2 after the activation", skip, toPort(5712))
@@ -266,4 +307,125 @@ func TestControllerFollowsMigrationState(t *testing.T) {
 	waitNB(t, "vm-a's port on both chassis", func() bool { return options() == "activation-strategy=rarp requested-chassis=hv1,hv2" })
 	migrate("hv2", map[string]any{"sourceNode": "hv1", "targetNode": "hv2", "migrationUid": "d7c1f0e2", "completed": true})
 	waitNB(t, "vm-a's port on hv2", func() bool { return options() == "requested-chassis=hv2" })
+}
+
+// stream sends a numbered UDP stream from vm-b to vm-a (destination ports
+// base, base+1, ...), one frame every streamInterval, until stopped or
+// streamMax frames, and remembers when each was sent.
+type stream struct {
+	base uint16
+	mu   sync.Mutex
+	sent []time.Time
+	stop chan struct{}
+	done chan struct{}
+}
+
+const (
+	streamInterval = 15 * time.Millisecond
+	streamMax      = 2000
+)
+
+func (p traffic) startStream(base uint16) *stream {
+	s := &stream{base: base, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(streamInterval)
+		defer tick.Stop()
+		for i := 0; i < streamMax; i++ {
+			f := frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIP, DstIP: vmAIP, TTL: 64, SPort: 40800, DPort: s.base + uint16(i)}
+			b, err := f.Bytes()
+			if err == nil {
+				err = p.c.Inject("hv2", "vm-b", b)
+			}
+			if err != nil {
+				p.t.Errorf("stream frame %d: %v", i, err)
+				return
+			}
+			s.mu.Lock()
+			s.sent = append(s.sent, time.Now())
+			s.mu.Unlock()
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// sentCount is how many frames the stream has sent so far.
+func (s *stream) sentCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent)
+}
+
+// end stops the stream and returns when each frame was sent.
+func (s *stream) end() []time.Time {
+	close(s.stop)
+	<-s.done
+	return s.sent
+}
+
+// seqs are the stream's frame numbers a capture holds.
+func (s *stream) seqs(t *testing.T, c capture) map[int]bool {
+	t.Helper()
+	ps, err := c.read()
+	require.NoError(t, err)
+	out := map[int]bool{}
+	for _, p := range ps {
+		if p.IsUDP && p.DstIP == vmAIP && p.SPort == 40800 && p.DPort >= s.base && p.DPort < s.base+streamMax {
+			out[int(p.DPort-s.base)] = true
+		}
+	}
+	return out
+}
+
+// streamReport is what became of a stream's frames across a switch from
+// src to dst: the frames neither received (lost), the longest run of
+// them in time (gap), and the frames both received (duplicates).
+func streamReport(sent []time.Time, atSrc, atDst map[int]bool) (lost int, gap time.Duration, dups int) {
+	run := -1
+	for i := range sent {
+		switch {
+		case atSrc[i] && atDst[i]:
+			dups++
+			run = -1
+		case atSrc[i] || atDst[i]:
+			run = -1
+		default:
+			lost++
+			if run < 0 {
+				run = i
+			}
+			end := i + 1
+			if end >= len(sent) {
+				end = len(sent) - 1
+			}
+			if d := sent[end].Sub(sent[max(run-1, 0)]); d > gap {
+				gap = d
+			}
+		}
+	}
+	return lost, gap, dups
+}
+
+// announce sends vm-a's RARP on its target hv2 as QEMU's self-announce
+// does when the VM resumes there: five rounds, the first at once, then
+// after 50 ms and every 100 ms more (its defaults), without waiting.
+func (e *env) announce() {
+	e.t.Helper()
+	b := frameBytes(e.t, wire.RARP(vmAMAC))
+	require.NoError(e.t, e.l.Inject("hv2", vmADst, b))
+	go func() {
+		gap := 50 * time.Millisecond
+		for range 4 {
+			time.Sleep(gap)
+			gap += 100 * time.Millisecond
+			if err := e.l.Inject("hv2", vmADst, b); err != nil {
+				return // the test ended and its sandbox with it
+			}
+		}
+	}()
 }
