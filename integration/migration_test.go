@@ -227,7 +227,7 @@ func TestLiveMigrationRunCollapsesOnActivation(t *testing.T) {
 	e := newEnv(t)
 	require.NoError(t, e.l.AddVMPort("hv2", vmADst, vmAPort))
 	e.write("vmis.yaml", vmAOn("hv1", ""))
-	startController(t, "migration", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "--from-file", e.manifests, "--file-poll", "100ms")
+	ctrl := startController(t, "migration", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "--from-file", e.manifests, "--file-poll", "100ms")
 	waitNB(t, "vm-a's port on hv1", func() bool { return e.lspOptions() == "requested-chassis=hv1" })
 	e.ready("gw1", "hv1", "hv2")
 	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
@@ -266,6 +266,9 @@ func TestLiveMigrationRunCollapsesOnActivation(t *testing.T) {
 	for i := afterCollapse + 1; i < len(sent); i++ {
 		assert.False(t, atSrc[i], "stream frame %d, sent after the port moved, reached the source", i)
 	}
+	waitNB(t, "the collapse measured", func() bool {
+		return ctrl.metrics("kubevirt_ovn_migration_activation_to_collapse_seconds_count")[0] == 1
+	})
 	lost, gap, dups := streamReport(sent, atSrc, atDst)
 	report(t, fmt.Sprintf("central, run: a stream of %d frames every %s: %d lost (the longest gap %s), %d received twice; RARP to the port on its target alone in the SB: %s",
 		len(sent), streamInterval, lost, gap.Round(time.Millisecond), dups, collapsed.Round(time.Millisecond)))

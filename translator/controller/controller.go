@@ -170,6 +170,9 @@ type Controller struct {
 	// the row each waits for (one at a time: its diff's first missing).
 	awaiting map[rowID]map[translator.Unit]bool
 	awaits   map[translator.Unit]rowID
+	// activatedAt are the migrating ports the SB showed activated on
+	// their target whose collapse is not committed yet, by port.
+	activatedAt map[string]activatedPort
 	// writing are the units whose rows are being written, with the rows
 	// of theirs the NB announced as inserted, updated or deleted
 	// meanwhile; echoes the rows their last write wrote that the NB has
@@ -270,15 +273,16 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
-		pending:  map[string]int{},
-		parked:   map[string]map[string]bool{},
-		awaiting: map[rowID]map[translator.Unit]bool{},
-		awaits:   map[translator.Unit]rowID{},
-		moves:    map[string]string{},
-		writing:  map[translator.Unit][]rowID{},
-		echoes:   map[translator.Unit]map[rowID]int{},
-		moveKick: make(chan struct{}, 1),
-		remote:   map[string]translator.Unit{},
+		pending:     map[string]int{},
+		parked:      map[string]map[string]bool{},
+		awaiting:    map[rowID]map[translator.Unit]bool{},
+		awaits:      map[translator.Unit]rowID{},
+		activatedAt: map[string]activatedPort{},
+		moves:       map[string]string{},
+		writing:     map[translator.Unit][]rowID{},
+		echoes:      map[translator.Unit]map[rowID]int{},
+		moveKick:    make(chan struct{}, 1),
+		remote:      map[string]translator.Unit{},
 	}
 	if opts.Metrics != nil {
 		opts.Metrics.watchQueue(c.queue)
@@ -515,7 +519,47 @@ func (c *Controller) onActivation(pb *sbmodel.PortBinding, deleted bool) {
 	units := c.input.SetActivated(pb.ExternalIDs[translator.KeyOwner], pb.LogicalPort, on)
 	if len(units) > 0 {
 		c.opts.Log.Info("migration activated on its target", "port", pb.LogicalPort, "chassis", on)
+		c.mu.Lock()
+		c.activatedAt[pb.LogicalPort] = activatedPort{network: pb.ExternalIDs[translator.KeyOwner], at: time.Now()}
+		c.mu.Unlock()
 		c.EnqueueUnits(units)
+	}
+}
+
+// activatedPort is a migrating port the SB showed activated on its
+// target, at, whose collapse is not committed yet.
+type activatedPort struct {
+	network string
+	at      time.Time
+}
+
+// collapsed records, for network plan np just committed, the ports
+// activated on their target that it now binds to one chassis: the time
+// from the activation to the commit, logged and measured.
+func (c *Controller) collapsed(np *translator.NetworkPlan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.activatedAt) == 0 {
+		return
+	}
+	ports := make(map[string]bool, len(np.Ports))
+	for _, p := range np.Ports {
+		ports[p.Name] = true
+	}
+	for port, a := range c.activatedAt {
+		if a.network == np.Name && !ports[port] {
+			delete(c.activatedAt, port) // its VM is gone: nothing to collapse
+		}
+	}
+	for _, p := range np.Ports {
+		a, ok := c.activatedAt[p.Name]
+		if !ok || a.network != np.Name || strings.Contains(p.Options["requested-chassis"], ",") {
+			continue
+		}
+		delete(c.activatedAt, p.Name)
+		took := time.Since(a.at)
+		c.opts.Metrics.observeCollapse(took)
+		c.opts.Log.Info("migration collapsed onto its target", "port", p.Name, "chassis", p.Options["requested-chassis"], "afterActivation", took.Round(time.Millisecond))
 	}
 }
 
@@ -1061,6 +1105,9 @@ func (c *Controller) write(ctx context.Context, steps []*step) error {
 		}
 		if c.zone != "" && s.unitErr == nil {
 			s.unitErr = c.bindRemotePorts(ctx, u, s.work.Rows)
+		}
+		if s.unitErr == nil && s.up.Network != nil {
+			c.collapsed(s.up.Network)
 		}
 		if r != nil {
 			for _, n := range r.Notes {

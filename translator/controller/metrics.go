@@ -26,6 +26,7 @@ type Metrics struct {
 	txn          prometheus.Histogram
 	txnErr       prometheus.Counter
 	keys         *prometheus.GaugeVec
+	collapse     prometheus.Histogram
 
 	mu      sync.Mutex
 	routers map[string]RouterStatus
@@ -60,9 +61,14 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		keys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kubevirt_ovn_tunnel_key_mismatches", Help: "Switches and ports of ours to which a zone's ovn-northd gave another tunnel key than the one they request (a collision: their cross-zone traffic breaks), by zone.",
 		}, []string{"zone"}),
+		collapse: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubevirt_ovn_migration_activation_to_collapse_seconds",
+			Help:    "From the SB showing a migrating VM's port activated on its target (the VM's RARP seen there) to the commit of the port on the target alone.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
 		routers: map[string]RouterStatus{},
 	}
-	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.batch, m.parked, m.txn, m.txnErr, m.keys)
+	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.batch, m.parked, m.txn, m.txnErr, m.keys, m.collapse)
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubevirt_ovn_routers_ready", Help: "Routers whose rows are committed.",
 	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Err == nil }) }))
@@ -214,4 +220,13 @@ func (m *Metrics) Handler(ready func() error) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// observeCollapse records a migrating port's time from its activation to
+// the commit of its collapse.
+func (m *Metrics) observeCollapse(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.collapse.Observe(d.Seconds())
 }
