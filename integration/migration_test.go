@@ -432,3 +432,36 @@ func (e *env) announce() {
 		}
 	}()
 }
+
+// TestLiveMigrationWithoutRARP: a VM that sends no RARP on its target
+// (annotation kubevirt-ovn.io/migration-activation: none) has its port on
+// both chassis without the activation strategy while it migrates: the
+// target receives at once, so the VM is reachable as soon as it runs
+// there; once the migration completed, the target alone.
+func TestLiveMigrationWithoutRARP(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.l.AddVMPort("hv2", vmADst, vmAPort))
+	noRARP := func(vmis string) string {
+		return strings.Replace(vmis, "metadata: {name: vm-a, namespace: default}",
+			"metadata: {name: vm-a, namespace: default, annotations: {kubevirt-ovn.io/migration-activation: none}}", 1)
+	}
+	e.write("vmis.yaml", noRARP(vmAMigrating("hv1", "    mode: PreCopy")))
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	assert.Equal(t, "requested-chassis=hv1,hv2", e.lspOptions())
+	e.waitBinding("hv2 bound as vm-a's additional chassis", binding{chassis: "hv1", additional: "hv2"})
+	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
+	skip, skipSrc := count(t, dst), count(t, src)
+	e.toVMA(5721)
+	waitFor(t, src, "vm-a's traffic at its source", skipSrc, toPort(5721))
+	waitFor(t, dst, "vm-a's traffic at its target, without a RARP", skip, toPort(5721))
+
+	e.write("vmis.yaml", noRARP(vmAMigrating("hv2", "    completed: true")))
+	e.sync()
+	assert.Equal(t, "requested-chassis=hv2", e.lspOptions())
+	e.waitBinding("vm-a's port on hv2 alone", binding{chassis: "hv2"})
+	skip, skipSrc = count(t, dst), count(t, src)
+	e.toVMA(5722)
+	waitFor(t, dst, "vm-a's traffic at hv2 after the migration", skip, toPort(5722))
+	requireNone(t, src, "vm-a's traffic at its old chassis after the migration", skipSrc, toPort(5722))
+}

@@ -262,6 +262,11 @@ type VMInterface struct {
 	// completed, failed nor been aborted); Node is then its source.
 	// MigrationUID is the migration's (status.migrationState.migrationUid).
 	MigrationTarget, MigrationUID string
+	// NoActivation: the VM announces no RARP on its migration target
+	// (masquerade binding, vhost-user): its port is bound on both chassis
+	// without the activation strategy while it migrates, and moves to the
+	// target when the migration completed.
+	NoActivation bool
 	// SecurityGroups are the spec.ids of the security groups the VMI's
 	// securityGroups annotation binds its ports to, sorted, without
 	// duplicates, joined by commas (a string keeps VMInterface

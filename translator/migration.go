@@ -65,10 +65,10 @@ func (in *Input) binder() portBinder {
 // until the VMI says the migration completed, and the note says so.
 func (b portBinder) binding(v *VMInterface, port string) (map[string]string, string) {
 	opts, note := migrationBinding(v, b.chassis)
-	if opts["activation-strategy"] == "" {
+	src, dst, dual := strings.Cut(opts["requested-chassis"], ",")
+	if !dual {
 		return opts, note
 	}
-	src, dst, _ := strings.Cut(opts["requested-chassis"], ",")
 	if b.single {
 		return map[string]string{"requested-chassis": src}, fmt.Sprintf("%s %s/%s interface %s: this OVN has no multi-chassis port binding (before 22.06): its port stays on %s until status.migrationState says completed, then moves to %s", ObjVMI, v.Namespace, v.VMI, v.Interface, src, dst)
 	}
@@ -156,7 +156,9 @@ func migrationBinding(v *VMInterface, chassis map[string]string) (map[string]str
 		return opts, ""
 	}
 	opts["requested-chassis"] = src + "," + dst
-	opts["activation-strategy"] = ActivationStrategy
+	if !v.NoActivation {
+		opts["activation-strategy"] = ActivationStrategy
+	}
 	return opts, ""
 }
 

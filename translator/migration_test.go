@@ -33,6 +33,8 @@ func TestVMPortBinding(t *testing.T) {
 		{name: "migrating to a node that is no chassis: stays", v: VMInterface{Namespace: "ns", VMI: "vm", Interface: "eth1", Node: "node-1", MigrationTarget: "node-9"}, chassis: chassis,
 			want: map[string]string{"requested-chassis": "hv1"},
 			note: "VirtualMachineInstance ns/vm interface eth1: status.migrationState.targetNode node-9 is no chassis (hostname or chassis name in the Southbound): its port stays on hv1"},
+		{name: "migrating, a VM that sends no RARP: both chassis, no activation", v: VMInterface{Node: "node-1", MigrationTarget: "node-2", NoActivation: true}, chassis: chassis,
+			want: map[string]string{"requested-chassis": "hv1,4f2a"}},
 		{name: "migrating to its own chassis: stays", v: VMInterface{Node: "node-1", MigrationTarget: "hv1"}, chassis: chassis, want: map[string]string{"requested-chassis": "hv1"}},
 	}
 	for _, tc := range tests {

@@ -139,6 +139,13 @@ type VMIInterface struct {
 // a JSON list of InterfaceAddress.
 const InterfacesAnnotation = "interfaces"
 
+// MigrationActivationAnnotation says, on a VMI (KubeVirt copies it from
+// its VM's template), how its ports follow a live migration: "rarp" (the
+// default: blocked on the target until the VM's RARP there) or "none"
+// (a VM that sends no RARP: bound on both chassis until the migration
+// completed).
+const MigrationActivationAnnotation = "kubevirt-ovn.io/migration-activation"
+
 // InterfaceAddress is an entry of the interfaces annotation.
 type InterfaceAddress struct {
 	Network   string `json:"network"`
@@ -538,6 +545,14 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 		}
 	}
 	node, target, uid := migrationNodes(&vmi.Status)
+	noActivation := false
+	switch a := vmi.Annotations[MigrationActivationAnnotation]; strings.ToLower(a) {
+	case "", "rarp":
+	case "none":
+		noActivation = true
+	default:
+		notes = append(notes, fmt.Sprintf("%s %s/%s: metadata.annotations[%s] %q is neither rarp nor none: rarp", KindVMI, ns, vmi.Name, MigrationActivationAnnotation, a))
+	}
 	for _, net := range vmi.Spec.Networks {
 		if net.Multus == nil || net.Multus.NetworkName == "" {
 			continue
@@ -555,6 +570,7 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 			Node:             node,
 			MigrationTarget:  target,
 			MigrationUID:     uid,
+			NoActivation:     noActivation,
 			SecurityGroups:   groups,
 		}
 		var statusMAC, statusIP string

@@ -1233,3 +1233,33 @@ status:
 		})
 	}
 }
+
+// TestVMIMigrationActivation: the migration-activation annotation, any
+// case; an unknown value is noted and read as rarp.
+func TestVMIMigrationActivation(t *testing.T) {
+	const doc = `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm
+  namespace: tenant
+  annotations: {kubevirt-ovn.io/migration-activation: %s}
+spec:
+  networks:
+    - {name: eth1, multus: {networkName: net}}
+status:
+  nodeName: hv1
+  interfaces:
+    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.0.0.5}
+`
+	for value, want := range map[string]bool{"none": true, "None": true, "rarp": false, "garp": false} {
+		s := mustAdd(t, "vmi.yaml", fmt.Sprintf(doc, value))
+		require.Len(t, s.Objects.VMs, 1)
+		assert.Equal(t, want, s.Objects.VMs[0].NoActivation, value)
+		if value == "garp" {
+			require.Len(t, s.Notes, 1)
+			assert.Contains(t, s.Notes[0], `metadata.annotations[kubevirt-ovn.io/migration-activation] "garp" is neither rarp nor none: rarp`)
+		} else {
+			assert.Empty(t, s.Notes, value)
+		}
+	}
+}
