@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,71 +12,18 @@ import (
 // address anywhere in its network's CIDR worked, and operators keep
 // static addresses outside the dynamic range.
 
-// onosNetworks are the examples' internal networks as ONOS users declare
-// them: every field ONOS required (mtu, gatewayIp, ipPool), with a pool
-// that holds neither VM's address.
-const onosNetworks = `apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata:
-  name: public
-  namespace: default
-  annotations:
-    network-config: '{"type": "FLAT", "mtu": 1500, "physicalNetworkName": "physnet1", "cidr": "172.16.0.0/24", "gatewayIp": "172.16.0.1", "ipPool": {"start": "172.16.0.100", "end": "172.16.0.200"}}'
-spec:
-  config: '{"cniVersion": "0.3.1", "type": "kubevirt-ovn", "name": "public"}'
----
-apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata:
-  name: net-a
-  namespace: default
-  annotations:
-    network-config: '{"type": "GENEVE", "mtu": 1450, "segmentId": "100", "cidr": "10.10.0.0/24", "gatewayIp": "10.10.0.1", "defaultRoute": true, "ipPool": {"start": "10.10.0.100", "end": "10.10.0.200"}}'
-spec:
-  config: '{"cniVersion": "0.3.1", "type": "kubevirt-ovn", "name": "net-a"}'
----
-apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata:
-  name: net-b
-  namespace: default
-  annotations:
-    network-config: '{"type": "VXLAN", "mtu": 1450, "segmentId": "200", "cidr": "10.20.0.0/24", "gatewayIp": "10.20.0.1", "ipPool": {"start": "10.20.0.100", "end": "10.20.0.200"}}'
-spec:
-  config: '{"cniVersion": "0.3.1", "type": "kubevirt-ovn", "name": "net-b"}'
-`
+// onosPools are the examples' internal networks' ipPools, moved so that
+// neither VM's address is in its network's pool (and net-b, which the
+// examples declare without one, given one: ONOS required it).
+var onosPools = [][2]string{
+	{`"ipPool": {"start": "10.10.0.2", "end": "10.10.0.200"}`, `"ipPool": {"start": "10.10.0.100", "end": "10.10.0.200"}, "defaultRoute": true`},
+	{`"gatewayIp": "10.20.0.1"}`, `"gatewayIp": "10.20.0.1", "ipPool": {"start": "10.20.0.100", "end": "10.20.0.200"}}`},
+}
 
-// onosVMIs: vm-a's address (10.10.0.5, below net-a's pool) reported in
-// its status; vm-b's (10.20.0.6, below net-b's pool) declared in the ONOS
-// interfaces annotation before it boots, its MAC in the spec.
-const onosVMIs = `apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: vm-a, namespace: default}
-spec:
-  networks:
-    - {name: eth1, multus: {networkName: net-a}}
-status:
-  nodeName: hv1
-  interfaces:
-    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.10.0.5}
----
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: vm-b
-  namespace: default
-  annotations:
-    interfaces: '[{"network": "net-b", "ipAddress": "10.20.0.6"}]'
-spec:
-  domain:
-    devices:
-      interfaces:
-        - {name: eth1, bridge: {}, macAddress: "50:54:00:00:00:06"}
-  networks:
-    - {name: eth1, multus: {networkName: net-b}}
-status:
-  nodeName: hv2
-`
+// onosVMIs are DHCP's: vm-a's address (10.10.0.5, below net-a's pool)
+// reported in its status, vm-b's (10.20.0.6, below net-b's pool) declared
+// in the ONOS interfaces annotation before it boots, its MAC in the spec.
+var onosVMIs = strings.Join(strings.Split(dhcpVMIs, "---\n")[:2], "---\n")
 
 // TestONOSAddressesOutsideThePool: VMs whose addresses lie outside their
 // networks' ipPool, one from status and one from the interfaces
@@ -83,7 +31,9 @@ status:
 // and leave SNATed through the gateway; the reply comes back to each.
 func TestONOSAddressesOutsideThePool(t *testing.T) {
 	e := newEnv(t)
-	e.write("networks.yaml", onosNetworks)
+	for _, p := range onosPools {
+		e.edit("networks.yaml", p[0], p[1])
+	}
 	e.write("vmis.yaml", onosVMIs)
 	out := e.sync()
 	assert.Contains(t, out, "create Logical_Switch_Port "+vmAPort)

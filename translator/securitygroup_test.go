@@ -64,12 +64,7 @@ func TestSecurityGroupRulesReadAsONOS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := NewInput()
-			r := tt.rule
-			r.Name, r.ID, r.SecurityGroupID = "r", "r", "sg-web"
-			in.Set("s", Objects{SecurityGroups: []SecurityGroup{{Name: "sg-web", ID: "sg-web"}, {Name: "sg-db", ID: "sg-db"}}, SecurityGroupRules: []SecurityGroupRule{r}})
-			sp := in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup
-			require.NotNil(t, sp)
+			sp := planRule(t, tt.rule)
 			require.Empty(t, sp.RuleErrors)
 			var matches []string
 			for _, a := range sp.ACLs {
@@ -85,6 +80,18 @@ func TestSecurityGroupRulesReadAsONOS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// planRule plans sg-web (beside sg-db) with rule r, named r, as its one
+// rule.
+func planRule(t *testing.T, r SecurityGroupRule) *SecurityGroupPlan {
+	t.Helper()
+	in := NewInput()
+	r.Name, r.ID, r.SecurityGroupID = "r", "r", "sg-web"
+	in.Set("s", Objects{SecurityGroups: []SecurityGroup{{Name: "sg-web", ID: "sg-web"}, {Name: "sg-db", ID: "sg-db"}}, SecurityGroupRules: []SecurityGroupRule{r}})
+	sp := in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup
+	require.NotNil(t, sp)
+	return sp
 }
 
 func TestSecurityGroupRuleMatches(t *testing.T) {
@@ -136,12 +143,7 @@ func TestSecurityGroupRuleMatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := NewInput()
-			r := tt.rule
-			r.Name, r.ID, r.SecurityGroupID = "r", "r", "sg-web"
-			in.Set("s", Objects{SecurityGroups: []SecurityGroup{{Name: "sg-web", ID: "sg-web"}, {Name: "sg-db", ID: "sg-db"}}, SecurityGroupRules: []SecurityGroupRule{r}})
-			sp := in.Plan(sgUnit("sg-web"), testInstance, nil).SecurityGroup
-			require.NotNil(t, sp)
+			sp := planRule(t, tt.rule)
 			if tt.err {
 				require.Len(t, sp.RuleErrors, 1)
 				assert.EqualError(t, sp.RuleErrors[0], tt.want)
