@@ -62,8 +62,9 @@ func newStatusCmd() *cobra.Command {
 		Long: `status prints, per router, its SNAT IP, its gateway chassis in order as the NB holds them
 (the primary, marked when spec.gateway pins it, then the failover candidates) and the
 chassis its gateway port is active on now (SB), marked when BFD has failed it over; then the
-routers per gateway chassis (primary / active) and the physical networks each maps. It reads
-one central NB and SB.`,
+routers per gateway chassis (primary / active) and the physical networks each maps; then the
+VM ports bound to two chassis (live migrations: source, target, and whether the target waits
+for the VM's RARP). It reads one central NB and SB.`,
 		Example: `  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642`,
 		Args:    noArgs,
 		RunE:    runE(func(cmd *cobra.Command) error { return runStatus(cmd, &f) }),
@@ -137,6 +138,20 @@ func runStatus(cmd *cobra.Command, f *gatewayFlags) error {
 			maps = "no physical network"
 		}
 		fmt.Fprintf(stdout, "  %-20s %d / %d   maps %s\n", c.Name, c.Primaries, c.Active, maps)
+	}
+	if len(g.Migrations) > 0 {
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "VM ports on two chassis (live migrations):")
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PORT\tVMI\tSOURCE\tTARGET\tON THE TARGET\t")
+		for _, m := range g.Migrations {
+			on := "receives (no activation strategy)"
+			if m.Blocked {
+				on = "blocked until the VM's RARP there"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", m.Port, m.VMI, m.Source, m.Target, on)
+		}
+		tw.Flush()
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ package gatewaystate
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -33,6 +35,9 @@ type State struct {
 	// now, which BFD may have moved away from its primary; a port bound
 	// nowhere is not listed.
 	Active map[string]string
+	// Migrations are the VM ports of ours bound to two chassis now (a
+	// live migration runs), sorted by port.
+	Migrations []Migration
 
 	instance string
 	nb, sb   client.Client
@@ -73,7 +78,36 @@ func Read(ctx context.Context, nb, sb ovn.Endpoint, instance string, log logr.Lo
 	for ip, r := range held.SNATIPs {
 		s.SNATIP[r] = ip
 	}
+	s.Migrations = migrations(nbc, instance)
 	return s, nil
+}
+
+// Migration is a VM port of ours that names two chassis: its VMI is
+// live-migrating from Source to Target; Blocked, its port is blocked on
+// the target until the VM's RARP there (activation-strategy).
+type Migration struct {
+	Port, VMI      string
+	Source, Target string
+	Blocked        bool
+}
+
+// migrations are instance's VM ports in nbc's cache that name two chassis.
+func migrations(nbc client.Client, instance string) []Migration {
+	var out []Migration
+	for _, m := range nbc.Cache().Table(nbmodel.LogicalSwitchPortTable).Rows() {
+		p := m.(*nbmodel.LogicalSwitchPort)
+		if p.ExternalIDs[translator.KeyManagedBy] != instance || p.ExternalIDs[translator.KeyVMI] == "" {
+			continue
+		}
+		src, dst, dual := strings.Cut(p.Options["requested-chassis"], ",")
+		if !dual {
+			continue
+		}
+		out = append(out, Migration{Port: p.Name, VMI: p.ExternalIDs[translator.KeyVMI], Source: src, Target: dst,
+			Blocked: p.Options["activation-strategy"] != ""})
+	}
+	slices.SortFunc(out, func(a, b Migration) int { return strings.Compare(a.Port, b.Port) })
+	return out
 }
 
 // Close closes the clients of the NB and the SB.
