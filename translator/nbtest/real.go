@@ -1,7 +1,7 @@
 package nbtest
 
 import (
-	"os"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -42,12 +42,16 @@ func realDB(t testing.TB, name, schema string) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	// The socket's file exists from its bind, before ovsdb-server listens
+	// on it: a client connecting in between is refused. Ready is when a
+	// connection is accepted.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
 			return sock
 		}
-		require.True(t, time.Now().Before(deadline), "ovsdb-server did not create %s within 30s", sock)
+		require.True(t, time.Now().Before(deadline), "ovsdb-server did not accept connections on %s within 30s", sock)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
