@@ -97,6 +97,17 @@ type activation struct{ uid, chassis string }
 // the port must stay on the target until the VMI says the migration
 // completed. It is forgotten once the port's VM no longer migrates.
 func (in *Input) SetActivated(network, port string, chassis []string) []Unit {
+	// Every binding change of every VM port of ours comes here: one that
+	// shows no activation, of a port with none remembered, changes
+	// nothing, without a look at the network's VMs.
+	if len(chassis) == 0 {
+		in.mu.RLock()
+		_, remembered := in.activated[port]
+		in.mu.RUnlock()
+		if !remembered {
+			return nil
+		}
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var v *VMInterface
@@ -110,13 +121,11 @@ func (in *Input) SetActivated(network, port string, chassis []string) []Unit {
 		delete(in.activated, port)
 		return nil
 	}
-	dst := v.MigrationTarget
-	if in.nodeChassis != nil {
-		if c, ok := in.nodeChassis[dst]; ok {
-			dst = c
-		}
-	}
-	if !slices.Contains(chassis, dst) {
+	// The target as the port's dual binding names it (none: the
+	// migration is not followed, nothing to collapse).
+	opts, _ := migrationBinding(v, in.nodeChassis)
+	_, dst, dual := strings.Cut(opts["requested-chassis"], ",")
+	if !dual || !slices.Contains(chassis, dst) {
 		return nil
 	}
 	a := activation{uid: v.MigrationUID, chassis: dst}
