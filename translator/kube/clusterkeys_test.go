@@ -77,7 +77,7 @@ func TestAllocatorReportsZonesKeyCollisions(t *testing.T) {
 		"external": map[string]any{"ip": "172.16.0.101", "network": "public"}}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
-		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList",
+		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList", VMIMGVR: "VirtualMachineInstanceMigrationList", PodGVR: "PodList",
 		ZoneGVR: "OVNZoneList", AllocationGVR: "OVNAllocationList",
 	}, router("r1"), r2)
 	ctx, cancel := context.WithCancel(context.Background())

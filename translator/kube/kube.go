@@ -63,6 +63,12 @@ type Source struct {
 	// fips, sgs, sgRules, lbs and vms are nil when the API server does
 	// not serve them (optional.go).
 	fips, sgs, sgRules, lbs, vms cache.SharedIndexInformer
+	// vmims and pods (migration.go) are nil when the API server does not
+	// serve them to kubevirt-ovn; pods come from podFactory (a label
+	// selector).
+	vmims, pods cache.SharedIndexInformer
+	podFactory  dynamicinformer.DynamicSharedInformerFactory
+	resync      time.Duration
 	// vmiMu orders the conversions of VMIs, which read two stores (vm.go).
 	vmiMu    sync.Mutex
 	recorder record.EventRecorder
@@ -121,7 +127,7 @@ func nadForeignKeys(u *unstructured.Unstructured) []translator.ForeignKey {
 func NewSource(client dynamic.Interface, resync time.Duration, recorder record.EventRecorder, log logr.Logger) *Source {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(client, resync)
 	return &Source{
-		client: client, factory: f, recorder: recorder, log: log, input: translator.NewInput(),
+		client: client, factory: f, resync: resync, recorder: recorder, log: log, input: translator.NewInput(),
 		routers: f.ForResource(RouterGVR).Informer(),
 		nads:    f.ForResource(NADGVR).Informer(),
 		vmis:    f.ForResource(VMIGVR).Informer(),
@@ -129,13 +135,18 @@ func NewSource(client dynamic.Interface, resync time.Duration, recorder record.E
 }
 
 // Start runs the informers until ctx ends.
-func (s *Source) Start(ctx context.Context) { s.factory.Start(ctx.Done()) }
+func (s *Source) Start(ctx context.Context) {
+	s.factory.Start(ctx.Done())
+	if s.podFactory != nil {
+		s.podFactory.Start(ctx.Done())
+	}
+}
 
 // HasSynced is true once every informer has listed its objects and they
 // are in the input.
 func (s *Source) HasSynced() bool {
 	informers := []cache.SharedIndexInformer{s.routers, s.nads, s.vmis}
-	for _, inf := range []cache.SharedIndexInformer{s.fips, s.sgs, s.sgRules, s.lbs, s.vms} {
+	for _, inf := range []cache.SharedIndexInformer{s.fips, s.sgs, s.sgRules, s.lbs, s.vms, s.vmims, s.pods} {
 		if inf != nil {
 			informers = append(informers, inf)
 		}
@@ -174,6 +185,7 @@ func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 	}
 	all := []watched{{s.routers, "VirtualRouter", s.routerObjects}, {s.nads, "NetworkAttachmentDefinition", s.nadObjects}}
 	s.watchOptional()
+	s.watchMigrations()
 	for _, o := range []watched{{s.fips, "FloatingIp", s.fipObjects}, {s.sgs, "SecurityGroup", s.sgObjects},
 		{s.sgRules, "SecurityGroupRule", s.ruleObjects}, {s.lbs, "LoadBalancer", s.lbObjects}} {
 		if o.inf != nil {
@@ -239,6 +251,26 @@ func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 		}
 		s.handlers = append(s.handlers, reg)
 	}
+	// A migration, and its target pod, move the port of their VMI
+	// (migration.go).
+	for _, m := range []struct {
+		inf     cache.SharedIndexInformer
+		changed func(any, func([]translator.Unit))
+	}{{s.vmims, s.migrationChanged}, {s.pods, s.targetPodChanged}} {
+		if m.inf == nil {
+			continue
+		}
+		changed := m.changed
+		reg, err := m.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { changed(obj, enqueue) },
+			UpdateFunc: func(_, cur any) { changed(cur, enqueue) },
+			DeleteFunc: func(obj any) { changed(obj, enqueue) },
+		})
+		if err != nil {
+			return err
+		}
+		s.handlers = append(s.handlers, reg)
+	}
 	return nil
 }
 
@@ -289,6 +321,11 @@ func (s *Source) vmiObjects(u *unstructured.Unstructured) translator.Objects {
 		s.log.V(1).Info("skipping a VirtualMachineInstance that does not convert", "vmi", u.GetNamespace()+"/"+u.GetName(), "error", err.Error())
 		return translator.Objects{}
 	}
+	var uid string
+	if ms := vmi.Status.MigrationState; ms != nil {
+		uid = ms.MigrationUID
+	}
+	followMigration(&vmi.Status, s.migrationOf(u.GetNamespace(), u.GetName(), uid))
 	ifaces, _ := manifest.VMInterfacesFrom(&vmi)
 	if groups, ok := s.vmGroups(u); ok {
 		for i := range ifaces {

@@ -34,7 +34,7 @@ func startSource(t *testing.T, objs ...runtime.Object) (*Source, *dynamicfake.Fa
 	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
-		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList",
+		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList", VMIMGVR: "VirtualMachineInstanceMigrationList", PodGVR: "PodList",
 	}, objs...)
 	rec := record.NewFakeRecorder(10)
 	s := NewSource(client, 0, rec, logr.Discard())
@@ -179,7 +179,7 @@ func TestAllocatorSourceTakesNoOVNKubernetesKey(t *testing.T) {
 	ovnk := nad("l2", map[string]any{OVNKTunnelKeysAnnotation: fmt.Sprintf("[%d]", translator.MaxDatapathKey)})
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		RouterGVR: "VirtualRouterList", NADGVR: "NetworkAttachmentDefinitionList", VMIGVR: "VirtualMachineInstanceList", FloatingIPGVR: "FloatingIpList",
-		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList",
+		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList", VMIMGVR: "VirtualMachineInstanceMigrationList", PodGVR: "PodList",
 	})
 	for _, n := range []*unstructured.Unstructured{ours, ovnk} {
 		_, err := client.Resource(NADGVR).Namespace("default").Create(context.Background(), n, metav1.CreateOptions{})
