@@ -197,7 +197,7 @@ func (in *Input) zoneMigrations(np *NetworkPlan, vms []*VMInterface) {
 		}
 		src0, _, _ := strings.Cut(p.Options["requested-chassis"], ",")
 		p.Options = map[string]string{"requested-chassis": src0}
-		np.VMNotes = append(np.VMNotes, fmt.Sprintf("%s %s/%s interface %s: migrating from zone %s to zone %s is not followed in interconnect mode yet: its port stays on %s until status.nodeName names the target", ObjVMI, v.Namespace, v.VMI, v.Interface, src.zone, dst.zone, src0))
+		np.VMNotes = append(np.VMNotes, VMNote{VMI: v.Namespace + "/" + v.VMI, Text: fmt.Sprintf("%s %s/%s interface %s: migrating from zone %s to zone %s is not followed in interconnect mode yet: its port stays on %s until status.nodeName names the target", ObjVMI, v.Namespace, v.VMI, v.Interface, src.zone, dst.zone, src0)})
 	}
 }
 

@@ -113,7 +113,7 @@ func TestZoneMigrationAcrossZonesStays(t *testing.T) {
 	up = in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
 	require.Empty(t, up.Errs)
 	assert.Equal(t, "@hv1", zoneView(up.Network.Zones["hv1"])["LSP "+port], "to zone hv2: stays on its source")
-	assert.Equal(t, []string{"VirtualMachineInstance default/vm1 interface eth0: migrating from zone hv1 to zone hv2 is not followed in interconnect mode yet: its port stays on hv1 until status.nodeName names the target"}, up.Network.VMNotes)
+	assert.Equal(t, []VMNote{{VMI: "default/vm1", Text: "VirtualMachineInstance default/vm1 interface eth0: migrating from zone hv1 to zone hv2 is not followed in interconnect mode yet: its port stays on hv1 until status.nodeName names the target"}}, up.Network.VMNotes)
 }
 
 // TestMigrationActivationCollapses: the SB showing the target activated
@@ -187,7 +187,7 @@ func TestMigrationWithoutMultiChassis(t *testing.T) {
 	up := in.Plan(netAUnit, testInstance, nil)
 	require.Len(t, up.Network.Ports, 1)
 	assert.Equal(t, map[string]string{"requested-chassis": "hv1"}, up.Network.Ports[0].Options)
-	assert.Equal(t, []string{"VirtualMachineInstance default/vm1 interface eth1: this OVN has no multi-chassis port binding (before 22.06): its port stays on hv1 until status.migrationState says completed, then moves to hv2"}, up.Network.VMNotes)
+	assert.Equal(t, []VMNote{{VMI: "default/vm1", Text: "VirtualMachineInstance default/vm1 interface eth1: this OVN has no multi-chassis port binding (before 22.06): its port stays on hv1 until status.migrationState says completed, then moves to hv2"}}, up.Network.VMNotes)
 
 	done := vm
 	done.Node, done.MigrationTarget, done.MigrationUID = "hv2", "", ""

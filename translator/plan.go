@@ -76,7 +76,13 @@ type NetworkPlan struct {
 	KeyNotes []string `json:"-"`
 	// VMNotes say what of a VM interface's migration is not followed (a
 	// target that is no chassis): its port stays on its source.
-	VMNotes []string `json:"-"`
+	VMNotes []VMNote `json:"-"`
+}
+
+// VMNote is a note on a VM interface of VMI (namespace/name).
+type VMNote struct {
+	VMI  string
+	Text string
 }
 
 // RouterPlan is the desired rows of one router.
@@ -182,7 +188,9 @@ func Build(s *Snapshot, instance string) *Plan {
 			p.Networks = append(p.Networks, *up.Network)
 			p.Errors = append(p.Errors, up.Network.VMErrors...)
 			p.Notes = append(p.Notes, up.Network.KeyNotes...)
-			p.Notes = append(p.Notes, up.Network.VMNotes...)
+			for _, n := range up.Network.VMNotes {
+				p.Notes = append(p.Notes, n.Text)
+			}
 		}
 		if up.Router != nil {
 			p.Routers = append(p.Routers, *up.Router)
@@ -369,7 +377,7 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, bin
 		ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
 		opts, note := binder.binding(vp.VMInterface, vp.port)
 		if note != "" {
-			np.VMNotes = append(np.VMNotes, note)
+			np.VMNotes = append(np.VMNotes, VMNote{VMI: vp.Namespace + "/" + vp.VMI, Text: note})
 		}
 		np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
 			Name:         vp.port,

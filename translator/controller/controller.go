@@ -29,6 +29,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
@@ -173,6 +174,11 @@ type Controller struct {
 	// activatedAt are the migrating ports the SB showed activated on
 	// their target whose collapse is not committed yet, by port.
 	activatedAt map[string]activatedPort
+	// dual are the VM ports committed bound on two chassis, by port;
+	// vmNotes the migration notes said as Events, by network
+	// (migration.go).
+	dual    map[string]dualPort
+	vmNotes map[string]map[translator.VMNote]bool
 	// writing are the units whose rows are being written, with the rows
 	// of theirs the NB announced as inserted, updated or deleted
 	// meanwhile; echoes the rows their last write wrote that the NB has
@@ -278,6 +284,8 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 		awaiting:    map[rowID]map[translator.Unit]bool{},
 		awaits:      map[translator.Unit]rowID{},
 		activatedAt: map[string]activatedPort{},
+		dual:        map[string]dualPort{},
+		vmNotes:     map[string]map[translator.VMNote]bool{},
 		moves:       map[string]string{},
 		writing:     map[translator.Unit][]rowID{},
 		echoes:      map[translator.Unit]map[rowID]int{},
@@ -519,6 +527,7 @@ func (c *Controller) onActivation(pb *sbmodel.PortBinding, deleted bool) {
 	units := c.input.SetActivated(pb.ExternalIDs[translator.KeyOwner], pb.LogicalPort, on)
 	if len(units) > 0 {
 		c.opts.Log.Info("migration activated on its target", "port", pb.LogicalPort, "chassis", on)
+		c.vmEvent(pb.ExternalIDs[translator.KeyVMI], corev1.EventTypeNormal, ReasonMigrationActivated, "port %s activated on %s: the VM's RARP was seen there", pb.LogicalPort, strings.Join(on, ","))
 		c.mu.Lock()
 		c.activatedAt[pb.LogicalPort] = activatedPort{network: pb.ExternalIDs[translator.KeyOwner], at: time.Now()}
 		c.mu.Unlock()
@@ -932,7 +941,7 @@ func (c *Controller) plan(u translator.Unit) *step {
 			s.log.Info("tunnel key moved", "note", n)
 		}
 		for _, n := range s.up.Network.VMNotes {
-			s.log.Info("migration not followed", "note", n)
+			s.log.Info("migration not followed", "note", n.Text)
 		}
 	}
 	s.work = c.work(s.up)
@@ -1108,6 +1117,7 @@ func (c *Controller) write(ctx context.Context, steps []*step) error {
 		}
 		if s.unitErr == nil && s.up.Network != nil {
 			c.collapsed(s.up.Network)
+			c.migrationEvents(s.up.Network)
 		}
 		if r != nil {
 			for _, n := range r.Notes {

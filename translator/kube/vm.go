@@ -1,9 +1,11 @@
 package kube
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/manifest"
 )
 
@@ -114,3 +116,20 @@ func (s *Source) vmGroups(u *unstructured.Unstructured) (string, bool) {
 	}
 	return groups, true
 }
+
+// VMIEvent records an Event on VMI namespace/name (controller.VMEvents):
+// what its ports went through during a live migration.
+func (s *Source) VMIEvent(namespace, name, eventType, reason, message string) {
+	if s.recorder == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{APIVersion: VMIGVR.GroupVersion().String(), Kind: "VirtualMachineInstance", Namespace: namespace, Name: name}
+	if obj, ok, _ := s.vmis.GetStore().GetByKey(namespace + "/" + name); ok {
+		if u, ok := asUnstructured(obj); ok {
+			ref.UID, ref.ResourceVersion = u.GetUID(), u.GetResourceVersion()
+		}
+	}
+	s.recorder.Event(ref, eventType, reason, message)
+}
+
+var _ controller.VMEvents = (*Source)(nil)
