@@ -135,6 +135,17 @@ func TestMigrationStartsFromItsTargetPod(t *testing.T) {
 	require.NoError(t, err)
 	waitBound(t, binding, "the VMI names the migration", "hv1,hv2")
 
+	// A migration of a VMI that is not ours (none of that name): nothing
+	// else moves.
+	ghost := vmim("mig-ghost", "g1", "Scheduling")
+	_ = unstructured.SetNestedField(ghost.Object, "vm-ghost", "spec", "vmiName")
+	_, err = vmims.Create(ctx, ghost, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = pods.Create(ctx, targetPod("virt-launcher-vm-ghost-x", "g1", "hv3", "Pending"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok, _ := s.pods.GetStore().GetByKey("default/virt-launcher-vm-ghost-x"); return ok }, 5*time.Second, 10*time.Millisecond)
+	waitBound(t, binding, "a migration of another VMI", "hv1,hv2")
+
 	// The target pod deleted mid-way: back onto the source.
 	require.NoError(t, pods.Delete(ctx, "virt-launcher-vm-a-x", metav1.DeleteOptions{}))
 	waitBound(t, binding, "target pod gone", "hv1")

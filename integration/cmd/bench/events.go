@@ -47,7 +47,7 @@ type runProc struct {
 	done    chan struct{}
 }
 
-func startRun(bin, nb, manifests, logFile string) (*runProc, error) {
+func startRun(bin, nb, manifests, logFile string, more ...string) (*runProc, error) {
 	port, err := sandbox.FreePort()
 	if err != nil {
 		return nil, err
@@ -57,8 +57,8 @@ func startRun(bin, nb, manifests, logFile string) (*runProc, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "run", "--nb", nb, "--from-file", manifests, "--http-addr", addr,
-		"--file-poll", "100ms", "--resync", "24h")
+	cmd := exec.Command(bin, append([]string{"run", "--nb", nb, "--from-file", manifests, "--http-addr", addr,
+		"--file-poll", "100ms", "--resync", "24h"}, more...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()

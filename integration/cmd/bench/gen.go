@@ -60,6 +60,9 @@ type routerState struct {
 	// VMs (by name) whose second group an event moved on by one.
 	sgs     bool
 	rebound map[string]bool
+	// migrating are the VMs (by name) whose live migration from hv1 to
+	// hv2 runs (migrations.go).
+	migrating map[string]bool
 }
 
 type vmSpec struct {
@@ -214,12 +217,12 @@ spec:
       multus:
         networkName: %s
 status:
-  nodeName: hv1
+  nodeName: hv1%s
   interfaces:
     - name: eth1
       mac: "%s"
       ipAddress: %s
-`, v.name, namespace, ann, v.network, v.mac, v.ip)
+`, v.name, namespace, ann, v.network, s.migrationState(v), v.mac, v.ip)
 		}
 	}
 	if s.fip {

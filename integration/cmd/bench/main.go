@@ -50,8 +50,12 @@ type config struct {
 	budget       time.Duration
 	deadline     time.Time // start + budget
 	keepGoing    bool
-	verbose      bool
-	keep         bool
+	// migrationVMs: the VMs of the live migrations phase (0: none);
+	// migrationPace the interval of its sustained activations.
+	migrationVMs  int
+	migrationPace time.Duration
+	verbose       bool
+	keep          bool
 }
 
 func main() {
@@ -73,6 +77,8 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "limit of one measurement (a sync, an event, run becoming idle)")
 	flag.DurationVar(&cfg.eventsBudget, "events-budget", 4*time.Minute, "stop starting events at one N after this long")
 	flag.DurationVar(&cfg.budget, "budget", 14*time.Minute, "start no new ovn-nbctl build, `run` phase or N after this long (a running measurement finishes)")
+	flag.IntVar(&cfg.migrationVMs, "migrations-vms", 1000, "VMs of the live migrations phase (half migrate in a burst, half at -migrations-pace); 0: none")
+	flag.DurationVar(&cfg.migrationPace, "migrations-pace", 20*time.Millisecond, "interval of the sustained activations of the live migrations phase")
 	flag.BoolVar(&cfg.keepGoing, "keep-going", false, "after a failed measurement, go on with the next and report it")
 	flag.BoolVar(&cfg.verbose, "v", false, "print progress to stderr")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (manifests, logs)")
@@ -298,6 +304,15 @@ measuring:
 		}
 	}
 	report(os.Stdout, cfg, results, time.Since(began))
+	if cfg.migrationVMs > 0 && (!failed || cfg.keepGoing) {
+		cfg.progress("live migrations at %d VMs", cfg.migrationVMs)
+		dir := filepath.Join(work, "migrations")
+		m, err := runMigrations(cfg, dir, cfg.migrationVMs)
+		reportMigrations(os.Stdout, m, err)
+		if err != nil {
+			failed = true
+		}
+	}
 	if failed {
 		return 1
 	}
