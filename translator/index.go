@@ -141,10 +141,15 @@ type Input struct {
 	activated map[string]activation
 	// singleChassis: the OVN has no multi-chassis port binding (22.03).
 	singleChassis bool
-	chassisNames  []string
-	zones         []string
-	zoned         bool
-	keys          *tunnelkeys.Allocator[Unit]
+	// release is the OVN release of ovn-northd ("" unknown), monitorAll
+	// the chassis (by name) whose ovn-controller monitors all of the SB
+	// (release.go).
+	release      string
+	monitorAll   set[string]
+	chassisNames []string
+	zones        []string
+	zoned        bool
+	keys         *tunnelkeys.Allocator[Unit]
 	// follow: plan from an allocator's decisions (zones.go);
 	// interconnect: zoned even before any zone is known.
 	follow, interconnect bool
@@ -153,6 +158,11 @@ type Input struct {
 type set[K comparable] map[K]struct{}
 
 func (s set[K]) add(k K) { s[k] = struct{}{} }
+
+func (s set[K]) has(k K) bool {
+	_, ok := s[k]
+	return ok
+}
 
 func addTo[K comparable, V comparable](m map[K]set[V], k K, v V) {
 	s := m[k]
@@ -684,6 +694,12 @@ func (in *Input) SetChassis(chassis []Chassis, known bool) []Unit {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	renamed := in.setNodeHosts(chassis)
+	in.monitorAll = set[string]{}
+	for _, c := range chassis {
+		if c.MonitorAll {
+			in.monitorAll.add(c.Name)
+		}
+	}
 	changed := in.sched.SetChassis(gatewayChassis(chassis))
 	var nc map[string]string
 	if known {

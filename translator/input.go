@@ -419,6 +419,9 @@ type Chassis struct {
 	// Zone is the interconnect zone whose SB has this chassis as a local
 	// chassis (not other_config:is-remote); "" with one central NB.
 	Zone string
+	// MonitorAll: its ovn-controller monitors all of the SB
+	// (ovn-monitor-all=true), which its other_config says.
+	MonitorAll bool
 }
 
 // LoadBalancer is a kubevirt.io/v1 LoadBalancer as ONOS kubevirt-networking

@@ -50,10 +50,15 @@ type portBinder struct {
 	chassis   map[string]string
 	activated map[string]activation
 	single    bool
+	// release is the OVN release ("" unknown), monitorAll the chassis
+	// that monitor all of the SB (release.go).
+	release    string
+	monitorAll set[string]
 }
 
 func (in *Input) binder() portBinder {
-	return portBinder{chassis: in.nodeChassis, activated: in.activated, single: in.singleChassis}
+	return portBinder{chassis: in.nodeChassis, activated: in.activated, single: in.singleChassis,
+		release: in.release, monitorAll: in.monitorAll}
 }
 
 // binding is the options of v's port (named port): requested-chassis,
@@ -197,6 +202,9 @@ func (in *Input) zoneMigrations(np *NetworkPlan, vms []*VMInterface) {
 		}
 		src0, _, _ := strings.Cut(p.Options["requested-chassis"], ",")
 		p.Options = map[string]string{"requested-chassis": src0}
+		np.VMNotes = slices.DeleteFunc(np.VMNotes, func(n VMNote) bool {
+			return n.Reason == ReasonMigrationAtRisk && n.VMI == v.Namespace+"/"+v.VMI && strings.Contains(n.Text, " interface "+v.Interface+": ")
+		})
 		np.VMNotes = append(np.VMNotes, VMNote{VMI: v.Namespace + "/" + v.VMI, Text: fmt.Sprintf("%s %s/%s interface %s: migrating from zone %s to zone %s is not followed in interconnect mode yet: its port stays on %s until status.nodeName names the target", ObjVMI, v.Namespace, v.VMI, v.Interface, src.zone, dst.zone, src0)})
 	}
 }
@@ -211,6 +219,11 @@ func (in *Input) SetSingleChassis(single bool) []Unit {
 		return nil
 	}
 	in.singleChassis = single
+	return in.migratingNetworks()
+}
+
+// migratingNetworks are the networks of the VMs that migrate now.
+func (in *Input) migratingNetworks() []Unit {
 	affected := set[Unit]{}
 	for n, decls := range in.vms {
 		for d := range decls {

@@ -79,10 +79,13 @@ type NetworkPlan struct {
 	VMNotes []VMNote `json:"-"`
 }
 
-// VMNote is a note on a VM interface of VMI (namespace/name).
+// VMNote is a note on a VM interface of VMI (namespace/name): why its
+// migration is not followed, or, with Reason ReasonMigrationAtRisk, may
+// not be.
 type VMNote struct {
-	VMI  string
-	Text string
+	VMI    string
+	Text   string
+	Reason string
 }
 
 // RouterPlan is the desired rows of one router.
@@ -378,6 +381,9 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, bin
 		opts, note := binder.binding(vp.VMInterface, vp.port)
 		if note != "" {
 			np.VMNotes = append(np.VMNotes, VMNote{VMI: vp.Namespace + "/" + vp.VMI, Text: note})
+		}
+		if risk := binder.risk(vp.VMInterface, opts); risk != "" {
+			np.VMNotes = append(np.VMNotes, VMNote{VMI: vp.Namespace + "/" + vp.VMI, Text: risk, Reason: ReasonMigrationAtRisk})
 		}
 		np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
 			Name:         vp.port,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gatewaystate"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
@@ -64,7 +65,8 @@ func newStatusCmd() *cobra.Command {
 chassis its gateway port is active on now (SB), marked when BFD has failed it over; then the
 routers per gateway chassis (primary / active) and the physical networks each maps; then the
 VM ports bound to two chassis (live migrations: source, target, and whether the target waits
-for the VM's RARP). It reads one central NB and SB.`,
+for the VM's RARP), and, on an OVN release whose ovn-controller may miss a migration's dual
+binding, the chassis that are exposed to it. It reads one central NB and SB.`,
 		Example: `  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642`,
 		Args:    noArgs,
 		RunE:    runE(func(cmd *cobra.Command) error { return runStatus(cmd, &f) }),
@@ -152,6 +154,21 @@ func runStatus(cmd *cobra.Command, f *gatewayFlags) error {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", m.Port, m.VMI, m.Source, m.Target, on)
 		}
 		tw.Flush()
+	}
+	if bug, fixed := translator.MonitorConditionBug(g.Release); bug {
+		var exposed []string
+		for _, c := range g.Chassis {
+			if !c.MonitorAll {
+				exposed = append(exposed, c.Name)
+			}
+		}
+		if len(exposed) > 0 {
+			fmt.Fprintln(stdout)
+			fmt.Fprintf(stdout, "OVN %s (ovn-northd): a live migration's target whose interface was plugged before its dual\n"+
+				"binding may never see it, and the VM is unreachable until the migration completes (fixed in\n"+
+				"%s). Set external_ids:ovn-monitor-all=true in the Open_vSwitch table of these chassis, or\n"+
+				"upgrade OVN: %s\n", g.Release, fixed, strings.Join(exposed, ", "))
+		}
 	}
 	return nil
 }

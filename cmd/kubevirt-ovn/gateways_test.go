@@ -112,3 +112,33 @@ routers per gateway chassis (primary / active):
 	assert.Equal(t, "balanced: no router to move\n", again.stdout)
 	assert.Empty(t, said(again.stderr))
 }
+
+// TestStatusSaysMigrationsAtRisk: on an OVN release with the
+// monitor-condition bug, status names the chassis whose ovn-controller
+// does not monitor all of the SB, and what to do; on a fixed one, nothing.
+func TestStatusSaysMigrationsAtRisk(t *testing.T) {
+	for _, tc := range []struct{ release, want string }{
+		{"25.03.0-21.1.0-72.8", `
+OVN 25.03.0 (ovn-northd): a live migration's target whose interface was plugged before its dual
+binding may never see it, and the VM is unreachable until the migration completes (fixed in
+25.03.2). Set external_ids:ovn-monitor-all=true in the Open_vSwitch table of these chassis, or
+upgrade OVN: hv1, hv3
+`},
+		{"25.03.2-21.1.0-72.8", ""},
+	} {
+		t.Run(tc.release, func(t *testing.T) {
+			nbSock := nbtest.Serve(t)
+			sbSock := nbtest.ServeSB(t, &sbmodel.Chassis{Name: "hv1", Hostname: "hv1"},
+				&sbmodel.Chassis{Name: "hv2", Hostname: "hv2", OtherConfig: map[string]string{"ovn-monitor-all": "true"}},
+				&sbmodel.Chassis{Name: "hv3", Hostname: "hv3", OtherConfig: map[string]string{"ovn-monitor-all": "false"}})
+			nbtest.SetNorthdRelease(t, sbSock, tc.release)
+			st := cliBounded(t, "status", "--nb", "unix:"+nbSock, "--sb", "unix:"+sbSock)
+			require.Equal(t, 0, st.code, st.stderr)
+			if tc.want == "" {
+				assert.NotContains(t, st.stdout, "ovn-monitor-all")
+				return
+			}
+			assert.True(t, strings.HasSuffix(st.stdout, tc.want), st.stdout)
+		})
+	}
+}

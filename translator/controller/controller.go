@@ -179,6 +179,8 @@ type Controller struct {
 	// (migration.go).
 	dual    map[string]dualPort
 	vmNotes map[string]map[translator.VMNote]bool
+	// release is ovn-northd's OVN release as last read from the SB.
+	release string
 	// writing are the units whose rows are being written, with the rows
 	// of theirs the NB announced as inserted, updated or deleted
 	// meanwhile; echoes the rows their last write wrote that the NB has
@@ -408,6 +410,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	if c.sb != nil {
 		c.refreshChassis(ctx)
+		c.refreshRelease()
 		if c.group != nil {
 			c.group.refreshOfflineMembers(ctx, c)
 		}
@@ -481,6 +484,8 @@ func (c *Controller) watchNB() {
 func (c *Controller) onSB(ctx context.Context, table string, m model.Model) {
 	c.onSBKeys(ctx, table, m)
 	switch table {
+	case sbmodel.SBGlobalTable:
+		c.refreshRelease()
 	case sbmodel.ChassisTable:
 		c.refreshChassis(ctx)
 	case sbmodel.ServiceMonitorTable:

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
 // VMEvents receives what happened to the ports of a VMI during its live
@@ -96,7 +98,7 @@ func (c *Controller) migrationEvents(np *translator.NetworkPlan) {
 	for _, n := range np.VMNotes {
 		seen[n] = true
 		if !c.vmNotes[np.Name][n] {
-			c.vmEvent(n.VMI, corev1.EventTypeWarning, ReasonMigrationNotFollowed, "%s", n.Text)
+			c.vmEvent(n.VMI, corev1.EventTypeWarning, cmp.Or(n.Reason, ReasonMigrationNotFollowed), "%s", n.Text)
 		}
 	}
 	if len(seen) == 0 {
@@ -104,4 +106,25 @@ func (c *Controller) migrationEvents(np *translator.NetworkPlan) {
 	} else {
 		c.vmNotes[np.Name] = seen
 	}
+}
+
+// refreshRelease reads ovn-northd's OVN release from the SB into the
+// input, and says once per release when its live migrations are at risk
+// (translator.MonitorConditionBug).
+func (c *Controller) refreshRelease() {
+	release := ovn.NorthdRelease(c.sb)
+	c.mu.Lock()
+	changed := release != c.release
+	c.release = release
+	c.mu.Unlock()
+	if !changed {
+		return
+	}
+	c.EnqueueUnits(c.input.SetOVNRelease(release))
+	if bug, fixed := translator.MonitorConditionBug(release); bug {
+		c.opts.Log.Info("this OVN's ovn-controller may never see a live migration's dual binding on a target whose interface was plugged first: set external_ids:ovn-monitor-all=true in the Open_vSwitch table of every chassis, or upgrade OVN",
+			"ovnRelease", release, "fixedIn", fixed)
+		return
+	}
+	c.opts.Log.V(1).Info("OVN release", "ovnRelease", release)
 }

@@ -64,6 +64,11 @@ func TestMigrationEvents(t *testing.T) {
 	c.migrationEvents(plan(map[string]string{"requested-chassis": "hv2"}, note))
 	assert.Len(t, ev.take(), 1, "again once it came back")
 
+	risk := translator.VMNote{VMI: "default/vm-a", Text: "VirtualMachineInstance default/vm-a interface eth1: OVN 25.03.0 may never show its dual binding", Reason: translator.ReasonMigrationAtRisk}
+	c.migrationEvents(plan(dual, risk))
+	assert.Equal(t, []string{"default/vm-a Normal MigrationBound: port kv-net-a_default_vm-a_eth1 bound on hv1 (source) and hv2 (target), blocked on hv2 until the VM's RARP there",
+		"default/vm-a Warning MigrationAtRisk: " + risk.Text}, ev.take())
+
 	// A zone agent says nothing: the central view is the allocator's.
 	c.zone = "hv1"
 	c.migrationEvents(plan(dual))

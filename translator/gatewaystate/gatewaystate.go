@@ -38,6 +38,8 @@ type State struct {
 	// Migrations are the VM ports of ours bound to two chassis now (a
 	// live migration runs), sorted by port.
 	Migrations []Migration
+	// Release is ovn-northd's OVN release ("" unknown).
+	Release string
 
 	instance string
 	nb, sb   client.Client
@@ -79,6 +81,7 @@ func Read(ctx context.Context, nb, sb ovn.Endpoint, instance string, log logr.Lo
 		s.SNATIP[r] = ip
 	}
 	s.Migrations = migrations(nbc, instance)
+	s.Release = ovn.NorthdRelease(sbc)
 	return s, nil
 }
 

@@ -57,3 +57,23 @@ func addChassis(t testing.TB, dbModel model.ClientDBModel, sock string, chassis 
 	_, err = ovsdb.CheckOperationResults(res, ops)
 	require.NoError(t, err, "inserting the SB chassis")
 }
+
+// SetNorthdRelease writes the SB_Global row at sock as ovn-northd of OVN
+// version (a northd_internal_version, "25.03.0-21.1.0-72.8") does.
+func SetNorthdRelease(t testing.TB, sock, version string) {
+	t.Helper()
+	sbModel, err := sbmodel.FullDatabaseModel()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.NewOVSDBClient(sbModel, client.WithEndpoint("unix:"+sock))
+	require.NoError(t, err)
+	require.NoError(t, c.Connect(ctx))
+	defer c.Close()
+	ops, err := c.Create(&sbmodel.SBGlobal{Options: map[string]string{"northd_internal_version": version}})
+	require.NoError(t, err)
+	res, err := c.Transact(ctx, ops...)
+	require.NoError(t, err)
+	_, err = ovsdb.CheckOperationResults(res, ops)
+	require.NoError(t, err, "inserting SB_Global")
+}

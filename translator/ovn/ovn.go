@@ -281,7 +281,8 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, datapaths bool
 	modelFor := func(ovsdb.DatabaseSchema) (model.ClientDBModel, error) {
 		return model.NewClientDBModel(sbmodel.Schema().Name, map[string]model.Model{
 			sbmodel.ChassisTable: &sbmodel.Chassis{}, sbmodel.PortBindingTable: &sbmodel.PortBinding{},
-			sbmodel.DatapathBindingTable: &sbmodel.DatapathBinding{}, sbmodel.ServiceMonitorTable: &sbmodel.ServiceMonitor{}})
+			sbmodel.DatapathBindingTable: &sbmodel.DatapathBinding{}, sbmodel.ServiceMonitorTable: &sbmodel.ServiceMonitor{},
+			sbmodel.SBGlobalTable: &sbmodel.SBGlobal{}})
 	}
 	c, err := connect(ctx, "SB", sbmodel.Schema().Name, modelFor, ep, log)
 	if err != nil {
@@ -297,8 +298,11 @@ func connectSB(ctx context.Context, ep Endpoint, instance string, datapaths bool
 	if instance != "" {
 		conds = append(conds, model.Condition{Field: &pb.ExternalIDs, Function: ovsdb.ConditionIncludes, Value: map[string]string{translator.KeyManagedBy: instance}})
 	}
+	global := &sbmodel.SBGlobal{}
 	tables := []client.MonitorOption{
 		client.WithTable(ch, &ch.Name, &ch.Hostname, &ch.OtherConfig, &ch.ExternalIDs),
+		// ovn-northd's release (NorthdRelease).
+		client.WithTable(global, &global.Options),
 		// datapath and tunnel_key are the schema's first index of
 		// Port_Binding, which libovsdb's cache tries first when a binding
 		// is looked up by logical_port (the second): left out of the
@@ -386,14 +390,30 @@ func GatewayChassis(ctx context.Context, sb client.Client) ([]translator.Chassis
 	out := make([]translator.Chassis, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, translator.Chassis{
-			Name:     r.Name,
-			Hostname: r.Hostname,
-			Gateway:  isGateway(r.OtherConfig["ovn-cms-options"]) || isGateway(r.ExternalIDs["ovn-cms-options"]),
-			Physnets: physnets(cmp.Or(r.OtherConfig["ovn-bridge-mappings"], r.ExternalIDs["ovn-bridge-mappings"])),
+			Name:       r.Name,
+			Hostname:   r.Hostname,
+			Gateway:    isGateway(r.OtherConfig["ovn-cms-options"]) || isGateway(r.ExternalIDs["ovn-cms-options"]),
+			Physnets:   physnets(cmp.Or(r.OtherConfig["ovn-bridge-mappings"], r.ExternalIDs["ovn-bridge-mappings"])),
+			MonitorAll: r.OtherConfig["ovn-monitor-all"] == "true",
 		})
 	}
 	slices.SortFunc(out, func(a, b translator.Chassis) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// NorthdRelease is the OVN release of the ovn-northd writing SB sb (its
+// SB_Global options:northd_internal_version, "25.03.0-21.1.0-72.8", up to
+// the first dash), "" while none wrote it.
+func NorthdRelease(sb client.Client) string {
+	t := sb.Cache().Table(sbmodel.SBGlobalTable)
+	if t == nil {
+		return ""
+	}
+	for _, m := range t.Rows() {
+		v, _, _ := strings.Cut(m.(*sbmodel.SBGlobal).Options["northd_internal_version"], "-")
+		return v
+	}
+	return ""
 }
 
 // ZoneChassis lists the local chassis of zone's SB (GatewayChassis

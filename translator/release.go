@@ -1,0 +1,96 @@
+package translator
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// OVN 23.09.0 made ovn-controller stop monitoring the SB row of a port
+// whose interface is local but which is bound elsewhere (3d0f68ffbe
+// "Reduce size of the SB monitor condition"), and 04f89faba "controller:
+// Add missing monitor conditions" brought it back in 26.03.0, 24.03.7,
+// 25.03.2 and 25.09.1. In between, a live migration's target whose
+// interface was plugged (its pod started) before the port's dual binding
+// reached its ovn-controller never sees that binding: no additional
+// chassis, no activation by the VM's RARP, and the port only moves when
+// the migration completes, a gap of however long the VM ran on the target
+// unreachable. kubevirt-ovn writes the dual binding as soon as the
+// target pod is scheduled, before its CNI plugs the interface, which
+// avoids it when it wins the race; a chassis whose ovn-controller
+// monitors all of the SB (ovn-monitor-all=true) is not affected at all.
+// The release is ovn-northd's (SB_Global options:northd_internal_version):
+// ovn-controllers are not in the SB, and run the same release in
+// ovn-kubernetes' images.
+
+// ReasonMigrationAtRisk is the reason of the note on a migration whose
+// target may never see its dual binding (MonitorConditionBug).
+const ReasonMigrationAtRisk = "MigrationAtRisk"
+
+// MonitorConditionBug says whether OVN release v ("25.03.0"; a
+// northd_internal_version such as "25.03.0-21.1.0-72.8" reads too) has
+// the monitor-condition bug, and the first fixed release of its series.
+func MonitorConditionBug(v string) (bool, string) {
+	v, _, _ = strings.Cut(v, "-")
+	parts := strings.Split(v, ".")
+	if len(parts) < 3 {
+		return false, ""
+	}
+	var n [3]int
+	for i := range n {
+		x, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return false, ""
+		}
+		n[i] = x
+	}
+	series := n[0]*100 + n[1]
+	fixedIn := func(patch int, fixed string) (bool, string) {
+		if n[2] >= patch {
+			return false, ""
+		}
+		return true, fixed
+	}
+	switch {
+	case series < 2309 || series >= 2603:
+		return false, ""
+	case series == 2403:
+		return fixedIn(7, "24.03.7")
+	case series == 2503:
+		return fixedIn(2, "25.03.2")
+	case series == 2509:
+		return fixedIn(1, "25.09.1")
+	}
+	return true, "26.03.0" // 23.09, 24.09: no fixed release of their own
+}
+
+// SetOVNRelease records the OVN release of ovn-northd ("" unknown) and
+// returns the networks of the migrating VMs whose notes that changes.
+func (in *Input) SetOVNRelease(release string) []Unit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.release == release {
+		return nil
+	}
+	was, _ := MonitorConditionBug(in.release)
+	in.release = release
+	if now, _ := MonitorConditionBug(release); now == was {
+		return nil
+	}
+	return in.migratingNetworks()
+}
+
+// risk is the note on v's port bound with opts when its target chassis
+// may never see the dual binding (MonitorConditionBug), "" otherwise.
+func (b portBinder) risk(v *VMInterface, opts map[string]string) string {
+	_, dst, dual := strings.Cut(opts["requested-chassis"], ",")
+	if !dual || b.monitorAll.has(dst) {
+		return ""
+	}
+	bug, fixed := MonitorConditionBug(b.release)
+	if !bug {
+		return ""
+	}
+	return fmt.Sprintf("%s %s/%s interface %s: OVN %s may never show its dual binding to %s's ovn-controller if the target pod's interface was plugged there first (fixed in %s): the port would then move to %s only when the migration completes. Set external_ids:ovn-monitor-all=true in the Open_vSwitch table of every chassis, or upgrade OVN",
+		ObjVMI, v.Namespace, v.VMI, v.Interface, b.release, dst, fixed, dst)
+}
