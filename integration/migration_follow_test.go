@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,11 +95,26 @@ func toVMBPort(dport uint16) func(seen) bool {
 // RARP there, nothing hv1 once the port is on hv2 alone, the gap of each
 // is reported. Then vm-a and vm-b migrate at once, vm-a back to hv1, vm-b
 // to hv1. After each step a second sync writes nothing, and no row but the
-// ports' bindings changed: the floating IP, DHCP, the router and its
-// routes follow the VM without a write.
+// ports' bindings changed: the floating IP, DHCP, the security groups, the
+// load balancer (vm-a is its member, reached through its VIP after the
+// moves), the router and its routes follow the VM without a write.
 func TestLiveMigrationEverythingFollows(t *testing.T) {
 	e := newEnv(t)
 	e.write("fip.yaml", fipManifest("FloatingIp", fipIP, vmAIP, "vm-a"))
+	// vm-a a load balancer's member; the examples' security groups.
+	e.write("lb.yaml", `apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata: {name: web}
+spec:
+  name: web
+  networkId: net-a
+  vip: `+lbVIP+`
+  members: [`+vmAIP+`]
+  rules: [{protocol: udp, portRangeMin: 8080, portRangeMax: 8080}]
+`)
+	sgs, err := os.ReadFile(filepath.Join("..", "deploy", "examples", "securitygroups.yaml"))
+	require.NoError(t, err)
+	e.write("securitygroups.yaml", string(sgs))
 	require.NoError(t, e.l.AddVMPort("hv2", vmADst, vmAPort))
 	step := func(what, vmis string) string {
 		t.Helper()
@@ -188,6 +205,14 @@ func TestLiveMigrationEverythingFollows(t *testing.T) {
 	waitFor(t, dstB, "vm-b's traffic at hv1 after its migration", skipDst, toVMBPort(5732))
 	requireNone(t, srcB, "vm-b's traffic at hv2 after its migration", skip, toVMBPort(5732))
 	e.dnatToVM("gw1", vmA, vmRef{"hv2", vmADst, vmAMAC, vmAIP}, 40950, 5733)
+	// The load balancer's VIP, from vm-b (now on hv1), reaches vm-a on
+	// hv1.
+	skip, skipDst = count(t, e.vm("hv1", "vm-a")), count(t, dstA)
+	toVIP := frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIP, DstIP: lbVIP, TTL: 64, SPort: 40960, DPort: lbPort}
+	require.NoError(t, e.l.Inject("hv1", vmBDst, frameBytes(t, toVIP)))
+	atVIP := func(s seen) bool { return s.IsUDP && s.SPort == 40960 && s.DPort == lbPort && s.DstIP == vmAIP }
+	waitFor(t, e.vm("hv1", "vm-a"), "vm-b's flow to the VIP at vm-a on hv1", skip, atVIP)
+	requireNone(t, dstA, "vm-b's flow to the VIP at vm-a's old chassis", skipDst, atVIP)
 	assert.Equal(t, rows, e.rowsBesideBindings(), "rows beside the ports' bindings after both migrations")
 }
 
