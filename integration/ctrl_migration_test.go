@@ -20,10 +20,11 @@ import (
 var eventGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 
 // startTarget creates migration name of vm-a and its target virt-launcher
-// pod, scheduled on hv2 (no kubelet runs it: it stays Pending, as while
-// its CNI waits), and plugs the pod's interface on hv2 as its CNI does.
-// It returns the pod's name.
-func startTarget(t *testing.T, e *env, k *kubeAPI, name string) string {
+// pod, scheduled on node (no kubelet runs it: it stays Pending, as while
+// its CNI waits), and plugs the pod's interface there as its CNI does
+// (on hv2; a node that is no chassis has nothing to plug). It returns the
+// pod's name.
+func startTarget(t *testing.T, e *env, k *kubeAPI, name, node string) string {
 	t.Helper()
 	ctx := context.Background()
 	vmim := &unstructured.Unstructured{Object: map[string]any{
@@ -38,11 +39,13 @@ func startTarget(t *testing.T, e *env, k *kubeAPI, name string) string {
 		"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": "virt-launcher-vm-a-" + name, "namespace": "default",
 			"labels": map[string]any{kube.MigrationJobLabel: string(created.GetUID()), "kubevirt.io": "virt-launcher"}},
-		"spec": map[string]any{"nodeName": "hv2", "containers": []any{map[string]any{"name": "compute", "image": "virt-launcher"}}},
+		"spec": map[string]any{"nodeName": node, "containers": []any{map[string]any{"name": "compute", "image": "virt-launcher"}}},
 	}}
 	_, err = k.dyn.Resource(kube.PodGVR).Namespace("default").Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.NoError(t, e.l.AddVMPort("hv2", vmADst, vmAPort))
+	if node == "hv2" {
+		require.NoError(t, e.l.AddVMPort("hv2", vmADst, vmAPort))
+	}
 	return pod.GetName()
 }
 
@@ -82,7 +85,8 @@ func waitEvent(t *testing.T, k *kubeAPI, reason string) string {
 // waits for before the pod can run (and only then would the VMI name the
 // target), and nothing reaches hv2. The target pod deleted, the port is
 // back on hv1. A second migration: the VM's RARP on hv2 collapses the port
-// onto hv2 before the VMI says anything. Each step is an Event of vm-a.
+// onto hv2 before the VMI says anything. A third, to a node that is no
+// chassis, is not followed. Each step is an Event of vm-a.
 func TestClusterMigrationStartsFromTheTargetPod(t *testing.T) {
 	e := newOVN(t)
 	k := startClusterAPI(t)
@@ -96,7 +100,7 @@ func TestClusterMigrationStartsFromTheTargetPod(t *testing.T) {
 	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
 
 	// The first migration: bound on both before its target pod runs.
-	pod := startTarget(t, e, k, "migration-1")
+	pod := startTarget(t, e, k, "migration-1", "hv2")
 	waitNB(t, "vm-a's port on both chassis from its target pod", func() bool {
 		return vmAOptions(t, e) == "activation-strategy=rarp requested-chassis=hv1,hv2"
 	})
@@ -125,7 +129,7 @@ func TestClusterMigrationStartsFromTheTargetPod(t *testing.T) {
 
 	// The second: the VM's RARP on hv2 moves the port there, ahead of
 	// the VMI.
-	startTarget(t, e, k, "migration-2")
+	startTarget(t, e, k, "migration-2", "hv2")
 	e.waitBinding("hv2 bound as vm-a's additional chassis again", binding{chassis: "hv1", additional: "hv2"})
 	waitNB(t, "the second target pod's interface ovn-installed on hv2", func() bool { return installed(e) })
 	e.announce()
@@ -151,4 +155,10 @@ func TestClusterMigrationStartsFromTheTargetPod(t *testing.T) {
 		require.NoError(t, unstructured.SetNestedField(u.Object, "Succeeded", "status", "phase"))
 	})
 	waitNB(t, "vm-a's port stays on hv2", func() bool { return vmAOptions(t, e) == "requested-chassis=hv2" })
+
+	// A migration to a node that is no chassis: a Warning on vm-a naming
+	// the node, and the port stays where the VM runs.
+	startTarget(t, e, k, "migration-3", "hv9")
+	assert.Contains(t, waitEvent(t, k, "MigrationNotFollowed"), "migration migration-3's target pod default/virt-launcher-vm-a-migration-3 spec.nodeName hv9 is no chassis (hostname or chassis name in the Southbound): its port stays on hv2")
+	assert.Equal(t, "requested-chassis=hv2", vmAOptions(t, e))
 }

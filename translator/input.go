@@ -262,6 +262,10 @@ type VMInterface struct {
 	// completed, failed nor been aborted); Node is then its source.
 	// MigrationUID is the migration's (status.migrationState.migrationUid).
 	MigrationTarget, MigrationUID string
+	// MigrationTargetField is where MigrationTarget was read, for notes
+	// ("" status.migrationState.targetNode; in a cluster, before the VMI
+	// names it, the target pod's spec.nodeName).
+	MigrationTargetField string
 	// NoActivation: the VM announces no RARP on its migration target
 	// (masquerade binding, vhost-user): its port is bound on both chassis
 	// without the activation strategy while it migrates, and moves to the

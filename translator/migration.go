@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -165,7 +166,7 @@ func migrationBinding(v *VMInterface, chassis map[string]string) (map[string]str
 	dst, ok := name(v.MigrationTarget)
 	switch {
 	case !ok:
-		return opts, fmt.Sprintf("%s %s/%s interface %s: status.migrationState.targetNode %s is no chassis (hostname or chassis name in the Southbound): its port stays on %s", ObjVMI, v.Namespace, v.VMI, v.Interface, v.MigrationTarget, src)
+		return opts, fmt.Sprintf("%s %s/%s interface %s: %s %s is no chassis (hostname or chassis name in the Southbound): its port stays on %s", ObjVMI, v.Namespace, v.VMI, v.Interface, cmp.Or(v.MigrationTargetField, "status.migrationState.targetNode"), v.MigrationTarget, src)
 	case dst == src:
 		return opts, ""
 	}

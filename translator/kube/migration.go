@@ -2,6 +2,7 @@ package kube
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,8 @@ type migrationRun struct {
 	// target is the node of its target pod, once scheduled and while
 	// that pod lives.
 	target string
+	// targetField names the pod's field target was read from.
+	targetField string
 	// podsKnown: the target pods are watched (the API server serves
 	// them to kubevirt-ovn), so no live pod means the target is gone.
 	podsKnown bool
@@ -236,6 +239,7 @@ func (s *Source) migrationOf(namespace, name, uid string) *migrationRun {
 		}
 		if node, _, _ := unstructured.NestedString(p.Object, "spec", "nodeName"); node != "" {
 			run.target = node
+			run.targetField = fmt.Sprintf("migration %s's target pod %s/%s spec.nodeName", u.GetName(), namespace, p.GetName())
 		}
 	}
 	return run
@@ -260,12 +264,12 @@ func followMigration(st *manifest.VirtualMachineInstanceStatus, run *migrationRu
 			return
 		}
 		if ms.TargetNode == "" {
-			ms.TargetNode = run.target
+			ms.TargetNode, ms.TargetField = run.target, run.targetField
 		}
 		return
 	}
 	if run.final || run.target == "" {
 		return
 	}
-	st.MigrationState = &manifest.VMIMigrationState{SourceNode: st.NodeName, TargetNode: run.target, MigrationUID: run.uid}
+	st.MigrationState = &manifest.VMIMigrationState{SourceNode: st.NodeName, TargetNode: run.target, MigrationUID: run.uid, TargetField: run.targetField}
 }

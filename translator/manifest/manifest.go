@@ -171,6 +171,9 @@ type VMIMigrationState struct {
 	Failed       bool   `json:"failed,omitempty"`
 	// AbortStatus is Succeeded, Failed or Aborting.
 	AbortStatus string `json:"abortStatus,omitempty"`
+	// TargetField is where TargetNode was read when not from the VMI
+	// (the target pod's spec.nodeName, set by the Kubernetes source).
+	TargetField string `json:"-"`
 }
 
 // VMINetwork is an entry of a VMI's spec.networks.
@@ -562,16 +565,17 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 			netNS, netName = netName[:i], netName[i+1:]
 		}
 		v := translator.VMInterface{
-			Namespace:        ns,
-			VMI:              vmi.Name,
-			Interface:        net.Name,
-			Network:          netName,
-			NetworkNamespace: netNS,
-			Node:             node,
-			MigrationTarget:  target,
-			MigrationUID:     uid,
-			NoActivation:     noActivation,
-			SecurityGroups:   groups,
+			Namespace:            ns,
+			VMI:                  vmi.Name,
+			Interface:            net.Name,
+			Network:              netName,
+			NetworkNamespace:     netNS,
+			Node:                 node,
+			MigrationTarget:      target,
+			MigrationUID:         uid,
+			MigrationTargetField: targetField(&vmi.Status, target),
+			NoActivation:         noActivation,
+			SecurityGroups:       groups,
 		}
 		var statusMAC, statusIP string
 		var statusIPs []string
@@ -601,6 +605,15 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 		out = append(out, v)
 	}
 	return out, notes
+}
+
+// targetField is where a VMI's migration target was read, "" for its
+// status.migrationState.targetNode.
+func targetField(st *VirtualMachineInstanceStatus, target string) string {
+	if target == "" || st.MigrationState == nil {
+		return ""
+	}
+	return st.MigrationState.TargetField
 }
 
 // migrationNodes reads a VMI's node and the live migration moving it, if
