@@ -231,7 +231,13 @@ func TestControllerLoadBalancers(t *testing.T) {
 		return strings.Contains(vips("kv-lb-lb-web_tcp"), "172.16.0.160:80") && vips("kv-lb-lb-web_tcp_switch") != ""
 	})
 	assert.Contains(t, vips("kv-lb-lb-web_tcp"), "10.10.0.100:80=10.10.0.5:80")
-	u := k.waitObject(t, kube.LoadBalancerGVR, "lb-web", "lb-web Ready", readyIs("True", "committed"))
+	// The floating IP arrives after the load balancer (the file's
+	// order): the status may say Ready before it lists it, and the NB may
+	// have its VIP before the status does.
+	u := k.waitObject(t, kube.LoadBalancerGVR, "lb-web", "lb-web Ready with its floating IP", func(u *unstructured.Unstructured) bool {
+		fips, _, _ := unstructured.NestedStringSlice(u.Object, "status", "floatingIps")
+		return readyIs("True", "committed")(u) && len(fips) > 0
+	})
 	router, _, _ := unstructured.NestedString(u.Object, "status", "router")
 	fips, _, _ := unstructured.NestedStringSlice(u.Object, "status", "floatingIps")
 	assert.Equal(t, "router1", router)

@@ -43,25 +43,13 @@ func migrating(src, dst, uid, more string) string {
 	return fmt.Sprintf("  migrationState:\n    sourceNode: %s\n    targetNode: %s\n    migrationUid: %s\n%s\n", src, dst, uid, more)
 }
 
-// portBinding is port's SB Port_Binding as chassis names.
+// portBinding is port's SB Port_Binding as chassis names (without the
+// activated flag).
 func (e *env) portBinding(port string) binding {
 	e.t.Helper()
-	out, err := e.l.SBCtl("--bare", "--columns=chassis,additional_chassis", "find", "Port_Binding", "logical_port="+port)
-	require.NoError(e.t, err)
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	require.LessOrEqual(e.t, len(lines), 2, "one Port_Binding of %s:\n%s", port, out)
-	require.NotEmpty(e.t, strings.TrimSpace(out), "a Port_Binding of %s", port)
-	lines = append(lines, "") // no additional chassis: an empty last line, trimmed
-	name := func(uuids string) string {
-		var names []string
-		for _, u := range strings.Fields(uuids) {
-			n, err := e.l.SBCtl("--bare", "--columns=name", "list", "Chassis", u)
-			require.NoError(e.t, err)
-			names = append(names, strings.TrimSpace(n))
-		}
-		return strings.Join(names, ",")
-	}
-	return binding{chassis: name(lines[0]), additional: name(lines[1])}
+	b := sbBinding(e.t, e.l, port)
+	b.activated = ""
+	return b
 }
 
 // rowsBesideBindings is every row of ours but the VM ports' bindings (and

@@ -75,15 +75,23 @@ type binding struct{ chassis, additional, activated string }
 
 func (e *env) vmABinding() binding {
 	e.t.Helper()
-	out, err := e.l.SBCtl("--bare", "--columns=chassis,additional_chassis,options", "find", "Port_Binding", "logical_port="+vmAPort)
-	require.NoError(e.t, err)
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	require.Len(e.t, lines, 3, "one Port_Binding of %s:\n%s", vmAPort, out)
+	return sbBinding(e.t, e.l, vmAPort)
+}
+
+// sbBinding is port's Port_Binding in SB sb as chassis names.
+func sbBinding(t *testing.T, sb interface {
+	SBCtl(...string) (string, error)
+}, port string) binding {
+	t.Helper()
+	out, err := sb.SBCtl("--bare", "--columns=chassis,additional_chassis,options", "find", "Port_Binding", "logical_port="+port)
+	require.NoError(t, err)
+	lines := strings.Split(out, "\n")
+	require.GreaterOrEqual(t, len(lines), 3, "one Port_Binding of %s:\n%s", port, out)
 	name := func(uuids string) string {
 		var names []string
 		for _, u := range strings.Fields(uuids) {
-			n, err := e.l.SBCtl("--bare", "--columns=name", "list", "Chassis", u)
-			require.NoError(e.t, err)
+			n, err := sb.SBCtl("--bare", "--columns=name", "list", "Chassis", u)
+			require.NoError(t, err)
 			names = append(names, strings.TrimSpace(n))
 		}
 		return strings.Join(names, ",")
@@ -444,16 +452,16 @@ func streamReport(sent []time.Time, atSrc, atDst map[int]bool) (lost int, gap ti
 // announce sends vm-a's RARP on its target hv2 as QEMU's self-announce
 // does when the VM resumes there: five rounds, the first at once, then
 // after 50 ms and every 100 ms more (its defaults), without waiting.
-func (e *env) announce() {
-	e.t.Helper()
-	b := frameBytes(e.t, wire.RARP(vmAMAC))
-	require.NoError(e.t, e.l.Inject("hv2", vmADst, b))
+func (p traffic) announce() {
+	p.t.Helper()
+	b := frameBytes(p.t, wire.RARP(vmAMAC))
+	require.NoError(p.t, p.c.Inject("hv2", vmADst, b))
 	go func() {
 		gap := 50 * time.Millisecond
 		for range 4 {
 			time.Sleep(gap)
 			gap += 100 * time.Millisecond
-			if err := e.l.Inject("hv2", vmADst, b); err != nil {
+			if err := p.c.Inject("hv2", vmADst, b); err != nil {
 				return // the test ended and its sandbox with it
 			}
 		}

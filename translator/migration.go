@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
 // A VM port is bound to one chassis: options:requested-chassis names the
@@ -177,37 +181,63 @@ func migrationBinding(v *VMInterface, chassis map[string]string) (map[string]str
 	return opts, ""
 }
 
-// zoneMigrations keeps on its source chassis, with a note, the port of a
-// VM migrating to another zone in interconnect mode: the target zone's
-// ovn-controller sees the port as its zone's type=remote twin and cannot
-// bind it as an additional chassis. A migration within a zone has its
-// dual binding there, as in central mode.
-func (in *Input) zoneMigrations(np *NetworkPlan, vms []*VMInterface) {
-	byPort := map[string]*VMInterface{}
-	for _, v := range vms {
-		if v.MigrationTarget != "" {
-			byPort[VMPortName(np.Name, v.Namespace, v.VMI, v.Interface)] = v
-		}
+// In interconnect mode a VM port is a normal port in the zone of the
+// chassis it is bound to and a type=remote twin, bound to that chassis, in
+// the network's other zones. While a migration to another zone runs, the
+// target zone's twin becomes a normal port bound to the source (a remote
+// chassis there) and to the target, blocked there until the VM's RARP: its
+// ovn-controller claims it as an additional chassis and clones the port's
+// traffic to it, as in central mode. The source zone keeps its port on the
+// source alone, the other zones their twin on the source. Once the port
+// collapses onto the target (activated in the zone that saw it, or
+// completed), the target's zone has it alone and every other zone a twin
+// bound to the target. The name and the tunnel key never change. The
+// target zone's binding to a remote main chassis is ovn-northd's from OVN
+// 24.03.6 / 24.09.3 / 25.03 (0688d7e83), the CMS's SB write before
+// (RemoteBinding).
+
+// zonePort is VM port p of v as zone z has it: a copy of p for a zone it
+// is local to (without the target of a migration to another zone in the
+// source's zone), and remote, with requested-chassis the chassis it is
+// bound to, for another zone.
+func (in *Input) zonePort(p *nbmodel.LogicalSwitchPort, v *VMInterface, z string) (*nbmodel.LogicalSwitchPort, bool) {
+	src, dst, dual := strings.Cut(p.Options["requested-chassis"], ",")
+	main := in.nodes[src].zone
+	if src == "" {
+		main = in.nodes[v.Node].zone
 	}
-	if len(byPort) == 0 {
-		return
-	}
-	for _, p := range np.Ports {
-		v := byPort[p.Name]
-		if v == nil || p.Options["activation-strategy"] == "" {
-			continue
+	switch {
+	case dual && in.nodes[dst].zone == z && main != z:
+		return p, false // the target's zone: both chassis
+	case main != z:
+		chassis := src
+		if chassis == "" {
+			chassis = in.nodes[v.Node].chassis
 		}
-		src, dst := in.nodes[v.Node], in.nodes[v.MigrationTarget]
-		if src.zone == dst.zone {
-			continue
-		}
-		src0, _, _ := strings.Cut(p.Options["requested-chassis"], ",")
-		p.Options = map[string]string{"requested-chassis": src0}
-		np.VMNotes = slices.DeleteFunc(np.VMNotes, func(n VMNote) bool {
-			return n.Reason == ReasonMigrationAtRisk && n.VMI == v.Namespace+"/"+v.VMI && strings.Contains(n.Text, " interface "+v.Interface+": ")
-		})
-		np.VMNotes = append(np.VMNotes, VMNote{VMI: v.Namespace + "/" + v.VMI, Text: fmt.Sprintf("%s %s/%s interface %s: migrating from zone %s to zone %s is not followed in interconnect mode yet: its port stays on %s until status.nodeName names the target", ObjVMI, v.Namespace, v.VMI, v.Interface, src.zone, dst.zone, src0)})
+		return &nbmodel.LogicalSwitchPort{Options: map[string]string{"requested-chassis": chassis}}, true
+	case dual && in.nodes[dst].zone != z:
+		// The source's zone: the source alone; the target's zone clones.
+		c := model.Clone(p).(*nbmodel.LogicalSwitchPort)
+		c.Options = map[string]string{"requested-chassis": src}
+		return c, false
 	}
+	return p, false
+}
+
+// RemoteBinding is the chassis a port row of a zone's NB is bound to from
+// another zone, for the CMS to set in that zone's SB before OVN binds it
+// itself (BindRemotePorts): a type=remote port's requested-chassis, and
+// the main chassis of a port bound to two (a migration's target zone),
+// which is a remote chassis there unless the migration stays in the zone.
+func RemoteBinding(p *nbmodel.LogicalSwitchPort) (string, bool) {
+	rc := p.Options["requested-chassis"]
+	switch main, _, dual := strings.Cut(rc, ","); {
+	case p.Type == "remote" && rc != "":
+		return rc, true
+	case p.Type == "" && dual:
+		return main, true
+	}
+	return "", false
 }
 
 // SetSingleChassis says whether the OVN has no multi-chassis port binding

@@ -1,10 +1,13 @@
 package translator
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
 // TestVMPortBinding: a VM port requests its node's chassis (by name, a
@@ -91,29 +94,59 @@ func TestMigrationPlansThePort(t *testing.T) {
 	assert.Equal(t, map[string]string{"requested-chassis": "c0ffee"}, options(), "completed: the target alone")
 }
 
-// TestZoneMigrationAcrossZonesStays: in interconnect mode a migration
-// within a zone gets its dual binding; one to another zone's node is not
-// followed yet, and says so.
-func TestZoneMigrationAcrossZonesStays(t *testing.T) {
+// TestZoneMigration: in interconnect mode a migration within a zone gets
+// its dual binding there; one to another zone makes the target zone's
+// twin a normal port bound to the source (remote there) and the target,
+// keeps the source's zone on the source and the other zones' twins on
+// the source; activated in the target's zone, or completed, the port is
+// the target zone's alone, every other zone's twin bound to the target.
+// The tunnel key never changes.
+func TestZoneMigration(t *testing.T) {
 	in := zoneInput()
 	ch := append(zoneChassis(), Chassis{Name: "hv1b", Hostname: "node-hv1b", Zone: "hv1"})
 	in.SetChassis(ch, true)
 	vm1 := VMInterface{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"}
 	port := VMPortName("net-a", "default", "vm1", "eth0")
+	view := func() (map[string]string, map[string]string) {
+		t.Helper()
+		up := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+		require.Empty(t, up.Errs)
+		out, keys := map[string]string{}, map[string]string{}
+		for z, zr := range up.Network.Zones {
+			for _, r := range zr.Rows {
+				if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok && p.Name == port {
+					out[z] = fmt.Sprintf("%s@%s/%s", p.Type, p.Options["requested-chassis"], p.Options["activation-strategy"])
+					keys[z] = p.Options[KeyTunnel]
+				}
+			}
+		}
+		return out, keys
+	}
 
-	vm1.MigrationTarget = "node-hv1b"
+	vm1.MigrationTarget, vm1.MigrationUID = "node-hv1b", "uid-1"
 	in.Set("vms", Objects{VMs: []VMInterface{vm1}})
-	up := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
-	require.Empty(t, up.Errs)
-	assert.Equal(t, "@hv1,hv1b", zoneView(up.Network.Zones["hv1"])["LSP "+port], "within zone hv1: both chassis")
-	assert.Empty(t, up.Network.VMNotes)
+	got, _ := view()
+	assert.Equal(t, map[string]string{"hv1": "@hv1,hv1b/rarp", "gw1": "remote@hv1/"}, got, "within zone hv1: both chassis there")
 
-	vm1.MigrationTarget = "node-hv2"
+	vm1.MigrationTarget, vm1.MigrationUID = "node-hv2", "uid-2"
 	in.Set("vms", Objects{VMs: []VMInterface{vm1}})
-	up = in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
-	require.Empty(t, up.Errs)
-	assert.Equal(t, "@hv1", zoneView(up.Network.Zones["hv1"])["LSP "+port], "to zone hv2: stays on its source")
-	assert.Equal(t, []VMNote{{VMI: "default/vm1", Text: "VirtualMachineInstance default/vm1 interface eth0: migrating from zone hv1 to zone hv2 is not followed in interconnect mode yet: its port stays on hv1 until status.nodeName names the target"}}, up.Network.VMNotes)
+	got, keys := view()
+	assert.Equal(t, map[string]string{"hv1": "@hv1/", "hv2": "@hv1,hv2/rarp", "gw1": "remote@hv1/"}, got, "to zone hv2: bound to both there, the source elsewhere")
+	key := keys["hv1"]
+	assert.Equal(t, map[string]string{"hv1": key, "hv2": key, "gw1": key}, keys, "one tunnel key in every zone")
+
+	// Activated in zone hv2: the target's everywhere.
+	assert.NotEmpty(t, in.SetActivated("net-a", port, []string{"hv2"}))
+	got, keys = view()
+	assert.Equal(t, map[string]string{"hv1": "remote@hv2/", "hv2": "@hv2/", "gw1": "remote@hv2/"}, got, "activated on hv2")
+	assert.Equal(t, map[string]string{"hv1": key, "hv2": key, "gw1": key}, keys)
+
+	// Completed: the same, from the VMI.
+	vm1.Node, vm1.MigrationTarget, vm1.MigrationUID = "node-hv2", "", ""
+	in.Set("vms", Objects{VMs: []VMInterface{vm1}})
+	in.SetActivated("net-a", port, nil)
+	got, _ = view()
+	assert.Equal(t, map[string]string{"hv2": "@hv2/", "gw1": "remote@hv2/"}, got, "completed: zone hv1 has no port of net-a left")
 }
 
 // TestMigrationActivationCollapses: the SB showing the target activated
@@ -195,4 +228,31 @@ func TestMigrationWithoutMultiChassis(t *testing.T) {
 	up = in.Plan(netAUnit, testInstance, nil)
 	assert.Equal(t, map[string]string{"requested-chassis": "hv2"}, up.Network.Ports[0].Options)
 	assert.Empty(t, up.Network.VMNotes)
+}
+
+// TestZoneMigrationSecurityGroups: a member migrating to another zone is
+// in its group's Port_Group in the target's zone too, so the group's ACLs
+// hold there from the dual binding on; completed, only there.
+func TestZoneMigrationSecurityGroups(t *testing.T) {
+	in := zoneSGInput(true)
+	web := func() []string {
+		t.Helper()
+		up := in.Plan(Unit{KindSecurityGroup, "web"}, testInstance, nil)
+		require.Empty(t, up.Errs)
+		return sortedKeys(up.SecurityGroup.Zones)
+	}
+	require.Equal(t, []string{"hv1"}, web())
+	vm1 := VMInterface{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1", SecurityGroups: "web"}
+	vm2 := VMInterface{Namespace: "default", VMI: "vm2", Interface: "eth0", Network: "net-b", NetworkNamespace: "default", MAC: "02:00:00:00:00:02", IP: "10.20.0.5", Node: "hv2", SecurityGroups: "client"}
+	moving := vm1
+	moving.MigrationTarget, moving.MigrationUID = "node-hv2", "uid-1"
+	units := in.Set("vms", Objects{VMs: []VMInterface{moving, vm2}})
+	assert.Contains(t, units, Unit{KindSecurityGroup, "web"}, "the migration re-plans its groups")
+	assert.Equal(t, []string{"hv1", "hv2"}, web())
+	up := in.Plan(Unit{KindSecurityGroup, "web"}, testInstance, nil)
+	assert.Contains(t, zoneRowNames(up.SecurityGroup.Zones["hv2"]), "PG kv_sg_web -> kv-net-a_default_vm1_eth0")
+	done := vm1
+	done.Node = "node-hv2"
+	in.Set("vms", Objects{VMs: []VMInterface{done, vm2}})
+	assert.Equal(t, []string{"hv2"}, web())
 }

@@ -333,7 +333,6 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		up.Network.DefaultDeny = defaultDenyPlan(n, up.Network.Ports, instance)
 	}
 	if in.zoned {
-		in.zoneMigrations(up.Network, vms)
 		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
 			up.Errs = append(up.Errs, err)
 			up.Network = nil

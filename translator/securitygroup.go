@@ -414,18 +414,24 @@ func (in *Input) zoneSecurityGroup(sp *SecurityGroupPlan, m *sgMemo, pgIDs map[s
 	// of two members once.
 	local := map[string][]Ref{}
 	lastNode, lastZone := "", ""
+	add := func(z, port string) {
+		refs := local[z]
+		if len(refs) > 0 && refs[len(refs)-1].Key == port {
+			return
+		}
+		local[z] = append(refs, Ref{Column: "ports", Key: port})
+	}
 	for i, mb := range m.members {
 		if i == 0 || mb.node != lastNode {
 			lastNode, lastZone = mb.node, in.nodes[mb.node].zone
 		}
-		if lastZone == "" {
-			continue
+		if lastZone != "" {
+			add(lastZone, mb.port)
 		}
-		refs := local[lastZone]
-		if len(refs) > 0 && refs[len(refs)-1].Key == mb.port {
-			continue
+		// A migration to another zone: its port is that zone's too.
+		if tz := in.nodes[mb.target].zone; mb.target != "" && tz != "" && tz != lastZone {
+			add(tz, mb.port)
 		}
-		local[lastZone] = append(refs, Ref{Column: "ports", Key: mb.port})
 	}
 	sp.Zones = map[string]*ZoneRows{}
 	for z, refs := range local {

@@ -35,9 +35,11 @@ import (
 // mode, its node's zone's NB holds the port). from is the network's
 // resolution it came from.
 type sgMember struct {
-	port, ip, node string
-	addr           netip.Addr
-	from           *sgNetMembers
+	// target is the node a live migration moves it to ("" none): its
+	// port is in that node's zone too while it runs (zonePort).
+	port, ip, node, target string
+	addr                   netip.Addr
+	from                   *sgNetMembers
 }
 
 func compareSGMembers(a, b *sgMember) int {
@@ -152,6 +154,9 @@ func (in *Input) addVMGroups(d *vmDecl) {
 		addTo(nets, d.Network, d)
 		countIn(in.sgNetGroups, d.Network, g, 1)
 		countIn(in.sgNodes, g, d.Node, 1)
+		if d.MigrationTarget != "" {
+			countIn(in.sgNodes, g, d.MigrationTarget, 1)
+		}
 	}
 }
 
@@ -166,6 +171,9 @@ func (in *Input) removeVMGroups(d *vmDecl) {
 		}
 		countIn(in.sgNetGroups, d.Network, g, -1)
 		countIn(in.sgNodes, g, d.Node, -1)
+		if d.MigrationTarget != "" {
+			countIn(in.sgNodes, g, d.MigrationTarget, -1)
+		}
 	}
 }
 
@@ -463,7 +471,7 @@ func (in *Input) resolveSGNetwork(id, net string, held Held) (e *sgNetMembers, v
 		if !ok {
 			continue
 		}
-		mb := sgMember{port: port, ip: ip, node: d.Node, from: e}
+		mb := sgMember{port: port, ip: ip, node: d.Node, target: d.MigrationTarget, from: e}
 		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
 			mb.addr = a
 		}

@@ -206,6 +206,10 @@ func (in *Input) networkZones(network string, held Held) set[string] {
 	for d := range in.vms[network] {
 		if nd, ok := in.nodes[d.Node]; ok && d.NetworkNamespace == n.Namespace {
 			out.add(nd.zone)
+			// A migration's target zone has the port while it runs.
+			if nt, ok := in.nodes[d.MigrationTarget]; ok {
+				out.add(nt.zone)
+			}
 		}
 	}
 	routers := set[string]{}
@@ -287,11 +291,15 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		var local []string // the zone's own VM ports
 		for _, p := range np.Ports {
 			key := keys[tunnelkeys.Ref{Switch: sw, Port: p.Name}]
-			if v := vmNode[p.Name]; v != nil && in.nodes[v.Node].zone != z {
-				if !physical {
-					zr.Rows = append(zr.Rows, Row{Model: remotePort(p, p.Addresses, in.nodes[v.Node].chassis, key), Parent: sw})
+			if v := vmNode[p.Name]; v != nil {
+				zp, remote := in.zonePort(p, v, z)
+				if remote && !physical {
+					zr.Rows = append(zr.Rows, Row{Model: remotePort(p, p.Addresses, zp.Options["requested-chassis"], key), Parent: sw})
 				}
-				continue
+				if remote {
+					continue
+				}
+				p = zp
 			}
 			zr.Rows = append(zr.Rows, np.portRow(withKey(p, key)))
 			if p.Type == "" {
@@ -455,8 +463,10 @@ func RemotePorts(plan *Plan, zone string) map[string]string {
 			return
 		}
 		for _, r := range zr.Rows {
-			if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok && p.Type == "remote" {
-				out[p.Name] = p.Options["requested-chassis"]
+			if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok {
+				if ch, ok := RemoteBinding(p); ok {
+					out[p.Name] = ch
+				}
 			}
 		}
 	}

@@ -536,6 +536,11 @@ func (c *Controller) onActivation(pb *sbmodel.PortBinding, deleted bool) {
 		c.mu.Lock()
 		c.activatedAt[pb.LogicalPort] = activatedPort{network: pb.ExternalIDs[translator.KeyOwner], at: time.Now()}
 		c.mu.Unlock()
+		if c.group != nil {
+			// Every zone's rows move: the other zones' twins follow.
+			c.group.EnqueueUnits(units)
+			return
+		}
 		c.EnqueueUnits(units)
 	}
 }

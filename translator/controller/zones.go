@@ -223,8 +223,10 @@ func (c *Controller) isHome(rows []translator.Row) bool {
 func (c *Controller) bindRemotePorts(ctx context.Context, u translator.Unit, rows []translator.Row) error {
 	want := map[string]string{}
 	for _, r := range rows {
-		if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok && p.Type == "remote" {
-			want[p.Name] = p.Options["requested-chassis"]
+		if p, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok {
+			if ch, ok := translator.RemoteBinding(p); ok {
+				want[p.Name] = ch
+			}
 		}
 	}
 	c.mu.Lock()

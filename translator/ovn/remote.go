@@ -34,7 +34,11 @@ const (
 // SB) to that chassis: it sets the Port_Binding's chassis, as the CMS must
 // before OVN 23.09 (from 23.09 ovn-northd binds a remote port to its
 // options:requested-chassis itself, and then this finds it bound and writes
-// nothing). It reads sb's cache (ConnectSB's monitor) and writes every
+// nothing). A normal port (a live migration's target zone has the
+// migrating port bound to its source, a remote chassis, and to its
+// target) is bound to its main chassis alike when that is a remote one,
+// as ovn-northd does itself from OVN 24.03.6 / 24.09.3 / 25.03; a main
+// chassis of this zone is left to its ovn-controller. It reads sb's cache (ConnectSB's monitor) and writes every
 // binding in one transaction, none when all are bound already; it does not
 // wait.
 //
@@ -75,7 +79,7 @@ func bindRemotePorts(ctx context.Context, sb client.Client, want map[string]stri
 		} else if err != nil {
 			return nil, fmt.Errorf("reading the SB Port_Binding of %s: %w", port, err)
 		}
-		if pb.Type != RemotePortType {
+		if pb.Type != RemotePortType && pb.Type != "" {
 			pending[port] = fmt.Sprintf("its Port_Binding is of type %q, not %s", pb.Type, RemotePortType)
 			continue
 		}
@@ -85,6 +89,11 @@ func bindRemotePorts(ctx context.Context, sb client.Client, want map[string]stri
 			continue
 		} else if err != nil {
 			return nil, fmt.Errorf("reading the SB chassis %s: %w", name, err)
+		}
+		if pb.Type == "" && ch.OtherConfig["is-remote"] != "true" {
+			// A port bound to two chassis whose main one is this
+			// zone's: its ovn-controller binds it.
+			continue
 		}
 		if pb.RequestedChassis != nil && *pb.RequestedChassis != ch.UUID {
 			pending[port] = fmt.Sprintf("its Port_Binding requests another chassis (%s), not %s", chassisName(ctx, sb, *pb.RequestedChassis), name)
@@ -156,7 +165,7 @@ func chassisOfWait(op ovsdb.Operation) string {
 }
 
 // bindOp binds pb to the chassis row chassis, if pb is still the row read:
-// the same _uuid, type remote and bound where it was.
+// the same _uuid, type and binding.
 func bindOp(pb *sbmodel.PortBinding, chassis string) ovsdb.Operation {
 	was := ovsdb.OvsSet{GoSet: []any{}}
 	if pb.Chassis != nil {
@@ -166,7 +175,7 @@ func bindOp(pb *sbmodel.PortBinding, chassis string) ovsdb.Operation {
 		Op: ovsdb.OperationUpdate, Table: sbmodel.PortBindingTable,
 		Where: []ovsdb.Condition{
 			{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: pb.UUID}},
-			{Column: "type", Function: ovsdb.ConditionEqual, Value: RemotePortType},
+			{Column: "type", Function: ovsdb.ConditionEqual, Value: pb.Type},
 			{Column: "chassis", Function: ovsdb.ConditionEqual, Value: was},
 		},
 		Row: ovsdb.Row{"chassis": ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: chassis}}}},

@@ -35,7 +35,16 @@ func (t *target) connect(ctx context.Context, instance string, log logr.Logger) 
 	if t.SB.Address == "" {
 		return nil
 	}
-	if t.sbc, err = ovn.ConnectSB(ctx, t.SB, log); err != nil {
+	connect := ovn.ConnectSB
+	if t.Zone != "" {
+		// A zone's SB also holds the bindings of ours to bind (a
+		// migration's target zone binds its port to the source,
+		// RemoteBinding).
+		connect = func(ctx context.Context, ep ovn.Endpoint, log logr.Logger) (client.Client, error) {
+			return ovn.ConnectWatchSB(ctx, ep, instance, log)
+		}
+	}
+	if t.sbc, err = connect(ctx, t.SB, log); err != nil {
 		return fmt.Errorf("%s%w", t.Label(), err)
 	}
 	return nil

@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+)
+
+// Live migration across interconnect zones (one zone per chassis, as
+// ovn-kubernetes deploys): vm-a moves from hv1 (zone hv1) to hv2 (zone
+// hv2). vm-b, in zone hv2 on net-b, reaches vm-a through router1, whose
+// home is zone gw1: its traffic to vm-a leaves zone gw1 by vm-a's twin
+// there.
+
+// lspOptionsIn is port's options in zone z's NB, "" when z has no such
+// port, with its type first when it has one.
+func lspOptionsIn(t *testing.T, zdb *sandbox.ZoneDB, port string) string {
+	t.Helper()
+	out := strings.TrimSpace(nbctl(t, zdb, "--bare", "--columns=type,options", "find", "Logical_Switch_Port", "name="+port))
+	return strings.Join(strings.Fields(out), " ")
+}
+
+// waitZoneBinding waits until port's Port_Binding in zone z's SB is want.
+func waitZoneBinding(t *testing.T, zdb *sandbox.ZoneDB, port, what string, want binding) {
+	t.Helper()
+	var last binding
+	require.NoError(t, sandbox.Poll(60*time.Second, what, func() (bool, error) {
+		last = sbBinding(t, zdb, port)
+		return last == want, nil
+	}), "zone %s, last seen: %+v", zdb.Name, last)
+}
+
+// TestZonesLiveMigration: while vm-a migrates from zone hv1 to zone hv2,
+// zone hv2 has vm-a's port bound to hv1 (a remote chassis there, bound by
+// kubevirt-ovn's SB write on OVN before 24.03.6) and to hv2, blocked there
+// until the VM's RARP; zone hv1 keeps it on hv1 alone, zone gw1 its twin
+// on hv1. vm-c, in zone hv2 on net-a, reaches vm-a on hv1 before and
+// during the migration and on hv2 as soon as the RARP activated it there.
+// Completed, zone hv2 has it alone and zone gw1's twin is bound to hv2. A
+// numbered stream from vm-b (through zone gw1) runs across, its gap
+// printed.
+func TestZonesLiveMigration(t *testing.T) {
+	e := newZoneEnv(t)
+	require.NoError(t, e.z.AddVMPort("hv2", vmADst, vmAPort))
+	// vm-c, on net-a in zone hv2, reaches vm-a on its own switch: in zone
+	// hv2 by vm-a's twin, then by the port bound to both chassis.
+	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
+	vmC := `---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: vm-c, namespace: default}
+spec:
+  networks: [{name: eth1, multus: {networkName: net-a}}]
+status:
+  nodeName: hv2
+  interfaces: [{name: eth1, mac: "` + vmLBCMAC + `", ipAddress: ` + vmLBCIP + `}]
+`
+	e.write("vmc.yaml", vmC)
+	e.write("vmis.yaml", twoVMIs("hv1", "", "hv2", ""))
+	e.sync()
+	e.ready("gw1")
+	zHV1, zHV2, zGW1 := e.z.Zone("hv1"), e.z.Zone("hv2"), e.z.Zone("gw1")
+	assert.Regexp(t, `^requested-chassis=hv1 requested-tnl-key=\d+$`, lspOptionsIn(t, zHV1, vmAPort))
+	key := strings.TrimPrefix(strings.Fields(lspOptionsIn(t, zHV1, vmAPort))[1], "requested-tnl-key=")
+	assert.Equal(t, "remote requested-chassis=hv1 requested-tnl-key="+key, lspOptionsIn(t, zHV2, vmAPort), "zone hv2: vm-a's twin")
+	assert.Equal(t, binding{chassis: "hv1"}, sbBinding(t, zHV2, vmAPort), "zone hv2: the twin bound to hv1; vm-a's target interface there binds nothing")
+	dst, src := e.vm("hv2", vmADst), e.vm("hv1", "vm-a")
+
+	nbctl(t, zHV2, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	st := e.startStream(30000)
+	waitFor(t, src, "vm-b's stream at vm-a on hv1", 0, func(s seen) bool { return s.IsUDP && s.SPort == st.sport })
+	fromC := func(dport uint16) {
+		f := frame{SrcMAC: vmLBCMAC, DstMAC: vmAMAC, SrcIP: vmLBCIP, DstIP: vmAIP, TTL: 64, SPort: 40990, DPort: dport}
+		require.NoError(t, e.z.Inject("hv2", "vm-c", frameBytes(t, f)))
+	}
+	cTo := func(dport uint16) func(seen) bool {
+		return func(s seen) bool { return s.IsUDP && s.SPort == 40990 && s.DPort == dport }
+	}
+	skipSrc, skipDst := count(t, src), count(t, dst)
+	fromC(5741)
+	waitFor(t, src, "vm-c's frame (zone hv2) at vm-a on hv1 before the migration", skipSrc, cTo(5741))
+	requireNone(t, dst, "vm-c's frame at vm-a's target interface before the migration", skipDst, cTo(5741))
+
+	// The migration runs.
+	e.write("vmis.yaml", twoVMIs("hv1", migrating("hv1", "hv2", "uid-z1", "    mode: PreCopy"), "hv2", ""))
+	e.sync()
+	assert.Equal(t, "requested-chassis=hv1 requested-tnl-key="+key, lspOptionsIn(t, zHV1, vmAPort), "the source's zone: the source alone")
+	assert.Equal(t, "activation-strategy=rarp requested-chassis=hv1,hv2 requested-tnl-key="+key, lspOptionsIn(t, zHV2, vmAPort), "the target's zone: both, its twin made a port")
+	assert.Equal(t, "remote requested-chassis=hv1 requested-tnl-key="+key, lspOptionsIn(t, zGW1, vmAPort), "another zone: its twin on the source")
+	waitZoneBinding(t, zHV2, vmAPort, "zone hv2: vm-a bound to hv1 and, as additional chassis, hv2", binding{chassis: "hv1", additional: "hv2"})
+	nbctl(t, zHV2, "--timeout=90", "--wait=hv", "sync")
+	claimed := st.seqs(t, dst)
+	at := st.sentCount()
+	waitFor(t, src, "vm-b's stream at vm-a on hv1 during the migration", 0, func(s seen) bool {
+		return s.IsUDP && s.SPort == st.sport && int(s.DPort-st.base) > at
+	})
+	require.Equal(t, claimed, st.seqs(t, dst), "vm-b's stream at the target before the VM's RARP there")
+	skipSrc, skipDst = count(t, src), count(t, dst)
+	fromC(5742)
+	waitFor(t, src, "vm-c's frame (zone hv2) at vm-a on hv1 during the migration: zone hv2 sends to the remote main chassis", skipSrc, cTo(5742))
+	requireNone(t, dst, "vm-c's frame at vm-a's target before the VM's RARP there", skipDst, cTo(5742))
+
+	// The VM runs on hv2: its RARP activates it in zone hv2.
+	rarp, rarpAt := time.Now(), st.sentCount()
+	e.announce()
+	waitZoneBinding(t, zHV2, vmAPort, "zone hv2: hv2 activated", binding{chassis: "hv1", additional: "hv2", activated: "hv2"})
+	// The target's zone reaches the VM at once, before any write.
+	skipDst = count(t, dst)
+	fromC(5743)
+	waitFor(t, dst, "vm-c's frame (zone hv2) at vm-a on hv2 after its RARP, before the migration completed", skipDst, cTo(5743))
+
+	// Completed.
+	e.write("vmis.yaml", twoVMIs("hv2", migrating("hv1", "hv2", "uid-z1", "    completed: true"), "hv2", ""))
+	e.sync()
+	collapsed := time.Since(rarp)
+	assert.Equal(t, "requested-chassis=hv2 requested-tnl-key="+key, lspOptionsIn(t, zHV2, vmAPort))
+	assert.Equal(t, "remote requested-chassis=hv2 requested-tnl-key="+key, lspOptionsIn(t, zGW1, vmAPort))
+	waitZoneBinding(t, zHV2, vmAPort, "zone hv2: vm-a on hv2 alone", binding{chassis: "hv2"})
+	afterCollapse := st.sentCount()
+	waitFor(t, dst, "vm-b's stream at vm-a on hv2 after the migration", 0, func(s seen) bool {
+		return s.IsUDP && s.SPort == st.sport && int(s.DPort-st.base) > afterCollapse+3
+	})
+	sent := st.end()
+	atSrc, atDst := st.seqs(t, src), st.seqs(t, dst)
+	for i := afterCollapse + 1; i < len(sent); i++ {
+		assert.False(t, atSrc[i], "frame %d, sent after the migration completed, reached the source", i)
+	}
+	lost, gap, dups := streamReport(sent, atSrc, atDst)
+	// The source still captures after the RARP; a VM running on the
+	// target would not: those frames are the gap of this peer's zone.
+	stale, first, last := 0, -1, -1
+	for i := rarpAt; i < len(sent); i++ {
+		if atSrc[i] && !atDst[i] {
+			stale++
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	staleGap := time.Duration(0)
+	if first >= 0 {
+		staleGap = sent[last].Sub(sent[first]) + streamInterval
+	}
+	report(t, fmt.Sprintf("interconnect, sync: vm-a from zone hv1 to zone hv2, vm-b's stream through zone gw1 of %d frames every %s: %d lost, %d received twice, %d at the target at its claim; after the RARP %d reached the source alone (%s: the gap of a peer outside the target's zone until the completed sync, %s after the RARP)",
+		len(sent), streamInterval, lost, dups, len(claimed), stale, staleGap.Round(time.Millisecond), collapsed.Round(time.Millisecond)))
+	_ = gap
+}
