@@ -18,24 +18,21 @@ import (
 // twoVMIs is vm-a on aNode and vm-b on bNode, each with the further status
 // lines (a migrationState) given.
 func twoVMIs(aNode, aMore, bNode, bMore string) string {
+	return vmiDoc("vm-a", "net-a", aNode, vmAMAC, vmAIP, aMore) + "---\n" + vmiDoc("vm-b", "net-b", bNode, vmBMAC, vmBIP, bMore)
+}
+
+// vmiDoc is VMI name in namespace default, its interface eth1 on network
+// with mac and ip, on node, with the further status lines more.
+func vmiDoc(name, network, node, mac, ip, more string) string {
 	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
-metadata: {name: vm-a, namespace: default}
+metadata: {name: %s, namespace: default}
 spec:
-  networks: [{name: eth1, multus: {networkName: net-a}}]
+  networks: [{name: eth1, multus: {networkName: %s}}]
 status:
   nodeName: %s
-  interfaces: [{name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.10.0.5}]
-%s---
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: vm-b, namespace: default}
-spec:
-  networks: [{name: eth1, multus: {networkName: net-b}}]
-status:
-  nodeName: %s
-  interfaces: [{name: eth1, mac: "50:54:00:00:00:06", ipAddress: 10.20.0.6}]
-%s`, aNode, aMore, bNode, bMore)
+  interfaces: [{name: eth1, mac: "%s", ipAddress: %s}]
+%s`, name, network, node, mac, ip, more)
 }
 
 // migrating is a migrationState from src to dst with the further lines.

@@ -36,25 +36,10 @@ func vmAMigrating(node, state string) string {
 
 // vmAOn is vm-a's VMI on node with the status lines more, and vm-b.
 func vmAOn(node, more string) string {
-	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: vm-a, namespace: default}
-spec:
-  networks: [{name: eth1, multus: {networkName: net-a}}]
-status:
-  nodeName: %s
-  interfaces: [{name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.10.0.5}]
-%s
----
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: vm-b, namespace: default}
-spec:
-  networks: [{name: eth1, multus: {networkName: net-b}}]
-status:
-  nodeName: hv2
-  interfaces: [{name: eth1, mac: "50:54:00:00:00:06", ipAddress: 10.20.0.6}]
-`, node, more)
+	if more != "" {
+		more += "\n"
+	}
+	return twoVMIs(node, more, "hv2", "")
 }
 
 // toVMA sends UDP from vm-b (on hv2, routed from net-b) to vm-a's address

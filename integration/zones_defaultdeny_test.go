@@ -18,15 +18,7 @@ func TestZonesDefaultDeny(t *testing.T) {
 	e := newZoneEnv(t)
 	const vmCPort, vmCMAC, vmCIP = "kv-net-a_default_vm-c_eth1", "50:54:00:00:00:07", "10.10.0.7"
 	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmCPort))
-	e.write("vm-c.yaml", `apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: vm-c, namespace: default}
-spec:
-  networks: [{name: eth1, multus: {networkName: net-a}}]
-status:
-  nodeName: hv2
-  interfaces: [{name: eth1, mac: "`+vmCMAC+`", ipAddress: `+vmCIP+`}]
-`)
+	e.write("vm-c.yaml", vmCOnNetA(vmCMAC, vmCIP))
 	syncDeny := func() string {
 		t.Helper()
 		r := kubevirtOVN(t, e.syncArgs("--default-deny")...)

@@ -18,6 +18,9 @@ import (
 // home is zone gw1: its traffic to vm-a leaves zone gw1 by vm-a's twin
 // there.
 
+// vmCOnNetA is vm-c's VMI on net-a, on hv2, with mac and ip.
+func vmCOnNetA(mac, ip string) string { return vmiDoc("vm-c", "net-a", "hv2", mac, ip, "") }
+
 // lspOptionsIn is port's options in zone z's NB, "" when z has no such
 // port, with its type first when it has one.
 func lspOptionsIn(t *testing.T, zdb *sandbox.ZoneDB, port string) string {
@@ -63,17 +66,7 @@ func zonesLiveMigration(t *testing.T, run bool) {
 	// vm-c, on net-a in zone hv2, reaches vm-a on its own switch: in zone
 	// hv2 by vm-a's twin, then by the port bound to both chassis.
 	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
-	vmC := `---
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata: {name: vm-c, namespace: default}
-spec:
-  networks: [{name: eth1, multus: {networkName: net-a}}]
-status:
-  nodeName: hv2
-  interfaces: [{name: eth1, mac: "` + vmLBCMAC + `", ipAddress: ` + vmLBCIP + `}]
-`
-	e.write("vmc.yaml", vmC)
+	e.write("vmc.yaml", vmCOnNetA(vmLBCMAC, vmLBCIP))
 	e.write("vmis.yaml", twoVMIs("hv1", "", "hv2", ""))
 	zHV1, zHV2, zGW1 := e.z.Zone("hv1"), e.z.Zone("hv2"), e.z.Zone("gw1")
 	// step writes the VMIs and syncs, or lets run follow them, until

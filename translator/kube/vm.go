@@ -31,22 +31,7 @@ var vmAnnotationPath = []string{"spec", "template", "metadata", "annotations", m
 // identity and its template's securityGroups annotation, nothing else
 // (thousands of VMs, each with a whole VMI spec in its template).
 func vmBindingOnly(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
-	out := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind()}}
-	out.SetNamespace(u.GetNamespace())
-	out.SetName(u.GetName())
-	out.SetUID(u.GetUID())
-	out.SetResourceVersion(u.GetResourceVersion())
-	if t := u.GetDeletionTimestamp(); t != nil {
-		out.SetDeletionTimestamp(t)
-	}
-	if v, ok, _ := unstructured.NestedString(u.Object, vmAnnotationPath...); ok {
-		_ = unstructured.SetNestedField(out.Object, v, vmAnnotationPath...)
-	}
-	return out, nil
+	return keepFields(obj, vmAnnotationPath), nil
 }
 
 // vmBinding is a VirtualMachine's template annotation and whether it has

@@ -35,27 +35,14 @@ func ServeSB(t testing.TB, chassis ...*sbmodel.Chassis) string {
 // at sock.
 func addChassis(t testing.TB, dbModel model.ClientDBModel, sock string, chassis []*sbmodel.Chassis) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
-	require.NoError(t, err)
-	require.NoError(t, c.Connect(ctx))
-	defer c.Close()
-	var ops []ovsdb.Operation
+	var rows []model.Model
 	for i, ch := range chassis {
 		encap := &sbmodel.Encap{UUID: fmt.Sprintf("encap%d", i), Type: "geneve", IP: fmt.Sprintf("192.0.2.%d", i+1), ChassisName: ch.Name}
 		row := *ch
 		row.Encaps = []string{encap.UUID}
-		for _, m := range []model.Model{encap, &row} {
-			op, err := c.Create(m)
-			require.NoError(t, err)
-			ops = append(ops, op...)
-		}
+		rows = append(rows, encap, &row)
 	}
-	res, err := c.Transact(ctx, ops...)
-	require.NoError(t, err)
-	_, err = ovsdb.CheckOperationResults(res, ops)
-	require.NoError(t, err, "inserting the SB chassis")
+	insertSB(t, dbModel, sock, "inserting the SB chassis", rows...)
 }
 
 // SetNorthdRelease writes the SB_Global row at sock as ovn-northd of OVN
@@ -64,16 +51,26 @@ func SetNorthdRelease(t testing.TB, sock, version string) {
 	t.Helper()
 	sbModel, err := sbmodel.FullDatabaseModel()
 	require.NoError(t, err)
+	insertSB(t, sbModel, sock, "inserting SB_Global", &sbmodel.SBGlobal{Options: map[string]string{"northd_internal_version": version}})
+}
+
+// insertSB inserts rows into the SB at sock in one transaction.
+func insertSB(t testing.TB, dbModel model.ClientDBModel, sock, what string, rows ...model.Model) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.NewOVSDBClient(sbModel, client.WithEndpoint("unix:"+sock))
+	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint("unix:"+sock))
 	require.NoError(t, err)
 	require.NoError(t, c.Connect(ctx))
 	defer c.Close()
-	ops, err := c.Create(&sbmodel.SBGlobal{Options: map[string]string{"northd_internal_version": version}})
-	require.NoError(t, err)
+	var ops []ovsdb.Operation
+	for _, m := range rows {
+		op, err := c.Create(m)
+		require.NoError(t, err)
+		ops = append(ops, op...)
+	}
 	res, err := c.Transact(ctx, ops...)
 	require.NoError(t, err)
 	_, err = ovsdb.CheckOperationResults(res, ops)
-	require.NoError(t, err, "inserting SB_Global")
+	require.NoError(t, err, what)
 }
