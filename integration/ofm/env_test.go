@@ -66,6 +66,9 @@ type input struct {
 	vlan     int
 	noRouter bool
 	nodes    map[string]string // vmi -> node
+	// migration is a VMI's status.migrationState lines (KubeVirt's
+	// field names, indented under it), by VMI.
+	migration map[string]string
 }
 
 func defaults() input {
@@ -125,7 +128,7 @@ status:
     - name: eth1
       mac: "`+v.mac+`"
       ipAddress: `+v.ip+`
-`)
+`+in.migrationState(v.vmi))
 	}
 	out := map[string]string{"networks.yaml": nets, "vmis.yaml": strings.Join(vmis, "---\n")}
 	if !in.noRouter {
@@ -148,6 +151,14 @@ spec:
 `
 	}
 	return out
+}
+
+// migrationState is vmi's status.migrationState, "" without one.
+func (in input) migrationState(vmi string) string {
+	if in.migration[vmi] == "" {
+		return ""
+	}
+	return "  migrationState:\n" + in.migration[vmi]
 }
 
 var (

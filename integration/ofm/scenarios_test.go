@@ -277,3 +277,123 @@ func TestGatewayKilledBFDFailover(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, gw2, strings.TrimSpace(name))
 }
+
+// Scenario: vm-a live-migrates from chassis 1 to chassis 2 under `run`
+// (which follows the SB's activation), with real kernel stacks: its
+// target, a namespace with the same MAC and address plugged on chassis 2
+// with the same iface-id before the migration (as KubeVirt's target pod),
+// binds nothing before it and receives nothing while the migration runs;
+// at the switch vm-a's source goes down, the target comes up and sends
+// the RARP QEMU sends when the guest resumes there. vm-b pings vm-a every
+// 10 ms throughout (through router1, from chassis 2); the replies lost and
+// the longest gap are reported, and the replies come back after the
+// switch.
+func TestLiveMigrationKernelStacks(t *testing.T) {
+	in := defaults()
+	e := newEnv(t, in)
+	stop, logs, err := cluster.Background("", "", bin, "run", "--nb", cluster.NBEndpoint(), "--sb", cluster.SBEndpoint(),
+		"--from-file", e.dir, "--http-addr", "", "--file-poll", "200ms")
+	require.NoError(t, err)
+	defer func() {
+		stop()
+		if t.Failed() {
+			t.Logf("kubevirt-ovn run:\n%s", logs())
+		}
+	}()
+	const target = "vmat"
+	require.NoError(t, cluster.AddVM(hv2, sandbox.VM{Name: target, IfaceID: vmA.lsp(), MAC: vmA.mac, CIDR: vmA.ip + "/24", Gateway: vmA.gw}))
+	t.Cleanup(func() { _ = cluster.DelVM(hv2, target) })
+	require.NoError(t, cluster.WaitBound(hv1, vmA.lsp()))
+	at := capture{hv2, target}
+	mark := at.mark(t)
+	echo := func(s wire.Seen) bool { return s.DstIP == vmA.ip && s.SrcIP == vmB.ip }
+
+	stopPing, pings, err := cluster.Background(hv2, vmB.name, "ping", "-D", "-i", "0.01", vmA.ip)
+	require.NoError(t, err)
+	defer stopPing()
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-b's pings answered", func() (bool, error) {
+		return strings.Count(pings(), "bytes from") >= 20, nil
+	}))
+	at.none(t, "vm-b's pings at vm-a's target before the migration", mark, echo)
+
+	// The migration runs: both chassis, the target blocked.
+	in.migration = map[string]string{"vm-a": "    sourceNode: " + hv1 + "\n    targetNode: " + hv2 + "\n    migrationUid: ofm-1\n"}
+	e.writeInput(in)
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-a bound on chassis 2 as additional chassis", func() (bool, error) {
+		out, err := cluster.SBCtl("--bare", "--columns=additional_chassis", "find", "Port_Binding", "logical_port="+vmA.lsp())
+		if err != nil || strings.TrimSpace(out) == "" {
+			return false, err
+		}
+		name, err := cluster.SBCtl("--bare", "--columns=name", "list", "Chassis", strings.TrimSpace(out))
+		return strings.TrimSpace(name) == hv2, err
+	}))
+	_, err = cluster.NBCtl("--wait=hv", "sync")
+	require.NoError(t, err)
+	mark = at.mark(t) // OVN blocks once the claim is in the SB: what came before is not checked
+	before := strings.Count(pings(), "bytes from")
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-b's pings answered during the migration", func() (bool, error) {
+		return strings.Count(pings(), "bytes from") >= before+20, nil
+	}))
+	at.none(t, "vm-b's pings at vm-a's target while the migration runs", mark, echo)
+
+	// The switch: the source stops, the target resumes and announces.
+	_, err = cluster.InVM(hv1, vmA.name, "ip", "link", "set", sandbox.VMIf, "down")
+	require.NoError(t, err)
+	rarp, err := wire.RARP(vmA.mac).Bytes()
+	require.NoError(t, err)
+	for range 5 {
+		require.NoError(t, cluster.Inject(hv2, target, rarp))
+	}
+	require.NoError(t, sandbox.Poll(60*time.Second, "run collapses vm-a's port onto chassis 2", func() (bool, error) {
+		out, err := cluster.NBCtl("--bare", "--columns=options", "find", "Logical_Switch_Port", "name="+vmA.lsp())
+		return strings.TrimSpace(out) == "requested-chassis="+hv2, err
+	}))
+	in.nodes["vm-a"] = hv2
+	in.migration = map[string]string{"vm-a": "    sourceNode: " + hv1 + "\n    targetNode: " + hv2 + "\n    migrationUid: ofm-1\n    completed: true\n"}
+	e.writeInput(in)
+	mark = at.mark(t)
+	after := strings.Count(pings(), "bytes from")
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-b's pings answered by vm-a on chassis 2", func() (bool, error) {
+		return strings.Count(pings(), "bytes from") >= after+50, nil
+	}))
+	at.waitSeen(t, "vm-b's pings at vm-a on chassis 2", mark, echo)
+	stopPing()
+	sent, lost, gap := pingReport(pings())
+	reportf(t, "ofm (kernel stacks, OVS userspace datapath), run: vm-a's live migration from chassis 1 to 2 under vm-b's ping every 10 ms: %d sent, %d lost, the longest gap %s", sent, lost, gap)
+	_, err = cluster.InVM(hv1, vmA.name, "ip", "link", "set", sandbox.VMIf, "up")
+	require.NoError(t, err)
+}
+
+// pingReport reads `ping -D` output: the echo requests answered up to
+// the last answer, those not answered, and the longest time between two
+// answers.
+func pingReport(out string) (sent, lost int, gap time.Duration) {
+	var seqs []int
+	var stamps []float64
+	for _, line := range strings.Split(out, "\n") {
+		i := strings.Index(line, "icmp_seq=")
+		if i < 0 || !strings.HasPrefix(line, "[") || strings.Contains(line, "DUP!") {
+			continue
+		}
+		ts, err := strconv.ParseFloat(strings.TrimSuffix(strings.Fields(line)[0][1:], "]"), 64)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.Atoi(strings.Fields(line[i+len("icmp_seq="):])[0])
+		if err != nil {
+			continue
+		}
+		seqs, stamps = append(seqs, n), append(stamps, ts)
+	}
+	if len(seqs) == 0 {
+		return 0, 0, 0
+	}
+	sent = seqs[len(seqs)-1] - seqs[0] + 1
+	lost = sent - len(seqs)
+	for i := 1; i < len(stamps); i++ {
+		if d := time.Duration((stamps[i] - stamps[i-1]) * float64(time.Second)); d > gap {
+			gap = d
+		}
+	}
+	return sent, lost, gap.Round(time.Millisecond)
+}
