@@ -2,12 +2,16 @@ package integration
 
 import (
 	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 )
@@ -48,19 +52,24 @@ func waitZoneBinding(t *testing.T, zdb *sandbox.ZoneDB, port, what string, want 
 // Completed, zone hv2 has it alone and zone gw1's twin is bound to hv2. A
 // numbered stream from vm-b (through zone gw1) runs across, its gap
 // printed.
-func TestZonesLiveMigration(t *testing.T) { zonesLiveMigration(t, false) }
+func TestZonesLiveMigration(t *testing.T) { zonesLiveMigration(t, "sync") }
 
 // TestZonesLiveMigrationRun: the same under run --zone, which watches
 // every zone's SB: the activation seen in zone hv2 moves every zone's port
 // to hv2 before the VMI says anything, and the gap of a peer outside the
 // target's zone is that move.
-func TestZonesLiveMigrationRun(t *testing.T) { zonesLiveMigration(t, true) }
+func TestZonesLiveMigrationRun(t *testing.T) { zonesLiveMigration(t, "run --zone") }
 
-func zonesLiveMigration(t *testing.T, run bool) {
-	mode := "sync"
-	if run {
-		mode = "run --zone"
-	}
+// TestInterconnectClusterLiveMigration: the same with the cluster roles
+// (the allocator and one agent per zone, a real API server, the VMI's
+// status as virt-handler writes it): zone hv2's agent publishes the
+// activation in its OVNZone, and every other zone's agent moves its twin.
+func TestInterconnectClusterLiveMigration(t *testing.T) { zonesLiveMigration(t, "cluster") }
+
+// zonesLiveMigration is the scenario in mode sync, "run --zone" or
+// cluster.
+func zonesLiveMigration(t *testing.T, mode string) {
+	run := mode != "sync" // something follows the SB's activation
 	e := newZoneEnv(t)
 	require.NoError(t, e.z.AddVMPort("hv2", vmADst, vmAPort))
 	// vm-c, on net-a in zone hv2, reaches vm-a on its own switch: in zone
@@ -69,22 +78,47 @@ func zonesLiveMigration(t *testing.T, run bool) {
 	e.write("vmc.yaml", vmCOnNetA(vmLBCMAC, vmLBCIP))
 	e.write("vmis.yaml", twoVMIs("hv1", "", "hv2", ""))
 	zHV1, zHV2, zGW1 := e.z.Zone("hv1"), e.z.Zone("hv2"), e.z.Zone("gw1")
-	// step writes the VMIs and syncs, or lets run follow them, until
+	var k *kubeAPI
+	// step sets vm-a on node with migrationState state (KubeVirt's field
+	// names; nil none) and syncs, or lets run or the agents follow, until
 	// zone z's port of vm-a has options want.
-	step := func(vmis string, z *sandbox.ZoneDB, want string) {
+	step := func(node string, state map[string]any, z *sandbox.ZoneDB, want string) {
 		t.Helper()
-		e.write("vmis.yaml", vmis)
-		if !run {
+		var lines []string
+		for _, key := range slices.Sorted(maps.Keys(state)) {
+			lines = append(lines, fmt.Sprintf("    %s: %v", key, state[key]))
+		}
+		more := ""
+		if len(lines) > 0 {
+			more = "  migrationState:\n" + strings.Join(lines, "\n") + "\n"
+		}
+		e.write("vmis.yaml", twoVMIs(node, more, "hv2", ""))
+		switch mode {
+		case "sync":
 			e.sync()
+		case "cluster":
+			k.change(t, vmiGVR, "default", "vm-a", func(u *unstructured.Unstructured) {
+				require.NoError(t, unstructured.SetNestedField(u.Object, node, "status", "nodeName"))
+				require.NoError(t, unstructured.SetNestedMap(u.Object, state, "status", "migrationState"))
+			})
 		}
 		waitNB(t, "zone "+z.Name+": vm-a's port "+want, func() bool { return strings.HasPrefix(lspOptionsIn(t, z, vmAPort), want) })
 	}
-	if run {
+	switch mode {
+	case "sync":
+		e.sync()
+	case "run --zone":
 		startController(t, "zones", append([]string{"--from-file", e.manifests, "--file-poll", "100ms"}, e.z.ZoneFlags()...)...)
+	case "cluster":
+		k = startKubeAPI(t)
+		startInterconnect(t, e, k)
+		for _, f := range []string{"networks.yaml", "vmis.yaml", "vmc.yaml", "router.yaml"} {
+			k.apply(t, filepath.Join(e.manifests, f))
+		}
+	}
+	if run {
 		waitNB(t, "zone hv1: vm-a's port", func() bool { return strings.HasPrefix(lspOptionsIn(t, zHV1, vmAPort), "requested-chassis=hv1 ") })
 		e.converged()
-	} else {
-		e.sync()
 	}
 	e.ready("gw1")
 	assert.Regexp(t, `^requested-chassis=hv1 requested-tnl-key=\d+$`, lspOptionsIn(t, zHV1, vmAPort))
@@ -109,7 +143,7 @@ func zonesLiveMigration(t *testing.T, run bool) {
 	requireNone(t, dst, "vm-c's frame at vm-a's target interface before the migration", skipDst, cTo(5741))
 
 	// The migration runs.
-	step(twoVMIs("hv1", migrating("hv1", "hv2", "uid-z1", "    mode: PreCopy"), "hv2", ""), zHV2, "activation-strategy=rarp")
+	step("hv1", map[string]any{"sourceNode": "hv1", "targetNode": "hv2", "migrationUid": "uid-z1", "mode": "PreCopy"}, zHV2, "activation-strategy=rarp")
 	assert.Equal(t, "requested-chassis=hv1 requested-tnl-key="+key, lspOptionsIn(t, zHV1, vmAPort), "the source's zone: the source alone")
 	assert.Equal(t, "activation-strategy=rarp requested-chassis=hv1,hv2 requested-tnl-key="+key, lspOptionsIn(t, zHV2, vmAPort), "the target's zone: both, its twin made a port")
 	assert.Equal(t, "remote requested-chassis=hv1 requested-tnl-key="+key, lspOptionsIn(t, zGW1, vmAPort), "another zone: its twin on the source")
@@ -129,10 +163,18 @@ func zonesLiveMigration(t *testing.T, run bool) {
 	// The VM runs on hv2: its RARP activates it in zone hv2.
 	rarp, rarpAt := time.Now(), st.sentCount()
 	e.announce()
-	// The target's zone reaches the VM at once, before any write.
+	// The target's zone reaches the VM at once, before any write (a
+	// frame sent while the port moves from additional to main chassis
+	// under run may be lost: one is sent every poll until one arrives).
 	skipDst = count(t, dst)
-	fromC(5743)
-	waitFor(t, dst, "vm-c's frame (zone hv2) at vm-a on hv2 after its RARP, before the migration completed", skipDst, cTo(5743))
+	require.NoError(t, sandbox.Poll(30*time.Second, "vm-c's frames (zone hv2) at vm-a on hv2 after its RARP, before the migration completed", func() (bool, error) {
+		fromC(5743)
+		got, err := dst.read()
+		if err != nil || len(got) < skipDst {
+			return false, err
+		}
+		return slices.ContainsFunc(got[skipDst:], cTo(5743)), nil
+	}))
 	var collapsed time.Duration
 	if run {
 		// run follows the activation into every zone.
@@ -146,7 +188,7 @@ func zonesLiveMigration(t *testing.T, run bool) {
 	}
 
 	// Completed.
-	step(twoVMIs("hv2", migrating("hv1", "hv2", "uid-z1", "    completed: true"), "hv2", ""), zGW1, "remote requested-chassis=hv2 ")
+	step("hv2", map[string]any{"sourceNode": "hv1", "targetNode": "hv2", "migrationUid": "uid-z1", "completed": true}, zGW1, "remote requested-chassis=hv2 ")
 	if !run {
 		collapsed = time.Since(rarp)
 	}

@@ -120,6 +120,42 @@ func (in *Input) SetActivated(network, port string, chassis []string) []Unit {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	return in.setActivated(network, port, chassis)
+}
+
+// PortActivation is a migrating VM port of Network whose Port_Binding in
+// its zone's SB shows it activated on Chassis: a zone agent publishes its
+// zone's in its OVNZone, so that every other zone's twin follows the VM
+// to its target at once (SetZoneActivations).
+type PortActivation struct {
+	Network string   `json:"network"`
+	Port    string   `json:"port"`
+	Chassis []string `json:"chassis"`
+}
+
+// SetZoneActivations records the activations every zone published (by
+// zone) and returns the networks to plan again: SetActivated for each.
+// An activation no longer published is kept while its migration runs, as
+// SetActivated keeps one ovn-northd cleared.
+func (in *Input) SetZoneActivations(byZone map[string][]PortActivation) []Unit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	affected := set[Unit]{}
+	for _, acts := range byZone {
+		for _, a := range acts {
+			if len(a.Chassis) == 0 {
+				continue
+			}
+			for _, u := range in.setActivated(a.Network, a.Port, a.Chassis) {
+				affected.add(u)
+			}
+		}
+	}
+	return sortedUnits(affected)
+}
+
+// setActivated is SetActivated, in.mu held.
+func (in *Input) setActivated(network, port string, chassis []string) []Unit {
 	var v *VMInterface
 	for d := range in.vms[network] {
 		if VMPortName(d.Network, d.Namespace, d.VMI, d.Interface) == port {

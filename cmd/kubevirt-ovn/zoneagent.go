@@ -187,6 +187,9 @@ func runZoneAgent(ctx context.Context, f *zoneAgentFlags, log logr.Logger) error
 		Chassis: func(ctx context.Context) ([]translator.Chassis, error) { return ovn.ZoneChassis(ctx, sbc, zone) },
 		Keys:    func(ctx context.Context) (ovn.ZoneKeys, error) { return ovn.ReadZoneKeys(ctx, nbc, f.ctrl.instance) },
 		Offline: func(ctx context.Context) ([]translator.OfflineMember, error) { return ovn.OfflineMembers(ctx, sbc) },
+		// A migrating port activated here: every other zone's twin
+		// follows the VM to its target at once.
+		Activated: func() []translator.PortActivation { return ovn.Activations(sbc) },
 		Publish: store.PublishZone,
 		Resync:  f.ctrl.resync,
 		Log:     log,
@@ -210,19 +213,35 @@ func runZoneAgent(ctx context.Context, f *zoneAgentFlags, log logr.Logger) error
 	if !cache.WaitForCacheSync(ctx.Done(), store.HasSynced) {
 		return ctx.Err()
 	}
-	// A chassis or a health check status changed: publish the zone again.
-	kick := func(table string) {
-		if table == sbmodel.ChassisTable || table == sbmodel.ServiceMonitorTable {
+	// A chassis, a health check status or a migrating port's activation
+	// changed: publish the zone again.
+	kick := func(table string, old, cur model.Model) {
+		switch table {
+		case sbmodel.ChassisTable, sbmodel.ServiceMonitorTable:
 			publisher.Kick()
+		case sbmodel.PortBindingTable:
+			if activation(old) != activation(cur) {
+				publisher.Kick()
+			}
 		}
 	}
 	sbc.Cache().AddEventHandler(&ovsdbcache.EventHandlerFuncs{
-		AddFunc:    func(table string, _ model.Model) { kick(table) },
-		UpdateFunc: func(table string, _, _ model.Model) { kick(table) },
-		DeleteFunc: func(table string, _ model.Model) { kick(table) },
+		AddFunc:    func(table string, m model.Model) { kick(table, nil, m) },
+		UpdateFunc: func(table string, old, cur model.Model) { kick(table, old, cur) },
+		DeleteFunc: func(table string, m model.Model) { kick(table, m, nil) },
 	})
 	go publisher.Run(ctx)
 	return agent.Run(ctx)
+}
+
+// activation is a Port_Binding's activated chassis, "" for none or
+// another model.
+func activation(m model.Model) string {
+	pb, ok := m.(*sbmodel.PortBinding)
+	if !ok {
+		return ""
+	}
+	return strings.Join(ovn.Activated(pb), ",")
 }
 
 // socketHint is where a zone agent's sockets come from, for a user whose

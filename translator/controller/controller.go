@@ -201,9 +201,11 @@ type Controller struct {
 	planHeld translator.Held
 	remote   map[string]translator.Unit
 	// chassisFrom, for a zone agent, gives every zone's chassis, and
-	// offlineFrom every zone's offline load balancer members.
-	chassisFrom func() []translator.Chassis
-	offlineFrom func() map[string][]translator.OfflineMember
+	// offlineFrom every zone's offline load balancer members,
+	// activatedFrom every zone's migrating ports activated on their target.
+	chassisFrom   func() []translator.Chassis
+	offlineFrom   func() map[string][]translator.OfflineMember
+	activatedFrom func() map[string][]translator.PortActivation
 	// keys are the tunnel key checks of a zone's controller (keys.go).
 	keys *keyChecks
 
@@ -256,9 +258,11 @@ type zoneRole struct {
 	held     *nb.HeldIndex
 	planHeld translator.Held
 	// chassisFrom, for a zone agent, gives every zone's chassis, and
-	// offlineFrom every zone's offline load balancer members.
-	chassisFrom func() []translator.Chassis
-	offlineFrom func() map[string][]translator.OfflineMember
+	// offlineFrom every zone's offline load balancer members,
+	// activatedFrom every zone's migrating ports activated on their target.
+	chassisFrom   func() []translator.Chassis
+	offlineFrom   func() map[string][]translator.OfflineMember
+	activatedFrom func() map[string][]translator.PortActivation
 }
 
 func newController(nbc, sb client.Client, source Source, status Status, opts Options, role zoneRole) *Controller {
@@ -277,7 +281,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 	c := &Controller{
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc), refs: nb.NewRefMemo(nil, opts.Instance),
-		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom, offlineFrom: role.offlineFrom,
+		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom, offlineFrom: role.offlineFrom, activatedFrom: role.activatedFrom,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
@@ -359,6 +363,9 @@ func (c *Controller) refreshChassis(ctx context.Context) {
 		c.EnqueueUnits(c.input.SetChassis(c.chassisFrom(), true))
 		if c.offlineFrom != nil {
 			c.EnqueueUnits(c.input.SetAllOfflineMembers(c.offlineFrom()))
+		}
+		if c.activatedFrom != nil {
+			c.EnqueueUnits(c.input.SetZoneActivations(c.activatedFrom()))
 		}
 		return
 	}

@@ -26,9 +26,11 @@ type ZonePublication struct {
 	// Offline reads the load balancer members the zone's own health
 	// checks find offline (ovn.OfflineMembers of its SB); nil: none.
 	Offline func(context.Context) ([]translator.OfflineMember, error)
-	// Publish writes the publication: the chassis, the foreign keys, the
-	// zone's tunnel key collisions and its offline members.
-	Publish func(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey, collisions []translator.KeyMismatch, offline []translator.OfflineMember) error
+	// Activated reads the migrating VM ports the zone's SB shows activated
+	// on their target (ovn.Activations); nil: none.
+	Activated func() []translator.PortActivation
+	// Publish writes the publication.
+	Publish func(ctx context.Context, zone, node string, st ZoneState) error
 	// Resync is how often it is read and published again whatever the
 	// events (the foreign keys have no event).
 	Resync time.Duration
@@ -38,8 +40,21 @@ type ZonePublication struct {
 	Log             logr.Logger
 }
 
+// ZoneState is what a zone agent publishes of its zone: its local
+// chassis, the tunnel keys other tools' rows request in its NB (Foreign),
+// its tunnel key collisions, the load balancer members its health checks
+// find offline, and the migrating VM ports activated on their target in
+// it.
+type ZoneState struct {
+	Chassis    []translator.Chassis
+	Foreign    []translator.ForeignKey
+	Collisions []translator.KeyMismatch
+	Offline    []translator.OfflineMember
+	Activated  []translator.PortActivation
+}
+
 // ZonePublisher keeps a zone's publication current: once at start, again
-// on Kick (a chassis or a health check's status changed), when the collisions change, on every
+// on Kick (a chassis, a health check's status or an activation changed), when the collisions change, on every
 // resync, and after a failure until it succeeds.
 type ZonePublisher struct {
 	pub        ZonePublication
@@ -118,11 +133,14 @@ func (p *ZonePublisher) publish(ctx context.Context) error {
 	if gerr := zk.CheckGeneve(p.pub.Zone); gerr != nil {
 		p.pub.Log.Error(gerr, "the zone's tunnel keys")
 	}
-	var offline []translator.OfflineMember
+	st := ZoneState{Chassis: chassis, Foreign: zk.Foreign, Collisions: *p.collisions.Load()}
 	if p.pub.Offline != nil {
-		if offline, err = p.pub.Offline(ctx); err != nil {
+		if st.Offline, err = p.pub.Offline(ctx); err != nil {
 			return err
 		}
 	}
-	return p.pub.Publish(ctx, p.pub.Zone, p.pub.Node, chassis, zk.Foreign, *p.collisions.Load(), offline)
+	if p.pub.Activated != nil {
+		st.Activated = p.pub.Activated()
+	}
+	return p.pub.Publish(ctx, p.pub.Zone, p.pub.Node, st)
 }

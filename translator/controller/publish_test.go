@@ -46,8 +46,8 @@ func (z *fakeZone) publication() ZonePublication {
 			defer z.mu.Unlock()
 			return z.keys, nil
 		},
-		Publish: func(_ context.Context, zone, node string, chassis []tr.Chassis, foreign []tr.ForeignKey, collisions []tr.KeyMismatch, _ []tr.OfflineMember) error {
-			z.attempts <- published{zone, node, chassis, foreign, collisions}
+		Publish: func(_ context.Context, zone, node string, st ZoneState) error {
+			z.attempts <- published{zone, node, st.Chassis, st.Foreign, st.Collisions}
 			z.mu.Lock()
 			defer z.mu.Unlock()
 			if z.failures > 0 {

@@ -73,11 +73,13 @@ func NewZoneAgent(nbc, sbc client.Client, zone string, source Source, store inte
 	translator.Held
 	Chassis() []translator.Chassis
 	OfflineMembers() map[string][]translator.OfflineMember
+	Activations() map[string][]translator.PortActivation
 }, opts Options) *Controller {
 	source.Input().SetFollower(true)
 	held := nb.NewHeldIndex(nbc, opts.withDefaults().Instance)
 	return newController(nbc, sbc, source, nil, opts, zoneRole{
-		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis, offlineFrom: store.OfflineMembers})
+		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis, offlineFrom: store.OfflineMembers,
+		activatedFrom: store.Activations})
 }
 
 // EnqueueUnits schedules units in every zone.

@@ -13,6 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 )
 
 // A zone agent plans nothing until its own zone's chassis are published:
@@ -36,7 +37,7 @@ func TestAgentSourceWaitsForItsZonesChassis(t *testing.T) {
 
 	publish := func(zone string) {
 		t.Helper()
-		require.NoError(t, store.PublishZone(ctx, zone, "", []translator.Chassis{{Name: zone, Zone: zone}}, nil, nil, nil))
+		require.NoError(t, store.PublishZone(ctx, zone, "", controller.ZoneState{Chassis: []translator.Chassis{{Name: zone, Zone: zone}}}))
 	}
 	publish("hv2")
 	require.Eventually(t, func() bool { return len(store.Chassis()) == 1 }, 5*time.Second, 10*time.Millisecond)
@@ -62,15 +63,17 @@ func TestStoreOfflineMembersThroughOVNZones(t *testing.T) {
 
 	c := translator.OfflineMember{Port: "kv-net-a_default_vm-c_eth1", IP: "10.10.0.7", Protocol: "tcp", PortNum: 8080}
 	hv2 := []translator.Chassis{{Name: "hv2", Zone: "hv2"}}
-	require.NoError(t, store.PublishZone(ctx, "hv2", "", hv2, nil, nil, []translator.OfflineMember{c}))
-	require.NoError(t, store.PublishZone(ctx, "hv1", "", []translator.Chassis{{Name: "hv1", Zone: "hv1"}}, nil, nil, nil))
+	act := translator.PortActivation{Network: "net-a", Port: "kv-net-a_default_vm-a_eth1", Chassis: []string{"hv2"}}
+	require.NoError(t, store.PublishZone(ctx, "hv2", "", controller.ZoneState{Chassis: hv2, Offline: []translator.OfflineMember{c}, Activated: []translator.PortActivation{act}}))
+	require.NoError(t, store.PublishZone(ctx, "hv1", "", controller.ZoneState{Chassis: []translator.Chassis{{Name: "hv1", Zone: "hv1"}}}))
 	require.Eventually(t, func() bool { return len(store.OfflineMembers()) == 2 }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, map[string][]translator.OfflineMember{"hv2": {c}, "hv1": nil}, store.OfflineMembers())
+	assert.Equal(t, map[string][]translator.PortActivation{"hv2": {act}, "hv1": nil}, store.Activations(), "a migrating port activated in zone hv2")
 
 	for len(changed) > 0 {
 		<-changed
 	}
-	require.NoError(t, store.PublishZone(ctx, "hv2", "", hv2, nil, nil, nil))
+	require.NoError(t, store.PublishZone(ctx, "hv2", "", controller.ZoneState{Chassis: hv2}))
 	require.Eventually(t, func() bool { return len(store.OfflineMembers()["hv2"]) == 0 }, 5*time.Second, 10*time.Millisecond)
 	select {
 	case <-changed:

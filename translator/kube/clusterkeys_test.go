@@ -97,7 +97,7 @@ func TestAllocatorReportsZonesKeyCollisions(t *testing.T) {
 	publish := func(zone string, ms ...translator.KeyMismatch) {
 		t.Helper()
 		require.Eventually(t, func() bool {
-			return agents.PublishZone(ctx, zone, "", chassis(zone), nil, ms, nil) == nil
+			return agents.PublishZone(ctx, zone, "", controller.ZoneState{Chassis: chassis(zone), Collisions: ms}) == nil
 		}, 5*time.Second, 10*time.Millisecond) // the informer may lag our last write
 	}
 	publish("hv1")

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/chassiszone"
 )
 
@@ -69,6 +70,9 @@ type zoneSpec struct {
 	// checks find offline: every other zone's agent leaves them out of
 	// its rows' VIPs.
 	OfflineMembers []zoneOfflineMember `json:"offlineMembers,omitempty"`
+	// ActivatedPorts are the migrating VM ports the zone's SB shows
+	// activated on their target: every other zone's twin follows.
+	ActivatedPorts []translator.PortActivation `json:"activatedPorts,omitempty"`
 }
 
 // zoneOfflineMember is a translator.OfflineMember as an OVNZone lists it.
@@ -98,6 +102,7 @@ type zoneState struct {
 	// collisions are marked with the zone.
 	collisions []translator.KeyMismatch
 	offline    []translator.OfflineMember
+	activated  []translator.PortActivation
 }
 
 type allocUnit struct {
@@ -312,6 +317,18 @@ func (s *Store) OfflineMembers() map[string][]translator.OfflineMember {
 	return out
 }
 
+// Activations are the migrating VM ports every zone's agent published as
+// activated on their target, by zone.
+func (s *Store) Activations() map[string][]translator.PortActivation {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string][]translator.PortActivation{}
+	for _, z := range s.zones {
+		out[z.zone] = append(out[z.zone], z.activated...)
+	}
+	return out
+}
+
 // Units are the units that have an allocation.
 func (s *Store) Units() []translator.Unit {
 	s.mu.RLock()
@@ -392,14 +409,15 @@ func (s *Store) Apply(ctx context.Context, u translator.Unit, a *translator.Allo
 	return s.put(ctx, res, AllocationGVR, "OVNAllocation", name, cur, exists, &spec, nil)
 }
 
-// PublishZone makes zone's OVNZone list chassis, the foreign keys in
-// kubevirt-ovn's range, the zone's tunnel key collisions and the load
-// balancer members its health checks find offline; with node
-// (and a Nodes client), the Node owns it, so that it goes with the node.
-// It writes only when the OVNZone differs.
-func (s *Store) PublishZone(ctx context.Context, zone, node string, chassis []translator.Chassis, foreign []translator.ForeignKey, collisions []translator.KeyMismatch, offline []translator.OfflineMember) error {
+// PublishZone makes zone's OVNZone list st: its chassis, the foreign keys
+// in kubevirt-ovn's range, the zone's tunnel key collisions, the load
+// balancer members its health checks find offline and the migrating VM
+// ports activated in it; with node (and a Nodes client), the Node owns it,
+// so that it goes with the node. It writes only when the OVNZone differs.
+func (s *Store) PublishZone(ctx context.Context, zone, node string, st controller.ZoneState) error {
 	name := objectName("zone-", zone)
-	spec := zoneSpec{Zone: zone}
+	spec := zoneSpec{Zone: zone, ActivatedPorts: st.Activated}
+	chassis, foreign, collisions, offline := st.Chassis, st.Foreign, st.Collisions, st.Offline
 	for _, m := range offline {
 		spec.OfflineMembers = append(spec.OfflineMembers, zoneOfflineMember{Port: m.Port, IP: m.IP, Protocol: m.Protocol, PortNum: m.PortNum})
 	}
@@ -483,6 +501,7 @@ func decodeZone(u *unstructured.Unstructured) (*zoneState, error) {
 	for _, m := range spec.OfflineMembers {
 		out.offline = append(out.offline, translator.OfflineMember{Port: m.Port, IP: m.IP, Protocol: m.Protocol, PortNum: m.PortNum})
 	}
+	out.activated = spec.ActivatedPorts
 	for _, c := range spec.Chassis {
 		out.chassis = append(out.chassis, translator.Chassis{Name: c.Name, Hostname: c.Hostname, Gateway: c.Gateway, Physnets: c.Physnets, Zone: spec.Zone})
 	}

@@ -15,6 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 )
 
 // A chassis that two zones' agents publish as local stays in the zone
@@ -49,7 +50,7 @@ func TestStoreRefusesTheLaterZonesClaimOnAChassis(t *testing.T) {
 	}
 	publish := func(zone string, names ...string) {
 		t.Helper()
-		require.NoError(t, store.PublishZone(ctx, zone, "", chassis(zone, names...), nil, nil, nil))
+		require.NoError(t, store.PublishZone(ctx, zone, "", controller.ZoneState{Chassis: chassis(zone, names...)}))
 		require.Eventually(t, func() bool {
 			for _, c := range store.Chassis() {
 				if c.Zone == zone {
