@@ -213,3 +213,39 @@ func pollBinding(e *env, port string, want binding) error {
 	}
 	return nil
 }
+
+// TestLiveMigrationOntoTheGateway: vm-a, with a floating IP, migrates from
+// hv1 onto gw1, router1's active gateway chassis: the gateway port stays
+// active on gw1 throughout (BFD and the binding undisturbed), and on gw1
+// vm-a is reached through its floating IP and leaves with it.
+func TestLiveMigrationOntoTheGateway(t *testing.T) {
+	e := newEnv(t)
+	e.write("fip.yaml", fipManifest("FloatingIp", fipIP, vmAIP, "vm-a"))
+	const onGW = "vm-a-gw"
+	require.NoError(t, e.l.AddVMPort("gw1", onGW, vmAPort))
+	// step syncs vmis; the gateway port stays active on gw1, with BFD up
+	// from the chassis that have a VM on router1's networks (bfd).
+	step := func(what, vmis string, bfd ...string) {
+		t.Helper()
+		e.write("vmis.yaml", vmis)
+		e.sync()
+		assert.Equal(t, "no changes\n", e.sync(), "a second sync after %s", what)
+		e.ready("gw1", bfd...)
+	}
+	step("the start", twoVMIs("hv1", "", "hv2", ""), "hv1", "hv2")
+	gwVM, src := vmRef{"gw1", onGW, vmAMAC, vmAIP}, vmRef{"hv1", "vm-a", vmAMAC, vmAIP}
+	e.dnatToVM("gw1", src, gwVM, 40970, 5751)
+
+	step("the migration's start", twoVMIs("hv1", migrating("hv1", "gw1", "uid-g", "    mode: PreCopy"), "hv2", ""), "hv1", "hv2")
+	e.waitBinding("gw1 bound as vm-a's additional chassis", binding{chassis: "hv1", additional: "gw1"})
+	e.dnatToVM("gw1", src, gwVM, 40971, 5752)
+	rarp := frameBytes(t, wire.RARP(vmAMAC))
+	for range 5 {
+		require.NoError(t, e.l.Inject("gw1", onGW, rarp))
+	}
+	e.waitBinding("gw1 activated", binding{chassis: "hv1", additional: "gw1", activated: "gw1"})
+	step("the migration's completion", twoVMIs("gw1", migrating("hv1", "gw1", "uid-g", "    completed: true"), "hv2", ""), "hv2")
+	e.waitBinding("vm-a on gw1 alone", binding{chassis: "gw1"})
+	e.dnatToVM("gw1", gwVM, src, 40972, 5753)
+	e.leavesWithFIP("gw1", gwVM, 40973, 5754)
+}
