@@ -190,9 +190,9 @@ func runZoneAgent(ctx context.Context, f *zoneAgentFlags, log logr.Logger) error
 		// A migrating port activated here: every other zone's twin
 		// follows the VM to its target at once.
 		Activated: func() []translator.PortActivation { return ovn.Activations(sbc) },
-		Publish: store.PublishZone,
-		Resync:  f.ctrl.resync,
-		Log:     log,
+		Publish:   store.PublishZone,
+		Resync:    f.ctrl.resync,
+		Log:       log,
 	})
 	opts := f.ctrl.options(log.WithName("controller"), metrics)
 	opts.KeysChanged = publisher.SetCollisions

@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
-	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/chassiszone"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/controller"
 )
 
 // In a cluster whose OVN has one NB per zone (ovn-kubernetes'
