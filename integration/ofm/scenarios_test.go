@@ -166,15 +166,7 @@ func TestInternalNetworkDetached(t *testing.T) {
 func TestVMMovesToAnotherChassisUnderRun(t *testing.T) {
 	in := defaults()
 	e := newEnv(t, in)
-	stop, logs, err := cluster.Background("", "", bin, "run", "--nb", cluster.NBEndpoint(), "--sb", cluster.SBEndpoint(),
-		"--from-file", e.dir, "--http-addr", "", "--file-poll", "200ms")
-	require.NoError(t, err)
-	defer func() {
-		stop()
-		if t.Failed() {
-			t.Logf("kubevirt-ovn run:\n%s", logs())
-		}
-	}()
+	e.run()
 	snatOut(t, hv1, vmA)
 
 	require.NoError(t, cluster.DelVM(hv1, vmA.name))
@@ -291,15 +283,7 @@ func TestGatewayKilledBFDFailover(t *testing.T) {
 func TestLiveMigrationKernelStacks(t *testing.T) {
 	in := defaults()
 	e := newEnv(t, in)
-	stop, logs, err := cluster.Background("", "", bin, "run", "--nb", cluster.NBEndpoint(), "--sb", cluster.SBEndpoint(),
-		"--from-file", e.dir, "--http-addr", "", "--file-poll", "200ms")
-	require.NoError(t, err)
-	defer func() {
-		stop()
-		if t.Failed() {
-			t.Logf("kubevirt-ovn run:\n%s", logs())
-		}
-	}()
+	e.run()
 	const target = "vmat"
 	require.NoError(t, cluster.AddVM(hv2, sandbox.VM{Name: target, IfaceID: vmA.lsp(), MAC: vmA.mac, CIDR: vmA.ip + "/24", Gateway: vmA.gw}))
 	t.Cleanup(func() { _ = cluster.DelVM(hv2, target) })
@@ -413,4 +397,19 @@ func pingReport(out string) (sent, lost int, gap time.Duration) {
 		}
 	}
 	return sent, lost, gap.Round(time.Millisecond)
+}
+
+// run starts `kubevirt-ovn run` on e's manifests until the test ends; its
+// log is printed when the test failed.
+func (e *env) run() {
+	e.t.Helper()
+	stop, logs, err := cluster.Background("", "", bin, "run", "--nb", cluster.NBEndpoint(), "--sb", cluster.SBEndpoint(),
+		"--from-file", e.dir, "--http-addr", "", "--file-poll", "200ms")
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() {
+		stop()
+		if e.t.Failed() {
+			e.t.Logf("kubevirt-ovn run:\n%s", logs())
+		}
+	})
 }
