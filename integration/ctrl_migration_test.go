@@ -135,6 +135,7 @@ func TestClusterMigrationStartsFromTheTargetPod(t *testing.T) {
 	e.announce()
 	waitNB(t, "vm-a's port on hv2 alone after its RARP there", func() bool { return vmAOptions(t, e) == "requested-chassis=hv2" })
 	e.waitBinding("vm-a bound on hv2", binding{chassis: "hv2"})
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync") // every chassis has the collapse
 	assert.Contains(t, waitEvent(t, k, "MigrationActivated"), "activated on hv2: the VM's RARP was seen there")
 	assert.Contains(t, waitEvent(t, k, "MigrationCollapsed"), "on hv2 alone: the VM runs on its target")
 	skip, skipSrc := count(t, dst), count(t, src)
