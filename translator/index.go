@@ -144,8 +144,11 @@ type Input struct {
 	// release is the OVN release of ovn-northd ("" unknown), monitorAll
 	// the chassis (by name) whose ovn-controller monitors all of the SB
 	// (release.go).
-	release      string
-	monitorAll   set[string]
+	release    string
+	monitorAll set[string]
+	// published are the activations the zones published, by port
+	// (SetZoneActivations).
+	published    map[string]PortActivation
 	chassisNames []string
 	zones        []string
 	zoned        bool
@@ -317,6 +320,9 @@ func (in *Input) Set(name string, objs Objects) []Unit {
 
 	in.affectedByNetworks(c)
 	in.affectedByRouters(old, c)
+	if len(in.published) > 0 {
+		in.applyPublished(c.affected)
+	}
 	in.zoneAffected(c.affected)
 	return sortedUnits(c.affected)
 }

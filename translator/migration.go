@@ -96,7 +96,7 @@ func vmPortBinding(v *VMInterface, chassis map[string]string) (map[string]string
 // activation is a migrating VM port's target chassis that the SB showed
 // activated (options:additional-chassis-activated: ovn-controller saw the
 // VM's RARP there), for the migration uid.
-type activation struct{ uid, chassis string }
+type activation struct{ uid, chassis, network string }
 
 // SetActivated records the chassis the SB shows VM port port of network
 // activated on (its Port_Binding's options:additional-chassis-activated;
@@ -120,7 +120,7 @@ func (in *Input) SetActivated(network, port string, chassis []string) []Unit {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.setActivated(network, port, chassis)
+	return in.setActivated(network, port, chassis, "")
 }
 
 // PortActivation is a migrating VM port of Network whose Port_Binding in
@@ -131,31 +131,62 @@ type PortActivation struct {
 	Network string   `json:"network"`
 	Port    string   `json:"port"`
 	Chassis []string `json:"chassis"`
+	// MigrationUID is the migration's: another migration of the VM
+	// is not moved by it.
+	MigrationUID string `json:"migrationUid"`
 }
 
 // SetZoneActivations records the activations every zone published (by
 // zone) and returns the networks to plan again: SetActivated for each.
+// They are kept and applied again whenever VM interfaces change (Set): a
+// zone's agent may hear of the activation before of the migration.
 // An activation no longer published is kept while its migration runs, as
 // SetActivated keeps one ovn-northd cleared.
 func (in *Input) SetZoneActivations(byZone map[string][]PortActivation) []Unit {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	affected := set[Unit]{}
+	in.published = map[string]PortActivation{}
 	for _, acts := range byZone {
 		for _, a := range acts {
-			if len(a.Chassis) == 0 {
-				continue
-			}
-			for _, u := range in.setActivated(a.Network, a.Port, a.Chassis) {
-				affected.add(u)
+			if len(a.Chassis) > 0 {
+				in.published[a.Port] = a
 			}
 		}
 	}
+	affected := set[Unit]{}
+	in.applyPublished(affected)
 	return sortedUnits(affected)
 }
 
+// applyPublished applies the published activations (SetZoneActivations),
+// adding to affected the networks whose plan they change; in.mu held.
+func (in *Input) applyPublished(affected set[Unit]) {
+	for _, a := range in.published {
+		for _, u := range in.setActivated(a.Network, a.Port, a.Chassis, a.MigrationUID) {
+			affected.add(u)
+		}
+	}
+}
+
+// Activations are the migrating VM ports the SB showed activated on their
+// target (SetActivated), as long as their migration runs: what a zone
+// agent publishes for the other zones' twins, though ovn-northd clears the
+// flag as soon as the port names one chassis.
+func (in *Input) Activations() []PortActivation {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	out := make([]PortActivation, 0, len(in.activated))
+	for port, a := range in.activated {
+		out = append(out, PortActivation{Network: a.network, Port: port, Chassis: []string{a.chassis}, MigrationUID: a.uid})
+	}
+	slices.SortFunc(out, func(a, b PortActivation) int { return strings.Compare(a.Port, b.Port) })
+	return out
+}
+
 // setActivated is SetActivated, in.mu held.
-func (in *Input) setActivated(network, port string, chassis []string) []Unit {
+// uid, when set, is the migration the activation is of (published by
+// another zone): one of another migration is not applied.
+func (in *Input) setActivated(network, port string, chassis []string, uid string) []Unit {
 	var v *VMInterface
 	for d := range in.vms[network] {
 		if VMPortName(d.Network, d.Namespace, d.VMI, d.Interface) == port {
@@ -167,6 +198,9 @@ func (in *Input) setActivated(network, port string, chassis []string) []Unit {
 		delete(in.activated, port)
 		return nil
 	}
+	if uid != "" && uid != v.MigrationUID {
+		return nil
+	}
 	// The target as the port's dual binding names it (none: the
 	// migration is not followed, nothing to collapse).
 	opts, _ := migrationBinding(v, in.nodeChassis)
@@ -174,7 +208,7 @@ func (in *Input) setActivated(network, port string, chassis []string) []Unit {
 	if !dual || !slices.Contains(chassis, dst) {
 		return nil
 	}
-	a := activation{uid: v.MigrationUID, chassis: dst}
+	a := activation{uid: v.MigrationUID, chassis: dst, network: network}
 	if in.activated[port] == a {
 		return nil
 	}

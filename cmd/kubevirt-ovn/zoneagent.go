@@ -189,13 +189,16 @@ func runZoneAgent(ctx context.Context, f *zoneAgentFlags, log logr.Logger) error
 		Offline: func(ctx context.Context) ([]translator.OfflineMember, error) { return ovn.OfflineMembers(ctx, sbc) },
 		// A migrating port activated here: every other zone's twin
 		// follows the VM to its target at once.
-		Activated: func() []translator.PortActivation { return ovn.Activations(sbc) },
+		// (as long as their migration runs: ovn-northd clears the flag as
+		// soon as the port names the target alone)
+		Activated: source.Input().Activations,
 		Publish:   store.PublishZone,
 		Resync:    f.ctrl.resync,
 		Log:       log,
 	})
 	opts := f.ctrl.options(log.WithName("controller"), metrics)
 	opts.KeysChanged = publisher.SetCollisions
+	opts.Activated = publisher.Kick
 	agent := controller.NewZoneAgent(nbc, sbc, zone, kube.NewAgentSource(source, store, zone), store, opts)
 	if err := source.Notify(agent.EnqueueUnits); err != nil {
 		return err

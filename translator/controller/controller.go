@@ -142,6 +142,10 @@ type Options struct {
 	// switch, port) whenever that set changes; a zone agent publishes it
 	// for the allocator. It must not block.
 	KeysChanged func([]translator.KeyMismatch)
+	// Activated, with the SB, is called when the SB shows a migrating VM
+	// port of ours activated on its target (a zone agent publishes it for
+	// the other zones' twins).
+	Activated func()
 }
 
 // Controller reconciles units from a Source into the NB.
@@ -539,6 +543,9 @@ func (c *Controller) onActivation(pb *sbmodel.PortBinding, deleted bool) {
 	units := c.input.SetActivated(pb.ExternalIDs[translator.KeyOwner], pb.LogicalPort, on)
 	if len(units) > 0 {
 		c.opts.Log.Info("migration activated on its target", "port", pb.LogicalPort, "chassis", on)
+		if c.opts.Activated != nil {
+			c.opts.Activated()
+		}
 		c.vmEvent(pb.ExternalIDs[translator.KeyVMI], corev1.EventTypeNormal, ReasonMigrationActivated, "port %s activated on %s: the VM's RARP was seen there", pb.LogicalPort, strings.Join(on, ","))
 		c.mu.Lock()
 		c.activatedAt[pb.LogicalPort] = activatedPort{network: pb.ExternalIDs[translator.KeyOwner], at: time.Now()}

@@ -26,8 +26,9 @@ type ZonePublication struct {
 	// Offline reads the load balancer members the zone's own health
 	// checks find offline (ovn.OfflineMembers of its SB); nil: none.
 	Offline func(context.Context) ([]translator.OfflineMember, error)
-	// Activated reads the migrating VM ports the zone's SB shows activated
-	// on their target (ovn.Activations); nil: none.
+	// Activated reads the migrating VM ports the zone's SB showed
+	// activated on their target while their migration runs
+	// (translator.Input.Activations); nil: none.
 	Activated func() []translator.PortActivation
 	// Publish writes the publication.
 	Publish func(ctx context.Context, zone, node string, st ZoneState) error

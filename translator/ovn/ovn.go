@@ -340,28 +340,6 @@ func MultiChassis(c client.Client) bool {
 	return major > 6 || major == 6 && minor >= 2
 }
 
-// Activations are the VM ports of ours that sb's cache (ConnectWatchSB,
-// ConnectZoneSB: our bindings) shows activated on an additional chassis,
-// sorted by port.
-func Activations(sb client.Client) []translator.PortActivation {
-	t := sb.Cache().Table(sbmodel.PortBindingTable)
-	if t == nil {
-		return nil
-	}
-	var out []translator.PortActivation
-	for _, m := range t.Rows() {
-		pb := m.(*sbmodel.PortBinding)
-		if pb.ExternalIDs[translator.KeyOwnerKind] != string(translator.KindNetwork) {
-			continue
-		}
-		if on := Activated(pb); len(on) > 0 {
-			out = append(out, translator.PortActivation{Network: pb.ExternalIDs[translator.KeyOwner], Port: pb.LogicalPort, Chassis: on})
-		}
-	}
-	slices.SortFunc(out, func(a, b translator.PortActivation) int { return strings.Compare(a.Port, b.Port) })
-	return out
-}
-
 // Activated are the chassis a Port_Binding's options say its port was
 // activated on as an additional chassis (ovn-controller saw the VM's RARP
 // there: options:additional-chassis-activated, a comma-separated list).
