@@ -63,18 +63,36 @@ lint:
 	@out=$$($(GO) tool goimports -local github.com/kubevirt-ovn/kubevirt-ovn -l $$(git ls-files '*.go' | grep -v '^nbmodel/')); \
 	  if [ -n "$$out" ]; then echo "goimports -local github.com/kubevirt-ovn/kubevirt-ovn would change: $$out"; exit 1; fi
 
+# OVN: the OVN releases the packet suite (integration/) runs on, one after
+# the other. "host" is the host's OVN (Debian 12's 23.03 from `make deps`);
+# 23.03, 25.03 and 26.03 are Debian's packages of that release in a root
+# file system of their own (integration/releases/root.sh: debootstrap of
+# the suite carrying it, built once and cached in KUBEVIRT_OVN_CACHE,
+# default /var/cache/kubevirt-ovn), whose daemons run as host processes.
+# `make test OVN=26.03` runs it on 26.03 alone; `make demo OVN=26.03` shows
+# the demo on it.
+OVN ?= host 26.03
+
 # Measured numbers (failover times) are printed after the tests. The
 # packet suite (integration) runs longer than go test's default 10-minute
-# limit per package on a loaded 2-core machine; 40 minutes leaves CI's
-# hour for the installs.
+# limit per package on a loaded 2-core machine; 40 minutes per release.
 # Kubernetes' own API server (integration/kube-apiserver, its own module)
-# is built first, outside the tests' time limit: minutes on an empty build
-# cache.
+# and the releases' root file systems are built first, outside the tests'
+# time limit.
 test: deps check-generate check-format vet lint
 	@mkdir -p bin && rm -f bin/measured.txt
 	$(GO) build -C integration/kube-apiserver -o $(CURDIR)/bin/kube-apiserver .
-	KUBEVIRT_OVN_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver KUBEVIRT_OVN_REPORT=$(CURDIR)/bin/measured.txt $(GO) test -count=1 -timeout 40m ./...
+	KUBEVIRT_OVN_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver $(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/integration$$')
+	@for r in $(OVN); do \
+	  root=; [ $$r = host ] || root=$$(bash integration/releases/root.sh $$r) || exit 1; \
+	  echo "packet suite (./integration) on OVN $$r$${root:+ ($$root)}"; \
+	  start=$$(date +%s); \
+	  KUBEVIRT_OVN_ROOT=$$root KUBEVIRT_OVN_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver KUBEVIRT_OVN_REPORT=$(CURDIR)/bin/measured.txt \
+	    $(GO) test -count=1 -timeout 40m ./integration/ || exit 1; \
+	  echo "packet suite on OVN $$r: $$(( $$(date +%s) - start )) s"; \
+	done
 	@if [ -s bin/measured.txt ]; then echo "measured:"; cat bin/measured.txt; fi
+	@du -sh $${KUBEVIRT_OVN_CACHE:-/var/cache/kubevirt-ovn}/ovn-* 2>/dev/null | sed 's/^/OVN root file system: /' || true
 
 # The packet suite on an ovn-fake-multinode cluster (podman containers, VMs
 # with real kernel stacks; integration/README.md). Not part of `make test`:
@@ -82,12 +100,16 @@ test: deps check-generate check-format vet lint
 # Installs podman, runc and debootstrap, builds the node image from Debian's
 # packages, starts the cluster, runs the suite, removes everything it made
 # and prints what it measured. Run as root.
+# OFM_OVN=26.03 (or 25.03) builds the nodes from that release's packages
+# (the root file systems of OVN above); 23.03 by default.
 OFM_REPO ?=
+OFM_OVN  ?= 23.03
 test-ofm:
-	@OFM_REPO="$(OFM_REPO)" GO="$(GO)" bash integration/ofm/ofm.sh test
+	@OFM_REPO="$(OFM_REPO)" OFM_OVN="$(OFM_OVN)" GO="$(GO)" bash integration/ofm/ofm.sh test
 
 demo: deps build
-	$(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep) $(if $(ZONES),-zones)
+	@r=$(firstword $(OVN)); root=; [ $$r = host ] || root=$$(bash integration/releases/root.sh $$r) || exit 1; \
+	KUBEVIRT_OVN_ROOT=$$root $(GO) run ./integration/cmd/demo -bin bin/kubevirt-ovn -examples deploy/examples $(if $(KEEP),-keep) $(if $(ZONES),-zones)
 
 # Measure the binary on a private OVN: N = 10, 100, 1000, 3000 routers, full
 # and no-op sync against the raw single-transaction floor and batched

@@ -325,7 +325,8 @@ func report(t *testing.T, msg string) {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	require.NoError(t, err)
 	defer f.Close()
-	_, err = fmt.Fprintf(f, "%s: %s\n", t.Name(), msg)
+	rel, _ := sandbox.CurrentRelease()
+	_, err = fmt.Fprintf(f, "OVN %s: %s: %s\n", rel.Version, t.Name(), msg)
 	require.NoError(t, err)
 }
 

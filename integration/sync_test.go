@@ -33,6 +33,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building kubevirt-ovn:", err)
 		os.Exit(1)
 	}
+	// The OVN every test here runs (sandbox.RootEnv chooses it).
+	rel, err := sandbox.CurrentRelease()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("packet suite on", rel)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -61,7 +61,7 @@ func versionsServe(t *testing.T, kind, version string) *versionsDB {
 
 // cmd runs an OVS/OVN tool with its directories in the test's.
 func (d *versionsDB) cmd(prog string, args ...string) (string, error) {
-	c := exec.Command(prog, args...)
+	c := sandbox.Tool(prog, args...)
 	c.Dir = d.dir
 	c.Env = append(os.Environ(), "OVS_RUNDIR="+d.dir, "OVS_LOGDIR="+d.dir, "OVS_DBDIR="+d.dir, "OVN_RUNDIR="+d.dir, "OVN_LOGDIR="+d.dir)
 	out, err := c.Output()

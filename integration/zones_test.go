@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,7 +200,7 @@ func TestZonesKillRemoveChassis(t *testing.T) {
 	for i, zdb := range z.List() {
 		flag := z.ZoneFlags()[2*i+1]
 		nb, _, _ := strings.Cut(strings.TrimPrefix(flag, zdb.Name+"="), ",")
-		out, err := exec.Command("ovn-nbctl", "--db="+nb, "get", "NB_Global", ".", "name").Output()
+		out, err := sandbox.Tool("ovn-nbctl", "--db="+nb, "get", "NB_Global", ".", "name").Output()
 		require.NoError(t, err, "--zone %s", flag)
 		assert.Equal(t, zdb.Name, strings.TrimSpace(string(out)), "--zone %s reaches another zone's NB", flag)
 	}

@@ -6,7 +6,7 @@
 #
 #   ofm.sh test    deps, image, start, the suite, stop (make test-ofm)
 #   ofm.sh deps    install podman, runc, debootstrap and the host's tools
-#   ofm.sh image   build the node image from Debian 12's packages
+#   ofm.sh image   build the node image from Debian's packages of OFM_OVN
 #   ofm.sh start   start the cluster (host fixes only without kernel OVS)
 #   ofm.sh stop    stop and remove what start made; restore the host
 #
@@ -20,8 +20,12 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 OFM_WORK=${OFM_WORK:-/tmp/kubevirt-ovn-ofm}
-OFM_BASE=localhost/kubevirt-ovn/ofm-debian:12
-OFM_IMAGE=${OFM_IMAGE:-localhost/kubevirt-ovn/ofm-node:debian12}
+# OFM_OVN: the OVN release of the nodes (23.03, 25.03, 26.03): Debian's
+# packages of it, the root file system integration/releases/root.sh builds
+# (and caches) for the packet suite, imported as the image's base.
+OFM_OVN=${OFM_OVN:-23.03}
+OFM_BASE=localhost/kubevirt-ovn/ofm-base:ovn-$OFM_OVN
+OFM_IMAGE=${OFM_IMAGE:-localhost/kubevirt-ovn/ofm-node:ovn-$OFM_OVN}
 OFM_MIRROR=${OFM_MIRROR:-}
 # The underlay: 10.239.0.0/24, the central at .2 (ovn_cluster.sh's
 # IP_HOST/IP_CIDR/IP_START; its default 170.168.0.0/16 is not private).
@@ -88,24 +92,23 @@ mirror() {
 
 image() {
   conf
+  # The base: the release's root file system (OVN and OVS installed, no
+  # service started), imported once per release.
+  local rootfs
+  rootfs=$(KUBEVIRT_OVN_MIRROR=$(mirror) bash "$ROOT/integration/releases/root.sh" "$OFM_OVN")
   if ! podman image exists "$OFM_BASE"; then
-    local m rootfs=$OFM_WORK/rootfs
-    m=$(mirror); m=${m:-http://deb.debian.org/debian}
-    log "debootstrap bookworm from $m"
-    rm -rf "$rootfs"
-    debootstrap --variant=minbase bookworm "$rootfs" "$m" >"$OFM_WORK/debootstrap.log" 2>&1 ||
-      { tail -20 "$OFM_WORK/debootstrap.log" >&2; exit 1; }
+    log "importing $rootfs as $OFM_BASE"
     tar -C "$rootfs" -c . | podman import - "$OFM_BASE" >/dev/null
-    rm -rf "$rootfs"
   fi
-  # Rebuilt when the Containerfile changes (its hash is a label).
+  # Rebuilt when the Containerfile or the base changes (a hash of both is
+  # a label).
   local sum
-  sum=$(sha256sum "$HERE/Containerfile" | cut -c1-16)
+  sum=$( (cat "$HERE/Containerfile" "$rootfs/.kubevirt-ovn-release"; echo "$OFM_BASE") | sha256sum | cut -c1-16)
   if [ "$(podman image inspect -f '{{index .Labels "kubevirt-ovn.containerfile"}}' "$OFM_IMAGE" 2>/dev/null)" != "$sum" ]; then
     log "building $OFM_IMAGE"
     mkdir -p "$OFM_WORK/ctx"
     cp "$HERE/Containerfile" "$OFM_WORK/ctx/"
-    podman build --network host --label "kubevirt-ovn.containerfile=$sum" -t "$OFM_IMAGE" \
+    podman build --network host --build-arg "BASE=$OFM_BASE" --label "kubevirt-ovn.containerfile=$sum" -t "$OFM_IMAGE" \
       -f "$OFM_WORK/ctx/Containerfile" "$OFM_WORK/ctx" >"$OFM_WORK/build.log" 2>&1 ||
       { tail -30 "$OFM_WORK/build.log" >&2; exit 1; }
   fi

@@ -11,9 +11,6 @@ import (
 	"time"
 )
 
-// VSwitchSchema is the Open_vSwitch schema as Debian installs it.
-const VSwitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
-
 // Topology is what StartLocal builds.
 type Topology struct {
 	// Gateways are gateway candidates: ovn-cms-options=enable-chassis-as-gw,

@@ -18,12 +18,6 @@ import (
 	"time"
 )
 
-// Schemas as the Debian packages install them.
-const (
-	NBSchema = "/usr/share/ovn/ovn-nb.ovsschema"
-	SBSchema = "/usr/share/ovn/ovn-sb.ovsschema"
-)
-
 // Central is a running NB, SB and ovn-northd.
 type Central struct {
 	Dir string
@@ -52,7 +46,11 @@ type daemon struct {
 func Check() error {
 	var missing []string
 	for _, bin := range []string{"ovsdb-server", "ovsdb-tool", "ovn-northd", "ovn-nbctl", "ovn-sbctl", "ovs-appctl", "ovn-appctl"} {
-		if _, err := exec.LookPath(bin); err != nil {
+		if root != "" {
+			if rootBinary(bin) == "" {
+				missing = append(missing, bin)
+			}
+		} else if _, err := exec.LookPath(bin); err != nil {
 			missing = append(missing, bin)
 		}
 	}
@@ -60,6 +58,9 @@ func Check() error {
 		if _, err := os.Stat(f); err != nil {
 			missing = append(missing, f)
 		}
+	}
+	if len(missing) > 0 && root != "" {
+		return fmt.Errorf("%s holds no OVN (missing %s): build it with integration/releases/root.sh", where(), strings.Join(missing, ", "))
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("OVN is not installed (missing %s): run 'make deps' (apt-get install ovn-central ovn-host openvswitch-switch)", strings.Join(missing, ", "))
@@ -292,10 +293,15 @@ func (ds *daemons) Logs() []string {
 	return out
 }
 
-// run runs an OVS/OVN tool with its run, log and db directories set to dir
-// so that nothing touches the system's /var/run/openvswitch.
+// Run runs an OVS/OVN tool of the OVN the sandbox runs (Tool) with its
+// directories set to dir, for tests.
+func Run(dir, prog string, args ...string) (string, error) { return run(dir, prog, args...) }
+
+// run runs an OVS/OVN tool (Tool: the host's or the release's) with its
+// run, log and db directories set to dir so that nothing touches the
+// system's /var/run/openvswitch.
 func run(dir, prog string, args ...string) (string, error) {
-	cmd := exec.Command(prog, args...)
+	cmd := Tool(prog, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"OVS_RUNDIR="+dir, "OVS_LOGDIR="+dir, "OVS_DBDIR="+dir, "OVS_SYSCONFDIR="+dir,
