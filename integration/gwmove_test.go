@@ -313,20 +313,26 @@ func moves(t *testing.T, n int) int {
 }
 
 // kubevirt-ovn moves the gateway port: spec.gateway edited, then sync,
-// which writes the priority swap, waits until the SB binds the port to the
-// new gateway and nudges the chassis (translator/ovn.FinishMoves). 40 moves
-// back and forth leave no old gateway answering ARP for the SNAT IP.
+// which writes the priority swap and, on an OVN with the stale gateway bug
+// (translator.StaleGatewayBug), waits until the SB binds the port to the
+// new gateway and nudges the chassis (translator/ovn.FinishMoves); a fixed
+// OVN gets the swap alone. 40 moves back and forth leave no old gateway
+// answering ARP for the SNAT IP.
 func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 	g := newGWMoves(t)
 	gateway := "gw1"
+	nudge := hasStaleGatewayBug(t)
 	bySync := func(to string) error {
 		g.edit("router.yaml", "gateway: "+gateway, "gateway: "+to)
 		r := kubevirtOVN(t, g.syncArgs()...)
 		if r.code != 0 {
 			return fmt.Errorf("sync exited %d: %s", r.code, r.stderr)
 		}
-		if !strings.Contains(r.stderr, "note: 1 gateway ports moved and bound") {
+		if nudge && !strings.Contains(r.stderr, "note: 1 gateway ports moved and bound") {
 			return fmt.Errorf("sync did not complete the move: %s", r.stderr)
+		}
+		if !nudge && strings.Contains(r.stderr, "gateway ports moved") {
+			return fmt.Errorf("sync nudged the chassis on an OVN without the stale gateway bug: %s", r.stderr)
 		}
 		gateway = to
 		return nil
@@ -340,13 +346,34 @@ func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 
 // The control: the same moves by kubevirt-ovn sync with --move-nudge=false
 // (the priority swap alone) leave the old gateway answering in about 1 of
-// 6 moves on OVN 23.03. It stops at the first stale move (typically within
-// a few); it fails when none of 80 goes stale (a chance of about 5e-7 at 1
-// in 6): then this OVN may have fixed the bug, and the nudge may no longer
-// be needed (see testdata/gateway-moves.md).
+// 6 moves on OVN 23.03. On an OVN with the bug it stops at the first stale
+// move (typically within a few) and fails when none of 80 goes stale (a
+// chance of about 5e-7 at 1 in 6): then this OVN may have fixed the bug,
+// and the nudge may no longer be needed (see testdata/gateway-moves.md).
+// On an OVN with the fix (24.03.0, 23.09.1), where kubevirt-ovn sends no
+// nudge, none of 40 such moves may go stale.
 func TestGatewayMovesPlainSwapGoStale(t *testing.T) {
 	g := newGWMoves(t)
 	gateway := "gw1"
+	if !hasStaleGatewayBug(t) {
+		noNudge := func(to string) error {
+			g.edit("router.yaml", "gateway: "+gateway, "gateway: "+to)
+			r := kubevirtOVN(t, g.syncArgs()...)
+			if r.code != 0 {
+				return fmt.Errorf("sync exited %d: %s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, "gateway ports moved") {
+				return fmt.Errorf("sync nudged on an OVN without the stale gateway bug: %s", r.stderr)
+			}
+			gateway = to
+			return nil
+		}
+		stale, flapped, text := summary(g.moveBackAndForth(noNudge, moves(t, 40)))
+		report(t, "gateway moves by sync on an OVN without the stale gateway bug (no nudge): "+text)
+		assert.Zero(t, stale, "moves after which the old gateway went on answering ARP for the SNAT IP")
+		assert.Zero(t, flapped, "moves during which the port went back to the old gateway")
+		return
+	}
 	noNudge := func(to string) error {
 		g.edit("router.yaml", "gateway: "+gateway, "gateway: "+to)
 		r := kubevirtOVN(t, g.syncArgs("--move-nudge=false")...)

@@ -31,18 +31,9 @@ const ReasonMigrationAtRisk = "MigrationAtRisk"
 // northd_internal_version such as "25.03.0-21.1.0-72.8" reads too) has
 // the monitor-condition bug, and the first fixed release of its series.
 func MonitorConditionBug(v string) (bool, string) {
-	v, _, _ = strings.Cut(v, "-")
-	parts := strings.Split(v, ".")
-	if len(parts) < 3 {
+	n, ok := parseRelease(v)
+	if !ok {
 		return false, ""
-	}
-	var n [3]int
-	for i := range n {
-		x, err := strconv.Atoi(parts[i])
-		if err != nil {
-			return false, ""
-		}
-		n[i] = x
 	}
 	series := n[0]*100 + n[1]
 	fixedIn := func(patch int, fixed string) (bool, string) {
@@ -62,6 +53,46 @@ func MonitorConditionBug(v string) (bool, string) {
 		return fixedIn(1, "25.09.1")
 	}
 	return true, "26.03.0" // 23.09, 24.09: no fixed release of their own
+}
+
+// parseRelease reads "25.03.0" (or a northd_internal_version,
+// "25.03.0-21.1.0-72.8") as year, month and patch.
+func parseRelease(v string) ([3]int, bool) {
+	var n [3]int
+	v, _, _ = strings.Cut(v, "-")
+	parts := strings.Split(v, ".")
+	if len(parts) < 3 {
+		return n, false
+	}
+	for i := range n {
+		x, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return n, false
+		}
+		n[i] = x
+	}
+	return n, true
+}
+
+// StaleGatewayBug says whether ovn-controller of OVN release v may keep a
+// moved gateway port's flows on the chassis it moved away from, answering
+// ARP for the router's addresses and SNATing there until it recomputes
+// (integration/testdata/gateway-moves.md): when the old gateway learns of
+// the move and of the new gateway's claim at once, it never releases the
+// port. 4848bbc92 "Fix flows not removed in ha migration" fixed it in
+// 24.03.0, and in 23.09.1 on its own branch. kubevirt-ovn then nudges the
+// chassis after a move (nb.NudgeBFD: a full recompute on every chassis that
+// runs BFD); a fixed release needs no nudge. The release is ovn-northd's:
+// OVN's upgrade order (ovn-controllers first, then the databases and
+// ovn-northd) keeps the chassis at least at that release. An unknown
+// release ("", or no number) is taken to have it: the nudge is harmless.
+func StaleGatewayBug(v string) bool {
+	n, ok := parseRelease(v)
+	if !ok {
+		return true
+	}
+	series := n[0]*100 + n[1]
+	return series < 2309 || series == 2309 && n[2] < 1
 }
 
 // SetOVNRelease records the OVN release of ovn-northd ("" unknown) and

@@ -28,6 +28,17 @@ func TestMonitorConditionBug(t *testing.T) {
 	}
 }
 
+// TestStaleGatewayBug: releases before 23.09.1 and 24.03.0 (and an
+// unknown one) keep a moved gateway port's flows; later ones do not.
+func TestStaleGatewayBug(t *testing.T) {
+	for release, bug := range map[string]bool{
+		"": true, "garbage": true, "22.03.8": true, "23.03.1-20.27.0-70.6": true, "23.06.4": true,
+		"23.09.0": true, "23.09.1": false, "24.03.0": false, "25.03.0-21.1.0-72.8": false, "26.03.1": false,
+	} {
+		assert.Equal(t, bug, StaleGatewayBug(release), release)
+	}
+}
+
 // TestMigrationAtRisk: on an OVN with the monitor-condition bug, a
 // migrating port keeps its dual binding with a note naming the target and
 // what to do, unless the target's ovn-controller monitors all of the SB;

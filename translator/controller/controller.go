@@ -1179,7 +1179,7 @@ func (c *Controller) reportRouter(ctx context.Context, up translator.UnitPlan, w
 		// Another zone's controller reports this router.
 		return nil
 	}
-	if !c.opts.SkipMoveNudge && home && unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && ovn.IsChassis(ctx, c.sb, before[0]) {
+	if !c.opts.SkipMoveNudge && home && unitErr == nil && len(before) > 0 && len(st.Gateway) > 0 && before[0] != st.Gateway[0] && c.staleGateways() && ovn.IsChassis(ctx, c.sb, before[0]) {
 		c.moved(name, st.Gateway[0])
 	}
 	st.Realized = c.realized(ctx, name, nbCfg, unitErr == nil)
@@ -1282,6 +1282,15 @@ func (c *Controller) unpark(network string) {
 }
 
 // moved records a gateway port moved away from a live chassis.
+// staleGateways says whether the OVN of c's SB may keep a moved gateway
+// port's flows on its old chassis (translator.StaleGatewayBug): only then
+// is a move finished with a nudge.
+func (c *Controller) staleGateways() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return translator.StaleGatewayBug(c.release)
+}
+
 func (c *Controller) moved(router, to string) {
 	c.mu.Lock()
 	c.moves[router] = to

@@ -246,6 +246,7 @@ func readZoneKeys(ctx context.Context, snap *translator.Snapshot, targets []*tar
 			snap.ForeignKeys = map[string][]translator.ForeignKey{}
 		}
 		snap.ForeignKeys[ovn.ZoneKeysSource(t.Zone)] = zk.Foreign
+		t.foreign = zk.Foreign
 	}
 	return nil
 }
@@ -289,7 +290,9 @@ func (r *Report) settle(ctx context.Context, t *target, plan *translator.Plan, r
 		return nil
 	}
 	if t.Zone == "" {
-		if opts.MoveNudge {
+		// Only an OVN whose old gateways may keep a moved port's flows
+		// needs the nudge (translator.StaleGatewayBug).
+		if opts.MoveNudge && translator.StaleGatewayBug(ovn.NorthdRelease(t.sbc)) {
 			FinishMoves(ctx, t.nbc, t.sbc, GatewayMoves(ctx, t.sbc, plan, res, held[0].(translator.Claims).Gateways), opts.Note)
 		}
 		return nil
@@ -299,7 +302,7 @@ func (r *Report) settle(ctx context.Context, t *target, plan *translator.Plan, r
 	if err := ovn.WaitRemotePorts(ctx, t.sbc, translator.RemotePorts(plan, t.Zone)); err != nil {
 		return fmt.Errorf("%s%w", t.Label(), err)
 	}
-	ms, err := checkZoneKeys(ctx, t, plan, res, opts.Instance, opts.NorthdWait)
+	ms, err := checkZoneKeys(ctx, t, plan, res, opts.Instance, opts.NorthdWait, opts.Note)
 	if err != nil {
 		r.Warnings = append(r.Warnings, fmt.Errorf("%stunnel keys not checked: %w", t.Label(), err))
 	}
