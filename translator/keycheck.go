@@ -67,6 +67,12 @@ type KeyMismatch struct {
 	// Holder names the datapath of the zone that has the requested key
 	// ("" when unknown, and for a port).
 	Holder string
+	// Free: no datapath of the zone has the requested key (a switch's
+	// mismatch only). ovn-northd from 25.09 on assigns a datapath's
+	// requested key again only when its NB row changes (or it recomputes):
+	// a key freed by another datapath's going stays unused
+	// (nb.NudgeRequestedKey).
+	Free bool
 }
 
 // String says what differs, where, the likely cause and what breaks, in
@@ -128,6 +134,8 @@ func CheckTunnelKeys(zone string, want []KeyRequest, sb SBKeys) []KeyMismatch {
 		m := KeyMismatch{Zone: zone, KeyRequest: r, Actual: dp.Key}
 		if h, ok := byKey[r.Key]; ok {
 			m.Holder = cmpOr(h.Name, h.NBUUID)
+		} else {
+			m.Free = true
 		}
 		out = append(out, m)
 	}

@@ -31,7 +31,7 @@ func TestCheckTunnelKeys(t *testing.T) {
 			want: []KeyRequest{sw}, sb: SBKeys{Datapaths: []SBDatapath{{NBUUID: "u-x", Name: "kv-net-a", Key: 9}, {NBUUID: "u-a", Key: 100}}}},
 		{name: "UUID unknown: the only binding of its name",
 			want: []KeyRequest{{Network: "net-a", Switch: "kv-net-a", Key: 100}}, sb: SBKeys{Datapaths: []SBDatapath{{Name: "kv-net-a", Key: 5}}},
-			out: []KeyMismatch{{Zone: "z1", KeyRequest: KeyRequest{Network: "net-a", Switch: "kv-net-a", Key: 100}, Actual: 5}}},
+			out: []KeyMismatch{{Zone: "z1", KeyRequest: KeyRequest{Network: "net-a", Switch: "kv-net-a", Key: 100}, Actual: 5, Free: true}}},
 		{name: "UUID known but no binding of it: another row's binding of the same name is not ours",
 			want: []KeyRequest{sw}, sb: SBKeys{Datapaths: []SBDatapath{{NBUUID: "u-old", Name: "kv-net-a", Key: 5}}}},
 		{name: "UUID unknown and two bindings of its name: not guessed",

@@ -13,6 +13,7 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
@@ -50,6 +51,10 @@ type keyChecks struct {
 	routers    map[string][]string
 	// reported are the mismatches last reported per router.
 	reported map[string][]translator.KeyMismatch
+	// nudged is the free key each network's switch was last nudged to
+	// take (nb.NudgeRequestedKey), until its mismatch is gone: one nudge
+	// per mismatch.
+	nudged map[string]int
 }
 
 // checksKeys says whether c checks tunnel keys: in interconnect mode, with
@@ -64,6 +69,7 @@ func (c *Controller) startKeyChecks(ctx context.Context) {
 		done:       make(chan struct{}),
 		mismatches: map[string][]translator.KeyMismatch{},
 		routers:    map[string][]string{},
+		nudged:     map[string]int{},
 		reported:   map[string][]translator.KeyMismatch{},
 	}
 	c.opts.Metrics.setKeyMismatches(c.zone, 0)
@@ -156,6 +162,36 @@ func (c *Controller) networkOfSwitch(ctx context.Context, uuid string) (string, 
 	return u.Name, true
 }
 
+// nudgeFreeKey nudges network's switch once (nb.NudgeRequestedKey) when
+// its requested key is free but the SB gave it another (ovn-northd from
+// 25.09 on gives a freed key only to a row that changes); the SB change
+// that follows checks the network again.
+func (c *Controller) nudgeFreeKey(ctx context.Context, network, uuid string, ms []translator.KeyMismatch) {
+	key := 0
+	for _, m := range ms {
+		if m.Port == "" && m.Free {
+			key = m.Key
+		}
+	}
+	k := c.keys
+	k.mu.Lock()
+	done := key == 0 || k.nudged[network] == key
+	if key == 0 {
+		delete(k.nudged, network)
+	} else {
+		k.nudged[network] = key
+	}
+	k.mu.Unlock()
+	if done {
+		return
+	}
+	if err := nb.NudgeRequestedKey(ctx, fenced{c.nb}, uuid, key); err != nil {
+		c.opts.Log.Info("nudging a switch to take its free tunnel key", "network", network, "key", key, "error", err.Error())
+		return
+	}
+	c.opts.Log.Info("switch nudged to take its tunnel key: it was free but ovn-northd had given the switch another (it gives a freed key only to a row that changes, from OVN 25.09 on)", "network", network, "key", key)
+}
+
 // checkNetwork compares the keys network's switch and our ports on it
 // request in this zone's NB with those the SB gave them, and reports what
 // changed.
@@ -183,6 +219,7 @@ func (c *Controller) checkNetwork(ctx context.Context, network string) {
 			return
 		}
 		ms = translator.CheckTunnelKeys(c.zone, want, have)
+		c.nudgeFreeKey(ctx, network, sw.UUID, ms)
 	}
 
 	k := c.keys

@@ -81,3 +81,35 @@ func NudgeBFD(ctx context.Context, c client.Client) error {
 func anyRow() []ovsdb.Condition {
 	return []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionNotEqual, Value: ovsdb.UUID{GoUUID: "00000000-0000-0000-0000-000000000000"}}}
 }
+
+// NudgeRequestedKey makes ovn-northd read the requested tunnel key of our
+// switch uuid again: it rewrites other_config:requested-tnl-key=key as
+// "0<key>" (the same number to OVN, which reads it in base 10) and back, in
+// two transactions, each only while the row holds the value it replaces.
+// ovn-northd from 25.09 on re-reads a datapath's requested key only when
+// its NB row changes (northd/en-datapath-sync.c): a key another datapath
+// held and gave up is not given to the switch that requests it until then.
+// The row ends as it was.
+func NudgeRequestedKey(ctx context.Context, c client.Client, uuid string, key int) error {
+	const opt = "requested-tnl-key"
+	plain, padded := fmt.Sprint(key), "0"+fmt.Sprint(key)
+	swap := func(from, to string) error {
+		where := []ovsdb.Condition{
+			{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: uuid}},
+			{Column: "other_config", Function: ovsdb.ConditionIncludes, Value: ovsdb.OvsMap{GoMap: map[any]any{opt: from}}},
+		}
+		// One operation: its mutations apply in order, to the row only
+		// while it holds from.
+		ops := []ovsdb.Operation{{Op: ovsdb.OperationMutate, Table: nbmodel.LogicalSwitchTable, Where: where,
+			Mutations: []ovsdb.Mutation{
+				{Column: "other_config", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsMap{GoMap: map[any]any{opt: from}}},
+				{Column: "other_config", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: map[any]any{opt: to}}},
+			}}}
+		_, err := Commit(ctx, c, "Logical_Switch "+uuid+" other_config:"+opt, ops)
+		return err
+	}
+	if err := swap(plain, padded); err != nil {
+		return err
+	}
+	return swap(padded, plain)
+}

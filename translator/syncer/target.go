@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,6 +19,8 @@ type target struct {
 	Target
 	nbc, sbc client.Client
 	read     func(context.Context) error
+	// foreign are the keys datapaths not ours request in the zone's NB.
+	foreign []translator.ForeignKey
 }
 
 // connect dials the NB and reads our rows once (a one-shot sync needs no
@@ -62,8 +65,11 @@ func (t *target) close() {
 // checkZoneKeys compares, once t's ovn-northd has processed the sync
 // (within wait), the tunnel keys t's SB gave our switches and ports with
 // the keys plan's rows of t's zone request; the rows of units whose commit
-// failed (res) are not checked.
-func checkZoneKeys(ctx context.Context, t *target, plan *translator.Plan, res *kvnb.SyncResult, instance string, wait time.Duration) ([]translator.KeyMismatch, error) {
+// failed (res) are not checked. A switch whose requested key no datapath
+// holds, but which has another one, is nudged once (nb.NudgeRequestedKey:
+// ovn-northd from 25.09 on gives a freed key only to a row that changes)
+// and checked again; note says so.
+func checkZoneKeys(ctx context.Context, t *target, plan *translator.Plan, res *kvnb.SyncResult, instance string, wait time.Duration, note func(string)) ([]translator.KeyMismatch, error) {
 	failed := map[translator.Unit]bool{}
 	for _, u := range res.Units {
 		failed[u.Unit] = u.Err != nil
@@ -93,5 +99,54 @@ func checkZoneKeys(ctx context.Context, t *target, plan *translator.Plan, res *k
 	if err != nil {
 		return nil, err
 	}
+	ms := translator.CheckTunnelKeys(t.Zone, want, keys)
+	defer func() { stuckForeign(t, keys, note) }()
+	nudged := 0
+	for _, m := range ms {
+		if m.Port != "" || !m.Free || m.SwitchUUID == "" {
+			continue
+		}
+		if err := kvnb.NudgeRequestedKey(ctx, t.nbc, m.SwitchUUID, m.Key); err != nil {
+			return ms, err
+		}
+		nudged++
+		if note != nil {
+			note(fmt.Sprintf("%sswitch %s: its tunnel key %d was free but ovn-northd had given it %d (it gives a freed key only to a row that changes, from OVN 25.09 on): other_config:requested-tnl-key rewritten with the same value", t.Label(), m.Switch, m.Key, m.Actual))
+		}
+	}
+	if nudged == 0 {
+		return ms, nil
+	}
+	if err := ovn.WaitNorthd(wctx, t.nbc); err != nil {
+		return ms, err
+	}
+	if keys, err = ovn.ReadSBKeys(ctx, t.sbc, ports); err != nil {
+		return ms, err
+	}
 	return translator.CheckTunnelKeys(t.Zone, want, keys), nil
+}
+
+// stuckForeign says, to note, which datapath not ours in t's zone has
+// another key than the one it requests although no datapath holds that
+// key: one whose key ours held and gave up (a collision moves ours). From
+// OVN 25.09 on ovn-northd gives a freed key only to a row that changes;
+// the row is not ours to touch, so it is said with what to do.
+func stuckForeign(t *target, keys translator.SBKeys, note func(string)) {
+	if note == nil {
+		return
+	}
+	byName := map[string][]translator.SBDatapath{}
+	held := map[int]bool{}
+	for _, dp := range keys.Datapaths {
+		byName[dp.Name] = append(byName[dp.Name], dp)
+		held[dp.Key] = true
+	}
+	for _, f := range t.foreign {
+		_, name, ok := strings.Cut(f.Holder, " ")
+		if !ok || len(byName[name]) != 1 || held[f.Key] {
+			continue
+		}
+		note(fmt.Sprintf("%s%s requests tunnel key %d, which no datapath holds, but ovn-northd left it on %d (from OVN 25.09 on it gives a freed key only to a row that changes): its cross-zone traffic breaks until that row changes or ovn-northd recomputes (ovn-appctl -t ovn-northd inc-engine/recompute in this zone)",
+			t.Label(), f.Holder, f.Key, byName[name][0].Key))
+	}
 }
