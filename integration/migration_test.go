@@ -144,9 +144,12 @@ func startMigration(t *testing.T) *env {
 	// The migration runs: hv2 is bound as an additional chassis, blocked
 	// until the VM's RARP there.
 	e.write("vmis.yaml", vmAMigrating("hv1", "    mode: PreCopy"))
-	out := e.sync()
-	assert.Contains(t, out, "update Logical_Switch_Port "+vmAPort)
+	r := kubevirtOVN(t, e.syncArgs()...)
+	require.Equal(t, 0, r.code, r.stderr)
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+	assert.Contains(t, r.stdout, "update Logical_Switch_Port "+vmAPort)
 	assert.Equal(t, "activation-strategy=rarp requested-chassis=hv1,hv2", e.lspOptions())
+	e.monitorConditionBug(r.stderr, "hv2")
 	e.waitBinding("hv2 bound as vm-a's additional chassis", binding{chassis: "hv1", additional: "hv2"})
 	st := kubevirtOVN(t, "status", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint())
 	require.Equal(t, 0, st.code, st.stderr)
