@@ -282,6 +282,7 @@ func NewInputFrom(s *Snapshot) *Input {
 	in.rejectEmptyLB = s.RejectEmptyLB
 	in.defaultDeny = s.DefaultDeny
 	in.singleChassis = s.SingleChassis
+	in.release = s.OVNRelease
 	for _, zone := range slices.Sorted(maps.Keys(s.OfflineMembers)) {
 		in.SetOfflineMembers(zone, s.OfflineMembers[zone])
 	}

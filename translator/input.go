@@ -38,6 +38,10 @@ type Snapshot struct {
 	// migrating VM's port moves when its migration completed
 	// (Input.SetSingleChassis).
 	SingleChassis bool
+	// OVNRelease is ovn-northd's OVN release ("" unknown): a migration
+	// on a release with the monitor-condition bug gets a note
+	// (Input.SetOVNRelease).
+	OVNRelease string
 	// RejectEmptyLB: a load balancer without members rejects (TCP RST,
 	// ICMP unreachable) rather than drops, as ONOS did (Input.SetRejectEmptyLB).
 	RejectEmptyLB bool

@@ -209,6 +209,9 @@ func readDatabases(ctx context.Context, set *manifest.Set, snap *translator.Snap
 		// One OVN without multi-chassis binding (22.03) keeps every
 		// migrating port on its source until its migration completed.
 		snap.SingleChassis = snap.SingleChassis || !ovn.MultiChassis(t.nbc)
+		if t.sbc != nil && snap.OVNRelease == "" {
+			snap.OVNRelease = ovn.NorthdRelease(t.sbc)
+		}
 		if err := RefuseEmpty(ctx, set, t.nbc, opts.Instance, opts.AllowEmpty, opts.Paths); err != nil {
 			return nil, nothingWritten(fmt.Errorf("%s%w", t.Label(), err))
 		}
