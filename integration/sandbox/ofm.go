@@ -52,6 +52,8 @@ type OFM struct {
 	bg       []*ofmBackground
 	seq      int
 	killed   map[string]ofmKilled
+	// frwCleared: nodes whose flow-restore-wait RestartChassis cleared.
+	frwCleared []string
 }
 
 var _ Deployment = (*OFM)(nil)
@@ -563,6 +565,18 @@ type ofmKilled struct {
 // RestartChassis starts again the ovs-vswitchd and ovn-controller that
 // KillChassis killed, as ovn_cluster.sh started them (with TLS when the
 // node's ovn-remote is ssl:), and waits for its chassis in the SB.
+//
+// OVN 24.03.8, 25.03.3, 25.09.3 and 26.03.1 (621f85e92 "controller: Fix
+// bfd up too early after unexpected reboot") set the Open_vSwitch
+// other_config:flow-restore-wait=true while ovn-controller starts; killed
+// then, it leaves it set, and the restarted ovs-vswitchd forwards nothing
+// until ovn-controller clears it, which it cannot when its SB connection
+// crosses that ovs-vswitchd (here the node's br-phy; with ovn-kubernetes
+// the node's br-ex): a deadlock, fixed by its revert in 24.03.9, 25.09.4
+// and 26.03.2, which clear the key they set (79350ef86). As those do, a
+// key OVN marked as its own (external_ids:ovn-managed-flow-restore-wait)
+// is removed before ovs-vswitchd starts again; FlowRestoreWaitCleared says
+// on which nodes it was.
 func (o *OFM) RestartChassis(node string) error {
 	o.mu.Lock()
 	k, ok := o.killed[node]
@@ -572,6 +586,8 @@ func (o *OFM) RestartChassis(node string) error {
 	}
 	script := []string{
 		"set -e",
+		`if [ "$(ovs-vsctl --no-wait get open . external_ids:ovn-managed-flow-restore-wait 2>/dev/null)" = '"true"' ]; then` +
+			` ovs-vsctl --no-wait remove open . other_config flow-restore-wait -- remove open . external_ids ovn-managed-flow-restore-wait; echo cleared; fi`,
 		"/usr/share/openvswitch/scripts/ovs-ctl start --system-id=" + node + " >/dev/null",
 	}
 	if k.brPhy != "" {
@@ -580,10 +596,14 @@ func (o *OFM) RestartChassis(node string) error {
 	script = append(script,
 		`ssl=; case "$(ovs-vsctl get open . external_ids:ovn-remote)" in *ssl:*) ssl="--ovn-controller-ssl-key=/opt/ovn/ovn-privkey.pem --ovn-controller-ssl-cert=/opt/ovn/ovn-cert.pem --ovn-controller-ssl-ca-cert=/opt/ovn/pki/switchca/cacert.pem";; esac`,
 		"/usr/share/ovn/scripts/ovn-ctl start_controller $ssl >/dev/null")
-	if _, err := o.Exec(node, "bash", "-c", strings.Join(script, "\n")); err != nil {
+	out, err := o.Exec(node, "bash", "-c", strings.Join(script, "\n"))
+	if err != nil {
 		return err
 	}
 	o.mu.Lock()
+	if strings.Contains(out, "cleared") {
+		o.frwCleared = append(o.frwCleared, node)
+	}
 	delete(o.killed, node)
 	if k.gateway {
 		o.gateways = append(o.gateways, node)
@@ -594,6 +614,14 @@ func (o *OFM) RestartChassis(node string) error {
 	}
 	o.mu.Unlock()
 	return nil
+}
+
+// FlowRestoreWaitCleared are the nodes whose flow-restore-wait, left set
+// by a killed ovn-controller, RestartChassis cleared.
+func (o *OFM) FlowRestoreWaitCleared() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.frwCleared)
 }
 
 // hostPid is the host pid of pid nsPid in node's pid namespace.
