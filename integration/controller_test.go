@@ -374,7 +374,7 @@ func TestControllerConvergesReportsStatusAndRepairsDrift(t *testing.T) {
 		a, _, _ := unstructured.NestedString(u.Object, "status", "gateway", "active")
 		return p == "gw2" && a == "gw2"
 	})
-	nudge := hasStaleGatewayBug(t)
+	nudge := expectFacts(t).staleGateway
 	if nudge {
 		waitNB(t, "the chassis nudged after the move", func() bool {
 			return strings.Contains(nbctl(t, e.l, "get", "NB_Global", ".", "options"), `bfd-mult="3"`)

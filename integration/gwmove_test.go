@@ -321,7 +321,7 @@ func moves(t *testing.T, n int) int {
 func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 	g := newGWMoves(t)
 	gateway := "gw1"
-	nudge := hasStaleGatewayBug(t)
+	nudge := expectFacts(t).staleGateway
 	bySync := func(to string) error {
 		g.edit("router.yaml", "gateway: "+gateway, "gateway: "+to)
 		r := kubevirtOVN(t, g.syncArgs()...)
@@ -360,7 +360,7 @@ func TestGatewayMovesLeaveNoStaleGateway(t *testing.T) {
 func TestGatewayMovesPlainSwapGoStale(t *testing.T) {
 	g := newGWMoves(t)
 	gateway := "gw1"
-	bug := hasStaleGatewayBug(t)
+	bug := expectFacts(t).staleGateway
 	// On a fixed OVN sync sends no nudge by itself; on one with the bug
 	// --move-nudge=false stops it.
 	var flags []string

@@ -82,7 +82,7 @@ func TestZonesForeignKeyIsNotTaken(t *testing.T) {
 	// changes or northd recomputes, which sync says (the row is not ours),
 	// and the recompute it names does it.
 	stuck := "note: zone hv2: Logical_Switch transit_switch requests tunnel key " + netB + ", which no datapath holds, but ovn-northd left it on"
-	if northdKeepsFreedKeys(t) {
+	if expectFacts(t).keepsFreedKeys {
 		assert.Contains(t, r.stderr, stuck)
 		assert.NotEqual(t, netB, bound("hv2", "transit_switch"))
 		_, err := sandbox.Run(e.z.Zone("hv2").Dir, "ovn-appctl", "-t", filepath.Join(e.z.Zone("hv2").Dir, "northd", "ovn-northd.ctl"), "inc-engine/recompute")
