@@ -206,7 +206,7 @@ func pollBinding(e *env, port string, want binding) error {
 	var last binding
 	err := sandbox.Poll(60*time.Second, "the binding of "+port, func() (bool, error) {
 		last = e.portBinding(port)
-		return last == want, nil
+		return last.is(want), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w; last seen %+v", err, last)

@@ -39,6 +39,14 @@ type ovnFacts struct {
 	// 25.09, northd/en-datapath-sync.c); before, every round assigned
 	// every requested key again.
 	keepsFreedKeys bool
+	// staleActivation: an options:additional-chassis-activated flag
+	// that ovn-controller writes on a port already bound to one chassis
+	// (a RARP it handled after the port's collapse) stays there: ovn-northd
+	// handles that SB change incrementally, without rewriting the port's
+	// options, and keeps the flag on the port's next dual binding (it
+	// reads the new requested additional chassis first since 23.09). OVN
+	// 23.03's ovn-northd recomputes and drops it at once.
+	staleActivation bool
 }
 
 // expectFacts is ovnFacts of the suite's release.
@@ -50,9 +58,9 @@ func expectFacts(t *testing.T) ovnFacts {
 	case "23.03":
 		return ovnFacts{staleGateway: true}
 	case "25.03":
-		return ovnFacts{monitorBug: !rel.AtLeast(25, 3, 2)}
+		return ovnFacts{monitorBug: !rel.AtLeast(25, 3, 2), staleActivation: true}
 	case "26.03":
-		return ovnFacts{keepsFreedKeys: true}
+		return ovnFacts{keepsFreedKeys: true, staleActivation: true}
 	}
 	require.FailNow(t, "no expectation for this release", "%s: say in expectFacts what the suite expects of it", rel)
 	return ovnFacts{}

@@ -39,7 +39,7 @@ func waitZoneBinding(t *testing.T, zdb *sandbox.ZoneDB, port, what string, want 
 	var last binding
 	require.NoError(t, sandbox.Poll(60*time.Second, what, func() (bool, error) {
 		last = sbBinding(t, zdb, port)
-		return last == want, nil
+		return last.is(want), nil
 	}), "zone %s, last seen: %+v", zdb.Name, last)
 }
 
