@@ -64,7 +64,7 @@ func TestFloatingIPsReadAndReported(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o, ok, _ := s.fips.GetStore().GetByKey("fip-1")
 		return ok && o.(*unstructured.Unstructured).Object["status"] != nil
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	bound := translator.FloatingIPStatus{Name: "fip-1", ID: "fip-1", Generation: 2, Ready: true, Port: "kv-net-a_default_vm-a_eth1", Gateway: "gw1"}
 	require.NoError(t, s.ReportFloatingIPs(ctx, []translator.FloatingIPStatus{bound, {Name: "gone", Ready: true}}))
 	st = fipStatus(t, client, "fip-1")
@@ -76,7 +76,7 @@ func TestFloatingIPsReadAndReported(t *testing.T) {
 		o, _, _ := s.fips.GetStore().GetByKey("fip-1")
 		p, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "status", "port")
 		return p != ""
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	before := len(client.Actions())
 	require.NoError(t, s.ReportFloatingIPs(ctx, []translator.FloatingIPStatus{bound}))
 	assert.Len(t, client.Actions(), before, "an unchanged status is not written")
@@ -110,7 +110,7 @@ func TestOptionalKindsNotServed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.Start(ctx)
-	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, s.HasSynced, settle, 10*time.Millisecond)
 	assert.Len(t, s.Input().Routers(), 1)
 	assert.Nil(t, s.fips)
 	assert.Nil(t, s.sgs)

@@ -91,5 +91,5 @@ func waitCondition(t *testing.T, s *Source, router, status string) {
 		st, _, _ := unstructured.NestedMap(u.Object, "status")
 		c := condition(st, ConditionTunnelKeys)
 		return c != nil && c["status"] == status
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 }

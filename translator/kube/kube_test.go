@@ -42,7 +42,7 @@ func startSource(t *testing.T, objs ...runtime.Object) (*Source, *dynamicfake.Fa
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.Start(ctx)
-	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, s.HasSynced, settle, 10*time.Millisecond)
 	return s, client, rec
 }
 
@@ -74,7 +74,7 @@ func TestReportWritesStatusAndEvents(t *testing.T) {
 	require.Eventually(t, func() bool {
 		u, _ := s.current("r1")
 		return u != nil && u.Object["status"] != nil
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	ok := controller.RouterStatus{Generation: 3, Realized: true, Gateway: []string{"gw1", "gw2"}, SNATIP: "172.16.0.100"}
 	require.NoError(t, s.Report(ctx, "r1", ok))
 	st = status(t, client, "r1")
@@ -89,7 +89,7 @@ func TestReportWritesStatusAndEvents(t *testing.T) {
 		u, _ := s.current("r1")
 		ip, _, _ := unstructured.NestedString(u.Object, "status", "snatIP")
 		return ip == "172.16.0.100"
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	moved := ok
 	moved.Gateway, moved.GatewayChanged = []string{"gw2", "gw1"}, true
 	require.NoError(t, s.Report(ctx, "r1", moved))
@@ -100,7 +100,7 @@ func TestReportWritesStatusAndEvents(t *testing.T) {
 		u, _ := s.current("r1")
 		p, _, _ := unstructured.NestedString(u.Object, "status", "gateway", "primary")
 		return p == "gw2"
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	before := len(client.Actions())
 	require.NoError(t, s.Report(ctx, "r1", controller.RouterStatus{Generation: 3, Realized: true, Gateway: []string{"gw2", "gw1"}, SNATIP: "172.16.0.100"}))
 	assert.Len(t, client.Actions(), before, "an unchanged status is not written")
@@ -122,7 +122,7 @@ func TestFinalizerAddedAndRemoved(t *testing.T) {
 	require.Eventually(t, func() bool {
 		cur, _ := s.current("r1")
 		return cur != nil && len(cur.GetFinalizers()) == 1
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	require.NoError(t, s.Removed(ctx, "r1"))
 	u, err = client.Resource(RouterGVR).Get(ctx, "r1", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -192,7 +192,7 @@ func TestAllocatorSourceTakesNoOVNKubernetesKey(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.Start(ctx)
-	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, s.HasSynced, settle, 10*time.Millisecond)
 	s.Input().SetChassis([]translator.Chassis{{Name: "hv1", Zone: "hv1"}}, true)
 	up := s.Input().Plan(translator.Unit{Kind: translator.KindNetwork, Name: "net-a"}, "test", nil)
 	require.Empty(t, up.Errs)

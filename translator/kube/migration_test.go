@@ -143,7 +143,7 @@ func TestMigrationStartsFromItsTargetPod(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pods.Create(ctx, targetPod("virt-launcher-vm-ghost-x", "g1", "hv3", "Pending"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, ok, _ := s.pods.GetStore().GetByKey("default/virt-launcher-vm-ghost-x"); return ok }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { _, ok, _ := s.pods.GetStore().GetByKey("default/virt-launcher-vm-ghost-x"); return ok }, settle, 10*time.Millisecond)
 	waitBound(t, binding, "a migration of another VMI", "hv1,hv2")
 
 	// The target pod deleted mid-way: back onto the source.
@@ -225,7 +225,7 @@ func TestMigrationWithoutPods(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.Start(ctx)
-	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, s.HasSynced, settle, 10*time.Millisecond)
 	assert.Nil(t, s.pods)
 	assert.NotNil(t, s.vmims)
 	port := translator.VMPortName("net-a", "default", "vm-a", "eth1")

@@ -124,7 +124,7 @@ func startRecording(t *testing.T, objs ...runtime.Object) (*Source, *dynamicfake
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s.Start(ctx)
-	require.Eventually(t, s.HasSynced, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, s.HasSynced, settle, 10*time.Millisecond)
 	return s, client, rec, got
 }
 
@@ -160,7 +160,7 @@ func TestSecurityGroupsRead(t *testing.T) {
 	require.Eventually(t, func() bool {
 		us, _ := got.since(n)
 		return slices.Contains(us, sgWeb)
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	assert.Contains(t, acls(), "rule/http outport == @"+pg+" && ip4 && tcp && tcp.dst == 8080")
 
 	// A port that is no number: the group fails, naming the rule.
@@ -168,7 +168,7 @@ func TestSecurityGroupsRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		return len(s.Input().Plan(sgWeb, "test", nil).Errs) > 0
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	up := s.Input().Plan(sgWeb, "test", nil)
 	require.Len(t, up.Errs, 1)
 	assert.Equal(t, `SecurityGroupRule http: spec.portRangeMin "eighty" is not a number`, up.Errs[0].Error())
@@ -214,7 +214,7 @@ func TestVirtualMachineBindsSecurityGroups(t *testing.T) {
 		require.Eventually(t, func() bool {
 			_, m := got.since(0)
 			return m > n
-		}, 5*time.Second, 10*time.Millisecond)
+		}, settle, 10*time.Millisecond)
 		us, _ := got.since(n)
 		return us
 	}
@@ -243,14 +243,14 @@ func TestVirtualMachineBindsSecurityGroups(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, m := got.since(0)
 		return m > n
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 	_, m := got.since(n)
 	assert.Equal(t, n+1, m, "only vm-other's add set anything")
 
 	// Without the VM, the VMI's annotation binds.
 	_, n = got.since(0)
 	require.NoError(t, vms.Delete(context.Background(), "vm-a", metav1.DeleteOptions{}))
-	require.Eventually(t, func() bool { return slices.Equal(groups(), []string{"sg-vmi"}) }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return slices.Equal(groups(), []string{"sg-vmi"}) }, settle, 10*time.Millisecond)
 	us, _ := got.since(n)
 	assert.Contains(t, us, translator.Unit{Kind: translator.KindSecurityGroup, Name: "sg-vmi"})
 }
@@ -280,7 +280,7 @@ func waitCached(t *testing.T, s *Source, store interface {
 		}
 		msg, _ := readyOf(asMap(o.(*unstructured.Unstructured).Object["status"]))
 		return msg == message
-	}, 5*time.Second, 10*time.Millisecond)
+	}, settle, 10*time.Millisecond)
 }
 
 // A group's status says Ready, its rules' errors (each named) or its own;

@@ -39,7 +39,7 @@ func TestStoreRefusesTheLaterZonesClaimOnAChassis(t *testing.T) {
 	}, funcr.Options{})
 	store := NewStore(client, nil, ns, 0, log)
 	store.Start(ctx)
-	require.Eventually(t, store.HasSynced, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, store.HasSynced, settle, 10*time.Millisecond)
 
 	chassis := func(zone string, names ...string) []translator.Chassis {
 		var out []translator.Chassis
@@ -58,7 +58,7 @@ func TestStoreRefusesTheLaterZonesClaimOnAChassis(t *testing.T) {
 				}
 			}
 			return false
-		}, 5*time.Second, 10*time.Millisecond, "zone %s in the store", zone)
+		}, settle, 10*time.Millisecond, "zone %s in the store", zone)
 	}
 	publish("zone-b", "hv1", "hv2")
 	assert.Equal(t, chassis("zone-b", "hv1", "hv2"), store.Chassis())
