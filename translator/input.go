@@ -217,10 +217,16 @@ type Network struct {
 	// PhysicalNetworkName is the localnet network_name of a FLAT or VLAN
 	// network (ovn-bridge-mappings on the chassis); default: Name.
 	PhysicalNetworkName string
-	HostRoutes          []HostRoute
-	IPPool              *IPPool
-	DNSes               []string
-	DefaultRoute        bool
+	// IPv6CIDR and IPv6GatewayIP are the network's IPv6 side, a
+	// kubevirt-ovn extension of network-config (ipv6Cidr, ipv6GatewayIp):
+	// a /64 whose VMs configure their address by SLAAC from the router
+	// advertisements of the gateway address ("" for an IPv4-only network).
+	IPv6CIDR      string
+	IPv6GatewayIP string
+	HostRoutes    []HostRoute
+	IPPool        *IPPool
+	DNSes         []string
+	DefaultRoute  bool
 }
 
 // HostRoute is a network-config host route.
@@ -250,6 +256,11 @@ type VMInterface struct {
 	NetworkNamespace string
 	MAC              string
 	IP               string
+	// IPv6 are the IPv6 addresses status.interfaces reports for the
+	// interface (guest agent), comma-joined ("" for none): those in the
+	// network's ipv6Cidr, and link-local ones, are its port's; without
+	// any, its port has the SLAAC (EUI-64) address of its MAC.
+	IPv6 string
 	// MACField and IPField name where MAC and IP were read, for errors;
 	// "": status.interfaces[Interface].mac and .ipAddress.
 	MACField, IPField string

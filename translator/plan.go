@@ -141,7 +141,11 @@ type network struct {
 	*Network
 	prefix  netip.Prefix
 	gateway netip.Addr // invalid when the network has no gatewayIp
-	segment int
+	// prefix6 and gateway6 are its IPv6 side (ipv6Cidr, ipv6GatewayIp),
+	// invalid when it has none.
+	prefix6  netip.Prefix
+	gateway6 netip.Addr
+	segment  int
 	// pool is the ipPool's first and last address; invalid without one.
 	// Informational (IPPool): it fences no VM address.
 	poolStart, poolEnd netip.Addr
@@ -374,7 +378,8 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, bin
 			np.VMErrors = append(np.VMErrors, vp.err)
 			continue
 		}
-		addr := vp.mac + " " + vp.ip
+		addr := strings.Join(append([]string{vp.mac, vp.ip}, vp.ip6...), " ")
+		security := strings.Join(append([]string{addr}, vp.ll6...), " ")
 		ids := OwnerIDs(instance, u)
 		ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
 		opts, note := binder.binding(vp.VMInterface, vp.port)
@@ -387,7 +392,7 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, bin
 		np.Ports = append(np.Ports, &nbmodel.LogicalSwitchPort{
 			Name:         vp.port,
 			Addresses:    []string{addr},
-			PortSecurity: []string{addr},
+			PortSecurity: []string{security},
 			Options:      opts,
 			ExternalIDs:  ids,
 		})
@@ -516,6 +521,22 @@ func validateNetwork(in *Network) (*network, []error) {
 			n.gateway = gw
 		}
 	}
+	if in.IPv6CIDR != "" {
+		n.prefix6, errs = validateIPv6(in, errs)
+		if in.IPv6GatewayIP != "" && n.prefix6.IsValid() {
+			gw, err := netip.ParseAddr(in.IPv6GatewayIP)
+			switch {
+			case err != nil || !gw.Is6() || gw.Is4In6() || gw.Zone() != "":
+				errs = append(errs, networkErr(in, "network-config.ipv6GatewayIp", "%q is not an IPv6 address", in.IPv6GatewayIP))
+			case !n.prefix6.Contains(gw) || gw == n.prefix6.Addr():
+				errs = append(errs, networkErr(in, "network-config.ipv6GatewayIp", "%s is not a host address of ipv6Cidr %s", gw, n.prefix6))
+			default:
+				n.gateway6 = gw
+			}
+		}
+	} else if in.IPv6GatewayIP != "" {
+		errs = append(errs, networkErr(in, "network-config.ipv6GatewayIp", "is set without network-config.ipv6Cidr"))
+	}
 	if in.MTU < 0 || in.MTU > 65535 {
 		errs = append(errs, networkErr(in, "network-config.mtu", "%d is not between 0 and 65535", in.MTU))
 	}
@@ -580,13 +601,85 @@ func validateNetwork(in *Network) (*network, []error) {
 	return n, errs
 }
 
+// validateIPv6 parses in's ipv6Cidr: an IPv6 /64, the prefix length
+// SLAAC derives addresses in (RFC 4862 with RFC 4291's 64-bit interface
+// identifiers); an error is appended to errs.
+func validateIPv6(in *Network, errs []error) (netip.Prefix, []error) {
+	p, err := netip.ParsePrefix(in.IPv6CIDR)
+	switch {
+	case err != nil:
+		return netip.Prefix{}, append(errs, networkErr(in, "network-config.ipv6Cidr", "%q is not a CIDR", in.IPv6CIDR))
+	case !p.Addr().Is6() || p.Addr().Is4In6() || p.Addr().Zone() != "":
+		return netip.Prefix{}, append(errs, networkErr(in, "network-config.ipv6Cidr", "%s is not an IPv6 CIDR", in.IPv6CIDR))
+	case p.Bits() != 64:
+		return netip.Prefix{}, append(errs, networkErr(in, "network-config.ipv6Cidr", "%s is a /%d: VMs configure their address by SLAAC, which needs a /64", in.IPv6CIDR, p.Bits()))
+	case p.Addr().IsLinkLocalUnicast() || p.Addr().IsMulticast() || p.Addr().IsLoopback():
+		return netip.Prefix{}, append(errs, networkErr(in, "network-config.ipv6Cidr", "%s is not a unicast prefix a network can route", in.IPv6CIDR))
+	}
+	return p.Masked(), errs
+}
+
+// SLAACAddress is the address SLAAC gives an interface of MAC mac (as
+// parseMAC returns it) in /64 prefix: the prefix and the modified EUI-64
+// interface identifier of the MAC (RFC 4291 appendix A), what OVN's port
+// security and a guest using EUI-64 addresses derive alike.
+func SLAACAddress(prefix netip.Prefix, mac string) netip.Addr {
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return netip.Addr{}
+	}
+	b := prefix.Addr().As16()
+	b[8], b[9], b[10] = hw[0]^0x02, hw[1], hw[2]
+	b[11], b[12] = 0xff, 0xfe
+	b[13], b[14], b[15] = hw[3], hw[4], hw[5]
+	return netip.AddrFrom16(b)
+}
+
+// vmIPv6 are the IPv6 addresses of v's port on network n (none on an
+// IPv4-only network), MAC mac: the addresses status reports in its
+// ipv6Cidr, else the SLAAC address of its MAC, sorted; and the link-local
+// addresses status reports, which port security must let through besides
+// (a guest with stable-privacy addresses has no EUI-64 link-local address,
+// the one OVN allows by itself).
+func vmIPv6(v *VMInterface, n *network, mac string) (global, linkLocal []string) {
+	if !n.prefix6.IsValid() {
+		return nil, nil
+	}
+	var reported []string
+	if v.IPv6 != "" {
+		reported = strings.Split(v.IPv6, ",")
+	}
+	for _, s := range reported {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is6() || a.Is4In6() {
+			continue
+		}
+		a = a.WithZone("")
+		switch {
+		case a.IsLinkLocalUnicast():
+			linkLocal = append(linkLocal, a.String())
+		case n.prefix6.Contains(a) && a != n.gateway6 && a != n.prefix6.Addr():
+			global = append(global, a.String())
+		}
+	}
+	if len(global) == 0 {
+		global = []string{SLAACAddress(n.prefix6, mac).String()}
+	}
+	slices.Sort(global)
+	slices.Sort(linkLocal)
+	return slices.Compact(global), slices.Compact(linkLocal)
+}
+
 // vmPort is a VM interface's port on a network: its name and address, or
 // why it cannot have one.
 type vmPort struct {
 	*VMInterface
 	port    string
 	mac, ip string
-	err     error
+	// ip6 are its IPv6 addresses, ll6 the link-local ones its port
+	// security allows besides (vmIPv6).
+	ip6, ll6 []string
+	err      error
 }
 
 // planVMPorts validates the VM interfaces of network n. A MAC or an IP
@@ -599,6 +692,9 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	for _, v := range vms {
 		vp := vmPort{VMInterface: v, port: VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)}
 		vp.mac, vp.ip, vp.err = validateVM(v, n)
+		if vp.err == nil {
+			vp.ip6, vp.ll6 = vmIPv6(v, n, vp.mac)
+		}
 		out = append(out, vp)
 	}
 	slices.SortFunc(out, func(a, b vmPort) int { return strings.Compare(a.port, b.port) })
@@ -606,10 +702,14 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	// An address's key is "network MAC" or "network IP", as in held.
 	type address struct{ key, field, kind, value string }
 	addresses := func(vp *vmPort) []address {
-		return []address{
+		out := []address{
 			{n.Name + " " + vp.mac, vp.macField(), "MAC", vp.mac},
 			{n.Name + " " + vp.ip, vp.ipField(), "IP", vp.ip},
 		}
+		for _, a := range vp.ip6 {
+			out = append(out, address{n.Name + " " + a, "status.interfaces[" + vp.Interface + "].ipAddresses", "IPv6 address", a})
+		}
+		return out
 	}
 	owner := map[string]*vmPort{}
 	for i := range out {
@@ -840,6 +940,9 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 			if other.prefix.Overlaps(n.prefix) {
 				bad(field, "network %s (%s) overlaps network %s (%s)", name, n.prefix, other.Name, other.prefix)
 			}
+			if n.prefix6.IsValid() && other.prefix6.IsValid() && other.prefix6.Overlaps(n.prefix6) {
+				bad(field, "network %s (ipv6Cidr %s) overlaps network %s (ipv6Cidr %s)", name, n.prefix6, other.Name, other.prefix6)
+			}
 		}
 		vr.internal = append(vr.internal, n)
 	}
@@ -902,6 +1005,38 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 	return vr, errs
 }
 
+// RAInterval is the longest time, in seconds, between the unsolicited
+// router advertisements of an IPv6 network's router port (OVN's
+// max_interval; it answers router solicitations at once): a VM that
+// missed both still configures its address within it.
+const RAInterval = 60
+
+// raConfigs are the ipv6_ra_configs of the router port on valid network n,
+// which has an IPv6 gateway: SLAAC, periodic advertisements, the
+// network's MTU when IPv6 can carry it (1280 or more) and its IPv6 DNS
+// server (RDNSS, RFC 8106: its first; OVN announces one).
+func raConfigs(n *network) map[string]string {
+	ra := map[string]string{
+		"address_mode":  "slaac",
+		"send_periodic": "true",
+		"max_interval":  strconv.Itoa(RAInterval),
+		"min_interval":  strconv.Itoa(RAInterval / 3),
+	}
+	if n.MTU >= 1280 {
+		ra["mtu"] = strconv.Itoa(n.MTU)
+	}
+	var dns []string
+	for _, d := range n.DNSes {
+		if a, err := netip.ParseAddr(d); err == nil && a.Is6() && !a.Is4In6() {
+			dns = append(dns, a.String())
+		}
+	}
+	if len(dns) > 0 {
+		ra["rdnss"] = dns[0]
+	}
+	return ra
+}
+
 // routerRows plans the rows of router r, which passed its checks and got
 // its claims and gateways.
 func routerRows(r *router, instance string) RouterPlan {
@@ -925,12 +1060,17 @@ func routerRows(r *router, instance string) RouterPlan {
 	for _, n := range r.internal {
 		lrp := RouterPortName(r.Name, n.Name)
 		bits := n.prefix.Bits()
-		rp.Ports = append(rp.Ports, &nbmodel.LogicalRouterPort{
+		port := &nbmodel.LogicalRouterPort{
 			Name:        lrp,
 			MAC:         r.mac,
 			Networks:    []string{fmt.Sprintf("%s/%d", n.gateway, bits)},
 			ExternalIDs: ids(),
-		})
+		}
+		if n.gateway6.IsValid() {
+			port.Networks = append(port.Networks, fmt.Sprintf("%s/%d", n.gateway6, n.prefix6.Bits()))
+			port.Ipv6RaConfigs = raConfigs(n)
+		}
+		rp.Ports = append(rp.Ports, port)
 		rp.SwitchPorts = append(rp.SwitchPorts, SwitchPort{Network: n.Name, Port: &nbmodel.LogicalSwitchPort{
 			Name:        SwitchRouterPortName(n.Name, r.Name),
 			Type:        "router",

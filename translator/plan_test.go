@@ -440,6 +440,36 @@ func TestBuildRouter(t *testing.T) {
 	}
 }
 
+// TestBuildRouterDualStack: a dual stack internal network's router port
+// has both gateways and advertises its /64 for SLAAC, with the network's
+// MTU and first IPv6 DNS server; an IPv4-only network's has neither; a
+// network with an ipv6Cidr but no ipv6GatewayIp has no IPv6 router side.
+func TestBuildRouterDualStack(t *testing.T) {
+	a := dualStack(netA())
+	a.MTU, a.DNSes = 1450, []string{"8.8.8.8", "2001:4860:4860::8888", "2001:4860:4860::8844"}
+	b := dualStack(netB())
+	b.IPv6GatewayIP = ""
+	s := &Snapshot{Networks: []Network{a, b}, Routers: []Router{{Name: "r1", MAC: "02:00:00:00:00:01", Internal: []string{"net-a", "net-b"}}}}
+	p := Build(s, testInstance)
+	require.Empty(t, p.Errors)
+	rp := findRouter(p, "r1")
+	require.NotNil(t, rp)
+	require.Len(t, rp.Ports, 2)
+	assert.Equal(t, &nbmodel.LogicalRouterPort{
+		Name: "kv-rtos-r1_net-a", MAC: "02:00:00:00:00:01", Networks: []string{"10.10.0.1/24", "fd00:10::1/64"},
+		Ipv6RaConfigs: map[string]string{"address_mode": "slaac", "send_periodic": "true", "max_interval": "60", "min_interval": "20", "mtu": "1450", "rdnss": "2001:4860:4860::8888"},
+		ExternalIDs:   routerIDs("r1"),
+	}, rp.Ports[0])
+	assert.Equal(t, []string{"10.20.0.1/24"}, rp.Ports[1].Networks)
+	assert.Empty(t, rp.Ports[1].Ipv6RaConfigs)
+	// A VM port of net-b still has its SLAAC address: the network is dual
+	// stack on its switch, routed or not.
+	s.VMs = []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-b", NetworkNamespace: "default", MAC: "50:54:00:00:00:06", IP: "10.20.0.6"}}
+	np := findNetwork(Build(s, testInstance), "net-b")
+	require.NotNil(t, np)
+	assert.Equal(t, []string{"50:54:00:00:00:06 10.20.0.6 fd00:20::5254:ff:fe00:6"}, np.Ports[0].Addresses)
+}
+
 func TestBuildRouterDerivedMAC(t *testing.T) {
 	s := &Snapshot{Networks: []Network{netA()}, Routers: []Router{{Name: "r1", Internal: []string{"net-a"}}}}
 	p1 := Build(s, testInstance)
@@ -453,6 +483,13 @@ func TestBuildRouterDerivedMAC(t *testing.T) {
 
 	s.Routers[0].Name = "r2"
 	assert.NotEqual(t, mac, Build(s, testInstance).Routers[0].Ports[0].MAC, "derived MAC depends on the router name")
+}
+
+// dualStack is n with the IPv6 side fd00:<third octet of its CIDR>::/64.
+func dualStack(n Network) Network {
+	third := strings.Split(n.CIDR, ".")[1]
+	n.IPv6CIDR, n.IPv6GatewayIP = "fd00:"+third+"::/64", "fd00:"+third+"::1"
+	return n
 }
 
 func TestBuildVMPorts(t *testing.T) {
@@ -472,6 +509,32 @@ func TestBuildVMPorts(t *testing.T) {
 			want: []*nbmodel.LogicalSwitchPort{
 				{Name: "kv-net-a_default_vm1_eth1", Addresses: []string{"50:54:00:00:00:05 10.10.0.5"}, PortSecurity: []string{"50:54:00:00:00:05 10.10.0.5"},
 					Options: map[string]string{"requested-chassis": "hv1"}, ExternalIDs: vmIDs("net-a", "default/vm1")},
+			},
+		},
+		{
+			name:    "dual stack: the SLAAC address of the MAC",
+			network: dualStack(netA()),
+			vms: []VMInterface{
+				{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5"},
+			},
+			want: []*nbmodel.LogicalSwitchPort{
+				{Name: "kv-net-a_default_vm1_eth1", Addresses: []string{"50:54:00:00:00:05 10.10.0.5 fd00:10::5254:ff:fe00:5"},
+					PortSecurity: []string{"50:54:00:00:00:05 10.10.0.5 fd00:10::5254:ff:fe00:5"}, ExternalIDs: vmIDs("net-a", "default/vm1")},
+			},
+		},
+		{
+			// A guest with stable-privacy addresses (RFC 7217): status
+			// reports them; one outside the ipv6Cidr and the gateway are
+			// not the port's.
+			name:    "dual stack: the IPv6 addresses status reports",
+			network: dualStack(netA()),
+			vms: []VMInterface{
+				{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5",
+					IPv6: "fd00:10::a1b2:c3d4:e5f6:789,fe80::1c2d:3e4f:5a6b:7c8d%eth1,2001:db8::7,fd00:10::1"},
+			},
+			want: []*nbmodel.LogicalSwitchPort{
+				{Name: "kv-net-a_default_vm1_eth1", Addresses: []string{"50:54:00:00:00:05 10.10.0.5 fd00:10::a1b2:c3d4:e5f6:789"},
+					PortSecurity: []string{"50:54:00:00:00:05 10.10.0.5 fd00:10::a1b2:c3d4:e5f6:789 fe80::1c2d:3e4f:5a6b:7c8d"}, ExternalIDs: vmIDs("net-a", "default/vm1")},
 			},
 		},
 		{
@@ -1255,6 +1318,60 @@ func TestValidation(t *testing.T) {
 			name:   "IPv6 gatewayIp",
 			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").GatewayIP = "fd00:10::1" },
 			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.gatewayIp ", msg: "not an IPv4 address",
+		},
+		// The IPv6 side of a dual stack network.
+		{
+			name:   "malformed ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").IPv6CIDR = "fd00:10::x/64" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Cidr ", msg: "not a CIDR",
+		},
+		{
+			name:   "IPv4 ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").IPv6CIDR = "10.11.0.0/24" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Cidr ", msg: "not an IPv6 CIDR",
+		},
+		{
+			name:   "ipv6Cidr longer than /64",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").IPv6CIDR = "fd00:10::/80" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Cidr ", msg: "is a /80: VMs configure their address by SLAAC, which needs a /64",
+		},
+		{
+			name:   "link-local ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").IPv6CIDR = "fe80::/64" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Cidr ", msg: "not a unicast prefix",
+		},
+		{
+			name: "ipv6GatewayIp outside the ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.IPv6CIDR, n.IPv6GatewayIP = "fd00:10::/64", "fd00:11::1"
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6GatewayIp ", msg: "not a host address of ipv6Cidr fd00:10::/64",
+		},
+		{
+			name: "IPv4 ipv6GatewayIp",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.IPv6CIDR, n.IPv6GatewayIP = "fd00:10::/64", "10.10.0.1"
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6GatewayIp ", msg: "not an IPv6 address",
+		},
+		{
+			name:   "ipv6GatewayIp without ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").IPv6GatewayIP = "fd00:10::1" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6GatewayIp ", msg: "without network-config.ipv6Cidr",
+		},
+		{
+			name: "internal networks whose ipv6Cidrs overlap",
+			mutate: func(t *testing.T, s *Snapshot) {
+				for _, name := range []string{"net-a", "net-b"} {
+					n := networkNamed(t, s, name)
+					n.IPv6CIDR, n.IPv6GatewayIP = "fd00:10::/64", "fd00:10::1"
+				}
+				r := routerNamed(t, s, "bad")
+				r.Internal = []string{"net-a", "net-b"}
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.internal[1] ", msg: "overlaps network net-a (ipv6Cidr fd00:10::/64)",
 		},
 		// Names.
 		{

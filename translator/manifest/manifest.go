@@ -88,6 +88,10 @@ type NetworkConfig struct {
 	DNSes               []string    `json:"dnses"`
 	DefaultRoute        *bool       `json:"defaultRoute"`
 	PhysicalNetworkName string      `json:"physicalNetworkName"`
+	// IPv6CIDR and IPv6GatewayIP are kubevirt-ovn's extension for a dual
+	// stack network (translator.Network.IPv6CIDR); ONOS had neither.
+	IPv6CIDR      string `json:"ipv6Cidr"`
+	IPv6GatewayIP string `json:"ipv6GatewayIp"`
 }
 
 // HostRoute is a network-config host route.
@@ -485,6 +489,8 @@ func NetworkFrom(nad *NetworkAttachmentDefinition) (n translator.Network, ok boo
 		GatewayIP:           cfg.GatewayIP,
 		CIDR:                cfg.CIDR,
 		PhysicalNetworkName: cfg.PhysicalNetworkName,
+		IPv6CIDR:            cfg.IPv6CIDR,
+		IPv6GatewayIP:       cfg.IPv6GatewayIP,
 		DNSes:               cfg.DNSes,
 		DefaultRoute:        cfg.DefaultRoute != nil && *cfg.DefaultRoute,
 	}
@@ -583,6 +589,7 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 			st := vmi.Status.Interfaces[idx]
 			statusIPs = append([]string{st.IPAddress}, st.IPAddresses...)
 			statusMAC, statusIP = st.MAC, statusAddress(statusIPs)
+			v.IPv6 = statusIPv6(statusIPs)
 		}
 		v.MAC, v.IP = statusMAC, statusIP
 		if idx := slices.IndexFunc(vmi.Spec.Domain.Devices.Interfaces, func(i VMIInterface) bool { return i.Name == net.Name }); idx >= 0 {
@@ -659,6 +666,19 @@ func statusAddress(ips []string) string {
 		}
 	}
 	return ""
+}
+
+// statusIPv6 are the IPv6 addresses of an interface's status, sorted,
+// each once, comma-joined (translator.VMInterface.IPv6).
+func statusIPv6(ips []string) string {
+	var out []string
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && !a.Is4In6() {
+			out = append(out, a.WithZone("").String())
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ",")
 }
 
 func (s *Set) addFloatingIP(where string, raw json.RawMessage) error {

@@ -534,7 +534,7 @@ status:
       mac: "50:54:00:00:00:05"
       ipAddresses: [10.0.0.6, "fd00::6"]
 `,
-			want: []translator.VMInterface{iface(func(v *translator.VMInterface) { v.IP = "10.0.0.6" })},
+			want: []translator.VMInterface{iface(func(v *translator.VMInterface) { v.IP, v.IPv6 = "10.0.0.6", "fd00::6" })},
 		},
 		{
 			name: "ipAddress preferred over ipAddresses",
@@ -727,6 +727,7 @@ status:
 				v.MACField = "spec.domain.devices.interfaces[eth1].macAddress"
 				v.IPField = "metadata.annotations[interfaces][net].ipAddress"
 				v.StatusMAC = "50:54:00:00:00:05"
+				v.IPv6 = "fe80::5054:ff:fe00:5" // the port's on a dual stack network
 			})},
 		},
 		{
@@ -743,7 +744,8 @@ status:
   interfaces:
     - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: "fd00::5", ipAddresses: ["fd00::5", 169.254.3.4, 10.0.0.5, 10.0.0.6]}
 `,
-			want: []translator.VMInterface{iface(same)},
+			// Its IPv6 address once, for a dual stack network.
+			want: []translator.VMInterface{iface(func(v *translator.VMInterface) { v.IPv6 = "fd00::5" })},
 		},
 		{
 			name: "an interfaces annotation that is not JSON is noted and ignored",

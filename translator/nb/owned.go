@@ -257,8 +257,13 @@ func ownerClaims(u translator.Unit, row any) []claim {
 				return []claim{{claimInternal, network, u.Name}}
 			}
 		case p.ExternalIDs[translator.KeyVMI] != "" && len(p.Addresses) == 1:
-			if f := strings.Fields(p.Addresses[0]); len(f) == 2 {
-				return []claim{{claimVM, u.Name + " " + f[0], p.Name}, {claimVM, u.Name + " " + f[1], p.Name}}
+			// "MAC IPv4 [IPv6...]": each is the port's.
+			if f := strings.Fields(p.Addresses[0]); len(f) >= 2 {
+				out := make([]claim, 0, len(f))
+				for _, a := range f {
+					out = append(out, claim{claimVM, u.Name + " " + a, p.Name})
+				}
+				return out
 			}
 		}
 	}

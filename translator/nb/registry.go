@@ -466,7 +466,7 @@ var Default = MustRegistry(
 	&Table{
 		Name: nbmodel.LogicalRouterPortTable, New: func() model.Model { return &nbmodel.LogicalRouterPort{} },
 		Identity: []string{"name"},
-		Columns:  []string{"name", "mac", "networks", "external_ids"},
+		Columns:  []string{"name", "mac", "networks", "ipv6_ra_configs", "external_ids"},
 		Parent:   nbmodel.LogicalRouterTable, ParentColumn: "ports",
 		Describe: func(m model.Model) string {
 			p := m.(*nbmodel.LogicalRouterPort)

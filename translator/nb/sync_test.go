@@ -815,3 +815,32 @@ func TestSwitchTunnelKeyIsOurOnlyOtherConfigKey(t *testing.T) {
 	require.Eventually(t, func() bool { return otherConfig()[tr.KeyTunnel] == "" }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, map[string]string{"mcast_snoop": "true"}, otherConfig())
 }
+
+// TestDualStackSync: a dual stack network's rows (the router port's IPv6
+// gateway and router advertisements, the VM ports' IPv6 addresses) are
+// written once, a second sync writes nothing, and a VM port's IPv6
+// address is its claim: the port holding it keeps it, also when a VM
+// whose name sorts first reports it later.
+func TestDualStackSync(t *testing.T) {
+	ours, _ := connect(t, startNB(t))
+	s := example()
+	s.Networks[1].IPv6CIDR, s.Networks[1].IPv6GatewayIP = "fd00:10::/64", "fd00:10::1"
+	requireNoFailures(t, sync(t, ours, s))
+	requireIdle(t, ours, s)
+
+	held, err := nb.HeldClaims(context.Background(), ours, instance)
+	require.NoError(t, err)
+	const vmA6 = "fd00:10::5254:ff:fe00:5"
+	assert.Equal(t, "kv-net-a_default_vm-a_eth1", held.VMAddresses["net-a "+vmA6])
+	lrp := &nbmodel.LogicalRouterPort{Name: tr.RouterPortName("router1", "net-a")}
+	require.NoError(t, ours.Get(context.Background(), lrp))
+	assert.Equal(t, []string{"10.10.0.1/24", "fd00:10::1/64"}, lrp.Networks)
+	assert.Equal(t, "slaac", lrp.Ipv6RaConfigs["address_mode"])
+
+	s.Held = held
+	s.VMs = append(s.VMs, tr.VMInterface{Namespace: "default", VMI: "a-vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+		MAC: "50:54:00:00:00:07", IP: "10.10.0.7", IPv6: vmA6})
+	plan := tr.Build(s, instance)
+	require.Len(t, plan.Errors, 1)
+	assert.Contains(t, plan.Errors[0].Error(), "VirtualMachineInstance default/a-vm: status.interfaces[eth1].ipAddresses "+vmA6+" is already the IPv6 address of VirtualMachineInstance default/vm-a interface eth1 on network net-a")
+}
