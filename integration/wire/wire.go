@@ -16,7 +16,8 @@ import (
 )
 
 // Frame is an Ethernet frame to build: IPv4 with UDP (or a TCP SYN when
-// TCP is set) when SrcIP is set, else ARP.
+// TCP is set) when SrcIP is set, else ARP. An IPv6 SrcIP makes it IPv6,
+// with UDP, or with ND when set (TTL is then the hop limit).
 type Frame struct {
 	SrcMAC, DstMAC string
 	VLAN           uint16 // 0: untagged
@@ -45,6 +46,55 @@ type Frame struct {
 	// RARP makes the ARP frame a RARP one (ethertype 0x8035), as QEMU
 	// announces a VM that resumed after a live migration.
 	RARP bool
+	// ND, with an IPv6 SrcIP, is the ICMPv6 message (a neighbor or router
+	// solicitation: NeighborSolicitation, RouterSolicitation) instead of
+	// UDP.
+	ND *ND
+}
+
+// ND is an ICMPv6 neighbor discovery message to send.
+type ND struct {
+	Type layers.ICMPv6TypeCode
+	// Target is a neighbor solicitation's target address.
+	Target string
+	// SourceMAC is the source link-layer address option.
+	SourceMAC string
+}
+
+// SolicitedNodeMAC is the Ethernet multicast address of the
+// solicited-node multicast group of IPv6 address ip (RFC 4291, RFC 2464).
+func SolicitedNodeMAC(ip string) string {
+	a := net.ParseIP(ip).To16()
+	return fmt.Sprintf("33:33:ff:%02x:%02x:%02x", a[13], a[14], a[15])
+}
+
+// SolicitedNode is the solicited-node multicast address of IPv6 address ip.
+func SolicitedNode(ip string) string {
+	a := net.ParseIP(ip).To16()
+	return fmt.Sprintf("ff02::1:ff%02x:%02x%02x", a[13], a[14], a[15])
+}
+
+// LinkLocal is the EUI-64 link-local address of MAC mac (RFC 4291).
+func LinkLocal(mac string) string {
+	hw, _ := net.ParseMAC(mac)
+	if len(hw) != 6 {
+		return ""
+	}
+	return net.IP{0xfe, 0x80, 0, 0, 0, 0, 0, 0, hw[0] ^ 2, hw[1], hw[2], 0xff, 0xfe, hw[3], hw[4], hw[5]}.String()
+}
+
+// RouterSolicitation is the frame a VM of MAC mac sends to find its
+// routers: from its link-local address to all-routers.
+func RouterSolicitation(mac string) Frame {
+	return Frame{SrcMAC: mac, DstMAC: "33:33:00:00:00:02", SrcIP: LinkLocal(mac), DstIP: "ff02::2", TTL: 255,
+		ND: &ND{Type: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeRouterSolicitation, 0), SourceMAC: mac}}
+}
+
+// NeighborSolicitation is the frame a VM of MAC mac and IPv6 address src
+// sends to resolve target.
+func NeighborSolicitation(mac, src, target string) Frame {
+	return Frame{SrcMAC: mac, DstMAC: SolicitedNodeMAC(target), SrcIP: src, DstIP: SolicitedNode(target), TTL: 255,
+		ND: &ND{Type: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborSolicitation, 0), Target: target, SourceMAC: mac}}
 }
 
 // RARP is the frame QEMU sends for a NIC of MAC mac when the VM resumes on
@@ -73,7 +123,10 @@ func (f Frame) Bytes() ([]byte, error) {
 	eth := &layers.Ethernet{SrcMAC: mac(f.SrcMAC), DstMAC: mac(f.DstMAC)}
 	ls := []gopacket.SerializableLayer{eth}
 	inner := layers.EthernetTypeIPv4
+	v6 := strings.Contains(f.SrcIP, ":")
 	switch {
+	case v6:
+		inner = layers.EthernetTypeIPv6
 	case f.SrcIP == "" && f.RARP:
 		inner = layers.EthernetType(0x8035)
 	case f.SrcIP == "":
@@ -84,7 +137,39 @@ func (f Frame) Bytes() ([]byte, error) {
 		eth.EthernetType = layers.EthernetTypeDot1Q
 		ls = append(ls, &layers.Dot1Q{VLANIdentifier: f.VLAN, Type: inner})
 	}
-	if f.SrcIP == "" {
+	if v6 {
+		ip6 := func(s string) net.IP {
+			ip := net.ParseIP(s)
+			if ip == nil || ip.To4() != nil {
+				errs = append(errs, fmt.Errorf("%q is not an IPv6 address", s))
+			}
+			return ip
+		}
+		ip := &layers.IPv6{Version: 6, HopLimit: f.TTL, NextHeader: layers.IPProtocolUDP, SrcIP: ip6(f.SrcIP), DstIP: ip6(f.DstIP)}
+		if f.ND != nil {
+			ip.NextHeader = layers.IPProtocolICMPv6
+			icmp := &layers.ICMPv6{TypeCode: f.ND.Type}
+			errs = append(errs, icmp.SetNetworkLayerForChecksum(ip))
+			var opts layers.ICMPv6Options
+			if f.ND.SourceMAC != "" {
+				opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptSourceAddress, Data: mac(f.ND.SourceMAC)})
+			}
+			var msg gopacket.SerializableLayer
+			switch f.ND.Type.Type() {
+			case layers.ICMPv6TypeRouterSolicitation:
+				msg = &layers.ICMPv6RouterSolicitation{Options: opts}
+			case layers.ICMPv6TypeNeighborSolicitation:
+				msg = &layers.ICMPv6NeighborSolicitation{TargetAddress: ip6(f.ND.Target), Options: opts}
+			default:
+				errs = append(errs, fmt.Errorf("ICMPv6 type %d is not built here", f.ND.Type.Type()))
+			}
+			ls = append(ls, ip, icmp, msg)
+		} else {
+			udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
+			errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
+			ls = append(ls, ip, udp, gopacket.Payload("kubevirt-ovn"))
+		}
+	} else if f.SrcIP == "" {
 		ls = append(ls, &layers.ARP{
 			AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
 			HwAddressSize: 6, ProtAddressSize: 4, Operation: f.ARPOp,
@@ -189,6 +274,12 @@ type Seen struct {
 	// DHCP is the decoded DHCPv4 message of a UDP packet on port 67 or
 	// 68, nil otherwise.
 	DHCP *layers.DHCPv4
+	// ICMPv6Type is an ICMPv6 packet's type (IsICMPv6); RA and NA its
+	// router or neighbor advertisement, nil for others.
+	IsICMPv6   bool
+	ICMPv6Type uint8
+	RA         *layers.ICMPv6RouterAdvertisement
+	NA         *layers.ICMPv6NeighborAdvertisement
 }
 
 // Decode extracts a Seen from a packet.
@@ -202,6 +293,18 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if ip, ok := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
 		s.SrcIP, s.DstIP, s.TTL = ip.SrcIP.String(), ip.DstIP.String(), ip.TTL
+	}
+	if ip, ok := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6); ok {
+		s.SrcIP, s.DstIP, s.TTL = ip.SrcIP.String(), ip.DstIP.String(), ip.HopLimit
+	}
+	if ic, ok := p.Layer(layers.LayerTypeICMPv6).(*layers.ICMPv6); ok {
+		s.IsICMPv6, s.ICMPv6Type = true, ic.TypeCode.Type()
+	}
+	if ra, ok := p.Layer(layers.LayerTypeICMPv6RouterAdvertisement).(*layers.ICMPv6RouterAdvertisement); ok {
+		s.RA = ra
+	}
+	if na, ok := p.Layer(layers.LayerTypeICMPv6NeighborAdvertisement).(*layers.ICMPv6NeighborAdvertisement); ok {
+		s.NA = na
 	}
 	if u, ok := p.Layer(layers.LayerTypeUDP).(*layers.UDP); ok {
 		s.IsUDP, s.SPort, s.DPort = true, uint16(u.SrcPort), uint16(u.DstPort)
@@ -240,6 +343,8 @@ func (s Seen) String() string {
 		return fmt.Sprintf("icmp type=%d %s > %s%s %s > %s id=%d seq=%d", s.ICMPType, s.SrcMAC, s.DstMAC, v, s.SrcIP, s.DstIP, s.SPort, s.DPort)
 	case s.IsTCP:
 		return fmt.Sprintf("tcp %s > %s%s %s:%d > %s:%d ttl=%d syn=%t ack=%t", s.SrcMAC, s.DstMAC, v, s.SrcIP, s.SPort, s.DstIP, s.DPort, s.TTL, s.SYN, s.ACK)
+	case s.IsICMPv6:
+		return fmt.Sprintf("icmp6 type=%d %s > %s%s %s > %s", s.ICMPv6Type, s.SrcMAC, s.DstMAC, v, s.SrcIP, s.DstIP)
 	}
 	return fmt.Sprintf("other %s > %s%s", s.SrcMAC, s.DstMAC, v)
 }

@@ -1,0 +1,131 @@
+package integration
+
+import (
+	byteorder "encoding/binary"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/gopacket/layers"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// Dual stack internal networks (issue 33): deploy/examples with
+// deploy/examples-dual-stack/networks.yaml, net-a fd00:10::/64 and net-b
+// fd00:20::/64 beside their IPv4 CIDRs. vm-a has the SLAAC address of its
+// MAC; vm-b's VMI reports a stable-privacy address (RFC 7217) and
+// link-local address, as the guest agent does for a guest configured so.
+const (
+	vmBIPv6      = "fd00:20::a1b2:c3d4:e5f6:789"
+	vmBLinkLocal = "fe80::1c2d:3e4f:5a6b:7c8d"
+)
+
+func dualStackEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", "networks.yaml"))
+	require.NoError(t, err)
+	e.write("networks.yaml", string(b))
+	edit(t, filepath.Join(e.manifests, "vmis.yaml"), "      ipAddress: 10.20.0.6",
+		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	return e
+}
+
+// ndOption is the data of the first option of type typ, nil without one.
+func ndOption(opts layers.ICMPv6Options, typ layers.ICMPv6Opt) []byte {
+	for _, o := range opts {
+		if o.Type == typ {
+			return o.Data
+		}
+	}
+	return nil
+}
+
+// TestDualStackRouterAdvertisement: vm-a's router solicitation is answered
+// by router1's port on net-a: from the router's link-local address and
+// MAC, a default router, the /64 on-link and for SLAAC, the network's MTU
+// and its IPv6 DNS server. The router answers neighbor solicitations for
+// its IPv6 gateway address.
+func TestDualStackRouterAdvertisement(t *testing.T) {
+	e := dualStackEnv(t)
+	atA := e.vm("hv1", "vm-a")
+
+	skip := count(t, atA)
+	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, wire.RouterSolicitation(vmAMAC))))
+	got := waitFor(t, atA, "router1's advertisement to vm-a", skip, func(s seen) bool { return s.RA != nil })
+	assert.Equal(t, routerMAC, got.SrcMAC)
+	assert.Equal(t, wire.LinkLocal(routerMAC), got.SrcIP)
+	assert.NotZero(t, got.RA.RouterLifetime, "a default router")
+	assert.Zero(t, got.RA.Flags&0xc0, "neither managed nor other configuration: SLAAC alone")
+	pi := ndOption(got.RA.Options, layers.ICMPv6OptPrefixInfo)
+	require.Len(t, pi, 30, "a prefix information option")
+	assert.Equal(t, uint8(64), pi[0], "a /64")
+	assert.Equal(t, uint8(0xc0), pi[1]&0xc0, "on-link and autonomous (SLAAC)")
+	assert.Equal(t, "fd00:10::", net.IP(pi[14:30]).String())
+	mtu := ndOption(got.RA.Options, layers.ICMPv6OptMTU)
+	require.Len(t, mtu, 6, "an MTU option")
+	assert.Equal(t, uint32(1450), byteorder.BigEndian.Uint32(mtu[2:]))
+	rdnss := ndOption(got.RA.Options, layers.ICMPv6Opt(25))
+	require.Len(t, rdnss, 22, "one RDNSS server")
+	assert.Equal(t, "2001:4860:4860::8888", net.IP(rdnss[6:22]).String())
+
+	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
+	skip = count(t, atA)
+	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, wire.NeighborSolicitation(vmAMAC, vmA6, "fd00:10::1"))))
+	na := waitFor(t, atA, "router1's neighbor advertisement for fd00:10::1", skip, func(s seen) bool {
+		return s.NA != nil && s.NA.TargetAddress.String() == "fd00:10::1"
+	})
+	assert.Equal(t, routerMAC, na.SrcMAC)
+	assert.Equal(t, routerMAC, net.HardwareAddr(ndOption(na.NA.Options, layers.ICMPv6OptTargetAddress)).String())
+}
+
+// TestDualStackRouting: router1 routes IPv6 between net-a and net-b both
+// ways (vm-a from its SLAAC address, vm-b from the address its VMI
+// reports), hop limit decremented and from the router's MAC, as it routes
+// IPv4 between the same VMs; a source address that is not the port's is
+// dropped.
+func TestDualStackRouting(t *testing.T) {
+	e := dualStackEnv(t)
+	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
+	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
+
+	send := func(sim, port string, f frame) {
+		t.Helper()
+		require.NoError(t, e.l.Inject(sim, port, frameBytes(t, f)))
+	}
+	to := func(src, dst string, dport uint16) func(seen) bool {
+		return func(s seen) bool { return s.IsUDP && s.SrcIP == src && s.DstIP == dst && s.DPort == dport }
+	}
+
+	skip := count(t, atB)
+	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6601})
+	got := waitFor(t, atB, "vm-a's IPv6 datagram at vm-b", skip, to(vmA6, vmBIPv6, 6601))
+	assert.Equal(t, routerMAC, got.SrcMAC)
+	assert.Equal(t, vmBMAC, got.DstMAC)
+	assert.Equal(t, uint8(63), got.TTL, "hop limit decremented once")
+
+	skip = count(t, atA)
+	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vmA6, TTL: 64, SPort: 41000, DPort: 6602})
+	waitFor(t, atA, "vm-b's IPv6 datagram, from the address its VMI reports, at vm-a", skip, to(vmBIPv6, vmA6, 6602))
+
+	// The IPv4 half, on the same VMs.
+	skip = count(t, atB)
+	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmAIP, DstIP: vmBIP, TTL: 64, SPort: 41000, DPort: 6603})
+	waitFor(t, atB, "vm-a's IPv4 datagram at vm-b", skip, to(vmAIP, vmBIP, 6603))
+
+	// Port security: another source address of the /64 is dropped.
+	const spoofed = "fd00:10::bad"
+	skip = count(t, atB)
+	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: spoofed, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6604})
+	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6605})
+	waitFor(t, atB, "vm-a's datagram after the spoofed one", skip, to(vmA6, vmBIPv6, 6605))
+	requireNone(t, atB, "a datagram from an address that is not vm-a's", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == spoofed })
+}
