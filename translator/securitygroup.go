@@ -112,7 +112,12 @@ func (in *Input) affectedBySecurityGroup(id string, affected set[Unit]) {
 // replaceSecurityGroups moves the groups and rules that changed from old
 // to nw in the indexes; their groups are affected.
 func (in *Input) replaceSecurityGroups(old, nw *source, c *setChange) {
-	sameSG := func(a, b *sgDecl) bool { return reflect.DeepEqual(a.SecurityGroup, b.SecurityGroup) }
+	// The embedded rules are in rules (SecurityGroup.Rules is cleared):
+	// a rule edited alone is a change too.
+	sameSG := func(a, b *sgDecl) bool {
+		return reflect.DeepEqual(a.SecurityGroup, b.SecurityGroup) &&
+			slices.EqualFunc(a.rules, b.rules, func(x, y *ruleDecl) bool { return reflect.DeepEqual(x.SecurityGroupRule, y.SecurityGroupRule) })
+	}
 	replaceChanged(old.sgs, nw.sgs, sameSG, func(key string, olds, news []*sgDecl) {
 		for _, d := range olds {
 			in.removeSecurityGroup(d)

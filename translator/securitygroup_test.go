@@ -493,3 +493,22 @@ func TestSecurityGroupMembersFollowNetworkVMs(t *testing.T) {
 	in.Set("more", Objects{})
 	assert.Equal(t, []string{portA}, ports(), "vm-d gone")
 }
+
+// TestSecurityGroupEmbeddedRuleEdit: a group whose embedded rule alone
+// changes (no generation, as a file source gives) is re-planned with the
+// new rule. It was not: the group compared equal without its rules.
+func TestSecurityGroupEmbeddedRuleEdit(t *testing.T) {
+	in := NewInput()
+	in.Set("s", Objects{SecurityGroups: []SecurityGroup{{Name: "g", ID: "g", Rules: []SecurityGroupRule{{ID: "a", Direction: "ingress"}}}}})
+	match := func() string {
+		for _, a := range in.Plan(sgUnit("g"), testInstance, nil).SecurityGroup.ACLs {
+			if a.ExternalIDs[KeySecurityACL] == "rule/a" {
+				return a.Match
+			}
+		}
+		return ""
+	}
+	assert.Equal(t, "outport == @kv_sg_g && ip4", match())
+	assert.Equal(t, []Unit{sgUnit("g")}, in.Set("s", Objects{SecurityGroups: []SecurityGroup{{Name: "g", ID: "g", Rules: []SecurityGroupRule{{ID: "a", Direction: "egress"}}}}}))
+	assert.Equal(t, "inport == @kv_sg_g && ip4", match())
+}
