@@ -12,7 +12,8 @@ import (
 // unless a security group opens it). Each network's unit plans, besides
 // its switch and ports, one Port_Group (NetworkPortGroupName) of its VM
 // ports with the base ACLs a security group has (baseACLs): IP dropped
-// both ways, a DHCP request and ping to the network's gateway allowed.
+// both ways, a DHCP request (DHCPv6 too on an IPv6 network) and ping to
+// the network's gateways allowed.
 // OVN applies the ACLs of all the groups a port is in as one list by
 // priority, so a security group's rules (SGRulePriority) still open what
 // they allow. The group is the network's own, so it costs what the
@@ -47,9 +48,12 @@ func defaultDenyPlan(n *network, ports []*nbmodel.LogicalSwitchPort, instance st
 	}
 	var gws []netip.Addr
 	if n.gateway.IsValid() {
-		gws = []netip.Addr{n.gateway}
+		gws = append(gws, n.gateway)
 	}
-	dp.ACLs = baseACLs(pg, gws, func(key string) map[string]string {
+	if n.gateway6.IsValid() {
+		gws = append(gws, n.gateway6)
+	}
+	dp.ACLs = baseACLs(pg, gws, n.prefix6.IsValid(), func(key string) map[string]string {
 		m := PolicyIDs(instance, u)
 		m[KeySecurityACL] = key
 		return m

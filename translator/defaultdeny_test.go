@@ -161,3 +161,33 @@ func TestGoldenDefaultDeny(t *testing.T) {
 	require.NoError(t, err, "run go test ./translator -run TestGoldenDefaultDeny -update to create it")
 	assert.Equal(t, string(want), string(got))
 }
+
+// TestDefaultDenyDualStack: a network with an ipv6Cidr also lets a
+// DHCPv6 request out and pings its IPv6 gateway (ICMPv6 echo); neighbor
+// discovery needs no ACL (ovn-northd allows it ahead of every ACL). An
+// IPv4 network's ACLs are as they were.
+func TestDefaultDenyDualStack(t *testing.T) {
+	s := examplesSnapshot()
+	for i, n := range s.Networks {
+		if n.Name == "net-a" {
+			s.Networks[i] = dualStack(n)
+		}
+	}
+	in := NewInputFrom(s)
+	in.SetDefaultDeny(true)
+	dp := in.Plan(Unit{Kind: KindNetwork, Name: "net-a"}, testInstance, nil).Network.DefaultDeny
+	require.NotNil(t, dp)
+	pg := NetworkPortGroupName("net-a")
+	byKey := map[string]*nbmodel.ACL{}
+	for _, a := range dp.ACLs {
+		byKey[a.ExternalIDs[KeySecurityACL]] = a
+	}
+	assert.Len(t, dp.ACLs, 5)
+	assert.Equal(t, &nbmodel.ACL{Direction: "from-lport", Priority: SGBasePriority, Action: "allow-related", Match: "inport == @" + pg + " && ip6 && udp.src == 546 && udp.dst == 547"}, withoutIDs(byKey["base/dhcp6"]))
+	assert.Equal(t, "inport == @"+pg+" && ((ip4.dst == 10.10.0.1 && icmp4 && icmp4.type == 8) || (ip6.dst == fd00:10::1 && icmp6 && icmp6.type == 128))", byKey["base/ping-gateway"].Match)
+	assert.Equal(t, "inport == @"+pg+" && ip", byKey["base/drop-egress"].Match, "ip is both families")
+
+	b := in.Plan(Unit{Kind: KindNetwork, Name: "net-b"}, testInstance, nil).Network.DefaultDeny
+	require.NotNil(t, b)
+	assert.Len(t, b.ACLs, 4, "an IPv4 network: no DHCPv6 ACL")
+}

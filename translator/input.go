@@ -364,11 +364,13 @@ type SecurityGroupPlan struct {
 	// an existing row is left as it is; RuleErrors say why.
 	KeepACLs   []string `json:",omitempty"`
 	RuleErrors []error  `json:"-"`
-	// Notes say what was read but not applied (an IPv6 rule).
+	// Notes say what of a rule was read as ONOS read it.
 	Notes []string `json:",omitempty"`
 	// AddressSet, in interconnect mode, is the group's addresses in every
 	// zone when a rule names it as its remote group (nil otherwise).
 	AddressSet *nbmodel.AddressSet `json:",omitempty"`
+	// AddressSet6 is AddressSet's IPv6 twin, when such a rule is IPv6.
+	AddressSet6 *nbmodel.AddressSet `json:",omitempty"`
 	// Zones are the rows of each zone's NB in interconnect mode (nil
 	// otherwise); a zone without an entry holds none of them.
 	Zones map[string]*ZoneRows `json:",omitempty"`

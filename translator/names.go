@@ -123,6 +123,12 @@ func AddressSetName(id string) string {
 	return AddressSetPrefix + strings.TrimPrefix(PortGroupName(id), PortGroupPrefix) + "_ip4"
 }
 
+// AddressSetName6 is AddressSetName for the members' IPv6 addresses:
+// kv_sgaddr_<id>_ip6.
+func AddressSetName6(id string) string {
+	return AddressSetPrefix + strings.TrimPrefix(PortGroupName(id), PortGroupPrefix) + "_ip6"
+}
+
 // LoadBalancerName is the Load_Balancer row of a LoadBalancer for one
 // protocol (tcp, udp, or icmp for its port-less VIP). The LoadBalancer's
 // name holds no '_' (a Kubernetes name), so the row names of two

@@ -295,7 +295,7 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 	}
 
 	// The base ACLs.
-	sp.ACLs = append(sp.ACLs, baseACLsTo(pg, m.ping, ids)...)
+	sp.ACLs = append(sp.ACLs, baseACLsTo(pg, m.ping, m.ipv6Nets > 0, ids)...)
 
 	// The rules: embedded ones, then SecurityGroupRule objects.
 	rules := slices.Clone(g.rules)
@@ -350,15 +350,18 @@ func (in *Input) planSecurityGroup(up *UnitPlan, instance string, held Held) {
 // baseACLs are the ACLs of a default-deny Port_Group pg (a security
 // group's, or a network's with --default-deny): its ports' IP traffic
 // dropped both ways (SGDropPriority), a DHCP request and ping to gateways
-// (sorted; none: no ping ACL) allowed with their replies (SGBasePriority).
-// ARP is no IP, so it passes. ids gives each ACL's external_ids from its
-// KeySecurityACL value.
-func baseACLs(pg string, gateways []netip.Addr, ids func(key string) map[string]string) []*nbmodel.ACL {
-	return baseACLsTo(pg, pingGatewayMatch(pg, gatewaysMatch(gateways)), ids)
+// (sorted, either family; none: no ping ACL) allowed with their replies
+// (SGBasePriority); with ipv6 (a member network has an ipv6Cidr), a
+// DHCPv6 request too. ARP is no IP, so it passes; neighbor discovery,
+// router solicitations and advertisements and MLD are IPv6 but pass too:
+// ovn-northd allows them ahead of every ACL. ids gives each ACL's
+// external_ids from its KeySecurityACL value.
+func baseACLs(pg string, gateways []netip.Addr, ipv6 bool, ids func(key string) map[string]string) []*nbmodel.ACL {
+	return baseACLsTo(pg, pingGatewayMatch(pg, gateways), ipv6, ids)
 }
 
-// gatewaysMatch is the ip4.dst operand of the sorted addresses gateways:
-// one address, or a set of them; "" for none.
+// gatewaysMatch is the ip4.dst or ip6.dst operand of the sorted addresses
+// gateways: one address, or a set of them; "" for none.
 func gatewaysMatch(gateways []netip.Addr) string {
 	switch len(gateways) {
 	case 0:
@@ -379,23 +382,45 @@ func gatewaysMatch(gateways []netip.Addr) string {
 	return b.String()
 }
 
-// pingGatewayMatch is the match of Port_Group pg's ping ACL to gateways
-// (gatewaysMatch), "" when there is none.
-func pingGatewayMatch(pg, gateways string) string {
-	if gateways == "" {
-		return ""
+// pingGatewayMatch is the match of Port_Group pg's ping ACL to gateways,
+// sorted (IPv4 before IPv6): an echo request to an IPv4 gateway, or an
+// ICMPv6 one to an IPv6 gateway; "" when there is none.
+func pingGatewayMatch(pg string, gateways []netip.Addr) string {
+	split := len(gateways)
+	for i, a := range gateways {
+		if a.Is6() {
+			split = i
+			break
+		}
 	}
-	return "inport == @" + pg + " && ip4.dst == " + gateways + " && icmp4 && icmp4.type == 8"
+	var alts []string
+	if m := gatewaysMatch(gateways[:split]); m != "" {
+		alts = append(alts, "ip4.dst == "+m+" && icmp4 && icmp4.type == 8")
+	}
+	if m := gatewaysMatch(gateways[split:]); m != "" {
+		alts = append(alts, "ip6.dst == "+m+" && icmp6 && icmp6.type == 128")
+	}
+	switch len(alts) {
+	case 0:
+		return ""
+	case 1:
+		return "inport == @" + pg + " && " + alts[0]
+	}
+	return "inport == @" + pg + " && ((" + alts[0] + ") || (" + alts[1] + "))"
 }
 
 // baseACLsTo are baseACLs with their ping ACL's match as pingGatewayMatch
 // gives it.
-func baseACLsTo(pg, ping string, ids func(key string) map[string]string) []*nbmodel.ACL {
+func baseACLsTo(pg, ping string, ipv6 bool, ids func(key string) map[string]string) []*nbmodel.ACL {
 	in4, out4 := "inport == @"+pg, "outport == @"+pg
 	acls := []*nbmodel.ACL{
 		{Direction: nbmodel.ACLDirectionFromLport, Priority: SGDropPriority, Match: in4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-egress")},
 		{Direction: nbmodel.ACLDirectionToLport, Priority: SGDropPriority, Match: out4 + " && ip", Action: nbmodel.ACLActionDrop, ExternalIDs: ids("base/drop-ingress")},
 		{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority, Match: in4 + " && ip4 && udp.src == 68 && udp.dst == 67", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/dhcp")},
+	}
+	if ipv6 {
+		acls = append(acls, &nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority,
+			Match: in4 + " && ip6 && udp.src == 546 && udp.dst == 547", Action: nbmodel.ACLActionAllowRelated, ExternalIDs: ids("base/dhcp6")})
 	}
 	if ping != "" {
 		acls = append(acls, &nbmodel.ACL{Direction: nbmodel.ACLDirectionFromLport, Priority: SGBasePriority,
@@ -447,31 +472,48 @@ func (in *Input) zoneSecurityGroup(sp *SecurityGroupPlan, m *sgMemo, pgIDs map[s
 		}
 		sp.Zones[z] = zr
 	}
-	setZones := in.remoteSetZones(sp.ID)
+	setZones, v6 := in.remoteSetZones(sp.ID)
 	if len(setZones) == 0 {
 		return
 	}
-	ips := make([]string, len(m.addrStrs))
-	copy(ips, m.addrStrs)
+	// addrs: IPv4, then IPv6.
+	split := len(m.addrs)
+	for i, a := range m.addrs {
+		if a.Is6() {
+			split = i
+			break
+		}
+	}
+	ips := slices.Clone(m.addrStrs[:split])
 	sp.AddressSet = &nbmodel.AddressSet{Name: AddressSetName(sp.ID), Addresses: ips, ExternalIDs: maps.Clone(pgIDs)}
+	if v6 {
+		sp.AddressSet6 = &nbmodel.AddressSet{Name: AddressSetName6(sp.ID), Addresses: slices.Clone(m.addrStrs[split:]), ExternalIDs: maps.Clone(pgIDs)}
+	}
 	for z := range setZones {
 		if sp.Zones[z] == nil {
 			sp.Zones[z] = &ZoneRows{}
 		}
 		sp.Zones[z].Rows = append(sp.Zones[z].Rows, Row{Model: sp.AddressSet})
+		if v6 {
+			sp.Zones[z].Rows = append(sp.Zones[z].Rows, Row{Model: sp.AddressSet6})
+		}
 	}
 }
 
-// remoteSetZones are the zones where group id's Address_Set is needed in
-// interconnect mode: those of the member nodes of every declared group
+// remoteSetZones are the zones where group id's Address_Sets are needed
+// in interconnect mode: those of the member nodes of every declared group
 // with a rule whose remote group id is (its ACLs match the set there). A
 // member whose port its network does not plan counts too: a set where no
-// ACL uses it costs nothing, a missing one would break the ACL.
-func (in *Input) remoteSetZones(id string) set[string] {
-	out := set[string]{}
+// ACL uses it costs nothing, a missing one would break the ACL. v6: one
+// of those rules is IPv6 (the IPv6 set is needed too).
+func (in *Input) remoteSetZones(id string) (out set[string], v6 bool) {
+	out = set[string]{}
 	groups := set[string]{}
 	for r := range in.sgRemote[id] {
 		groups.add(r.SecurityGroupID)
+		if strings.EqualFold(strings.TrimSpace(r.EtherType), "ipv6") {
+			v6 = true
+		}
 	}
 	for g := range groups {
 		if len(in.sgs[g]) == 0 {
@@ -483,7 +525,7 @@ func (in *Input) remoteSetZones(id string) set[string] {
 			}
 		}
 	}
-	return out
+	return out, v6
 }
 
 // remoteGroupsOf adds, in interconnect mode, the groups that the rules of
@@ -531,13 +573,14 @@ func (in *Input) plannedVMPorts(n *network, held Held) (ports *netVMPorts, memoi
 		vms[i] = &d.VMInterface
 		declOf[vms[i]] = d
 	}
-	out := &netVMPorts{n: n, byName: map[string]string{}, byDecl: make(map[*vmDecl]vmPortIP, len(decls))}
+	out := &netVMPorts{n: n, byName: map[string]vmPortIP{}, byDecl: make(map[*vmDecl]vmPortIP, len(decls))}
 	claimed := set[string]{}
 	clean := true
 	for _, vp := range planVMPorts(vms, n, held) {
 		if vp.err == nil {
-			out.byName[vp.port] = vp.ip
-			out.byDecl[declOf[vp.VMInterface]] = vmPortIP{port: vp.port, ip: vp.ip}
+			pi := vmPortIP{port: vp.port, ip: vp.ip, ip6: vp.ip6}
+			out.byName[vp.port] = pi
+			out.byDecl[declOf[vp.VMInterface]] = pi
 		}
 		if vp.mac == "" { // invalid on its own: claims nothing
 			continue
@@ -559,21 +602,25 @@ func (in *Input) plannedVMPorts(n *network, held Held) (ports *netVMPorts, memoi
 // and by the declaration of the VM interface each is planned for.
 type netVMPorts struct {
 	n      *network
-	byName map[string]string
+	byName map[string]vmPortIP
 	byDecl map[*vmDecl]vmPortIP
 }
 
-type vmPortIP struct{ port, ip string }
+// vmPortIP is a VM port and its addresses: IPv4, and IPv6 (vmIPv6).
+type vmPortIP struct {
+	port, ip string
+	ip6      []string
+}
 
-// of is the port VM interface d of the network gets, if any, and its IP:
-// its own, or the port of its name that another declaration of it gets.
-func (p *netVMPorts) of(d *vmDecl) (port, ip string, ok bool) {
+// of is the port VM interface d of the network gets, if any, with its
+// addresses: its own, or the port of its name that another declaration
+// of it gets.
+func (p *netVMPorts) of(d *vmDecl) (vmPortIP, bool) {
 	if pi, ok := p.byDecl[d]; ok {
-		return pi.port, pi.ip, true
+		return pi, true
 	}
-	port = VMPortName(p.n.Name, d.Namespace, d.VMI, d.Interface)
-	ip, ok = p.byName[port]
-	return port, ip, ok
+	pi, ok := p.byName[VMPortName(p.n.Name, d.Namespace, d.VMI, d.Interface)]
+	return pi, ok
 }
 
 // portsMemo keeps plannedVMPorts' answer per network while the network
@@ -618,13 +665,13 @@ func (m *portsMemo) forget(name string) {
 }
 
 // ruleACL is rule r's ACL in group pg (whose SecurityGroup is named
-// group), or a note why an accepted rule has none (IPv6), or its error.
+// group), or its error: ip4 for etherType IPv4 (or none), ip6 for IPv6.
 // An ACL may come with a note saying what of the rule was read as ONOS
 // read it (both remotes, ports beside protocol any).
 func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *InputError) {
 	acl := &nbmodel.ACL{Priority: SGRulePriority, Action: nbmodel.ACLActionAllowRelated}
 	var m []string
-	remote := "ip4.src"
+	remote := "src"
 	switch strings.ToLower(r.Direction) {
 	case "ingress":
 		acl.Direction = nbmodel.ACLDirectionToLport
@@ -632,20 +679,22 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 	case "egress":
 		acl.Direction = nbmodel.ACLDirectionFromLport
 		m = append(m, "inport == @"+pg)
-		remote = "ip4.dst"
+		remote = "dst"
 	case "":
 		return nil, "", ruleErr(r, group, "spec.direction", "is required: ingress or egress")
 	default:
 		return nil, "", ruleErr(r, group, "spec.direction", "%q is neither ingress nor egress", r.Direction)
 	}
+	ip := "ip4"
 	switch strings.ToLower(strings.TrimSpace(r.EtherType)) {
 	case "", "ipv4":
 	case "ipv6":
-		return nil, fmt.Sprintf("%s rule %s: etherType IPv6 is not applied: kubevirt-ovn networks are IPv4 (ONOS installed it as IPv4)", ObjSecurityGroup+" "+group, r.ID), nil
+		ip = "ip6"
 	default:
 		return nil, "", ruleErr(r, group, "spec.etherType", "%q is neither IPv4 nor IPv6", r.EtherType)
 	}
-	m = append(m, "ip4")
+	m = append(m, ip)
+	remote = ip + "." + remote
 	var notes []string
 	note := func(format string, args ...any) {
 		notes = append(notes, fmt.Sprintf(format, args...))
@@ -657,7 +706,7 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 	}
 	switch {
 	case r.RemoteIPPrefix != "" && r.RemoteGroupID == "":
-		p, err := parseRemotePrefix(r.RemoteIPPrefix)
+		p, err := parseRemotePrefix(r.RemoteIPPrefix, ip == "ip6")
 		if err != nil {
 			return nil, "", ruleErr(r, group, "spec.remoteIpPrefix", "%v", err)
 		}
@@ -672,13 +721,16 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 		if len(in.sgs[r.RemoteGroupID]) == 0 {
 			return nil, "", ruleErr(r, group, "spec.remoteGroupId", "SecurityGroup %s is not declared", r.RemoteGroupID)
 		}
-		set := PortGroupName(r.RemoteGroupID) + "_ip4" // OVN's, of the group's Port_Group
+		set := PortGroupName(r.RemoteGroupID) + "_" + ip // OVN's, of the group's Port_Group
 		if in.zoned {
 			set = AddressSetName(r.RemoteGroupID) // ours, every zone's members
+			if ip == "ip6" {
+				set = AddressSetName6(r.RemoteGroupID)
+			}
 		}
 		m = append(m, remote+" == $"+set)
 	}
-	proto, protoNote, err := protocolMatch(r, group)
+	proto, protoNote, err := protocolMatch(r, group, ip == "ip6")
 	if err != nil {
 		return nil, "", err
 	}
@@ -693,32 +745,43 @@ func (in *Input) ruleACL(r *ruleDecl, group, pg string) (*nbmodel.ACL, string, *
 	return acl, fmt.Sprintf("%s rule %s: %s", ObjSecurityGroup+" "+group, r.ID, strings.Join(notes, "; ")), nil
 }
 
-// parseRemotePrefix reads an IPv4 prefix or address (a /32); host bits
-// are cleared, as Neutron does.
-func parseRemotePrefix(s string) (netip.Prefix, error) {
-	if !strings.Contains(s, "/") {
-		a, err := parseIPv4(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		return netip.PrefixFrom(a, 32), nil
+// parseRemotePrefix reads a prefix or address (a /32 or /128) of the
+// rule's family (IPv6 when v6); host bits are cleared, as Neutron does.
+func parseRemotePrefix(s string, v6 bool) (netip.Prefix, error) {
+	family, other := "IPv4", "IPv6"
+	if v6 {
+		family, other = other, family
 	}
-	p, err := netip.ParsePrefix(s)
-	if err != nil || !p.Addr().Is4() {
-		return netip.Prefix{}, fmt.Errorf("%q is not an IPv4 prefix", s)
+	var p netip.Prefix
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q is not an %s address or prefix", s, family)
+		}
+		a = a.Unmap()
+		p = netip.PrefixFrom(a, a.BitLen())
+	} else {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not an %s prefix", s, family)
+		}
+	}
+	if p.Addr().Is6() != v6 {
+		return netip.Prefix{}, fmt.Errorf("%s is an %s prefix; the rule's spec.etherType is %s", s, other, family)
 	}
 	return p.Masked(), nil
 }
 
-// IP protocols by the names ONOS accepted.
-var protocolNumbers = map[string]int{"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132}
+// IP protocols by the names ONOS and Neutron accept ("icmp" is ICMPv6 in
+// an IPv6 rule, as Neutron reads it).
+var protocolNumbers = map[string]int{"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132, "ipv6-icmp": 58, "icmpv6": 58}
 
 // protocolMatch is the match of rule r's protocol and port range: the
 // destination port in both directions (ONOS matched the source port of
 // egress rules), ICMP type and code (ONOS swapped them). Where ONOS read
 // a range as every port (0 to 0, or ports beside protocol any), so does
 // it, and the note says so.
-func protocolMatch(r *ruleDecl, group string) ([]string, string, *InputError) {
+func protocolMatch(r *ruleDecl, group string, v6 bool) ([]string, string, *InputError) {
 	p := strings.ToLower(strings.TrimSpace(r.Protocol))
 	num := -1
 	switch {
@@ -733,6 +796,16 @@ func protocolMatch(r *ruleDecl, group string) ([]string, string, *InputError) {
 		if n > 0 {
 			num = n
 		}
+	}
+	switch {
+	case v6 && num == 1:
+		num = 58
+	case !v6 && num == 58:
+		return nil, "", ruleErr(r, group, "spec.protocol", "%q is ICMPv6: the rule's spec.etherType is IPv4", r.Protocol)
+	}
+	icmp := "icmp4"
+	if v6 {
+		icmp = "icmp6"
 	}
 	lo, hi := r.PortRangeMin, r.PortRangeMax
 	switch num {
@@ -779,13 +852,13 @@ func protocolMatch(r *ruleDecl, group string) ([]string, string, *InputError) {
 			return []string{name}, note, nil
 		}
 		return []string{name, fmt.Sprintf("%s.dst >= %d", name, min), fmt.Sprintf("%s.dst <= %d", name, max)}, note, nil
-	case 1:
-		out := []string{"icmp4"}
+	case 1, 58:
+		out := []string{icmp}
 		if lo != nil {
 			if *lo < 0 || *lo > 255 {
 				return nil, "", ruleErr(r, group, "spec.portRangeMin", "%d is not an ICMP type (0-255)", *lo)
 			}
-			out = append(out, fmt.Sprintf("icmp4.type == %d", *lo))
+			out = append(out, fmt.Sprintf("%s.type == %d", icmp, *lo))
 		}
 		if hi != nil {
 			switch {
@@ -794,7 +867,7 @@ func protocolMatch(r *ruleDecl, group string) ([]string, string, *InputError) {
 			case *hi < 0 || *hi > 255:
 				return nil, "", ruleErr(r, group, "spec.portRangeMax", "%d is not an ICMP code (0-255)", *hi)
 			}
-			out = append(out, fmt.Sprintf("icmp4.code == %d", *hi))
+			out = append(out, fmt.Sprintf("%s.code == %d", icmp, *hi))
 		}
 		return out, "", nil
 	}

@@ -128,6 +128,22 @@ func TestSecurityGroupRuleMatches(t *testing.T) {
 		{"remote group: its address set", SecurityGroupRule{Direction: "ingress", Protocol: "tcp", RemoteGroupID: "sg-db"}, "to-lport",
 			"outport == @" + pg + " && ip4 && ip4.src == $" + other + "_ip4 && tcp", false},
 
+		// IPv6 (issue 33): ip6, ICMPv6, prefixes and group sets of the family.
+		{"IPv6 ingress, any", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6"}, "to-lport", "outport == @" + pg + " && ip6", false},
+		{"IPv6 tcp port from a prefix", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", Protocol: "tcp", PortRangeMin: intp(443), RemoteIPPrefix: "2001:db8:1::7/32"}, "to-lport",
+			"outport == @" + pg + " && ip6 && ip6.src == 2001:db8::/32 && tcp && tcp.dst == 443", false},
+		{"IPv6 egress to an address, a /128", SecurityGroupRule{Direction: "egress", EtherType: "ipv6", Protocol: "udp", RemoteIPPrefix: "2001:db8::53"}, "from-lport",
+			"inport == @" + pg + " && ip6 && ip6.dst == 2001:db8::53 && udp", false},
+		{"::/0 is any", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", RemoteIPPrefix: "::/0"}, "to-lport", "outport == @" + pg + " && ip6", false},
+		{"IPv6 icmp is ICMPv6, type and code", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", Protocol: "icmp", PortRangeMin: intp(128), PortRangeMax: intp(0)}, "to-lport",
+			"outport == @" + pg + " && ip6 && icmp6 && icmp6.type == 128 && icmp6.code == 0", false},
+		{"ipv6-icmp and 58 by name and number", SecurityGroupRule{Direction: "egress", EtherType: "IPv6", Protocol: "ipv6-icmp"}, "from-lport",
+			"inport == @" + pg + " && ip6 && icmp6", false},
+		{"IPv6 remote group: its IPv6 set", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", RemoteGroupID: "sg-db"}, "to-lport",
+			"outport == @" + pg + " && ip6 && ip6.src == $" + other + "_ip6", false},
+		{"IPv6 other protocol number", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", Protocol: "132", PortRangeMin: intp(9)}, "to-lport",
+			"outport == @" + pg + " && ip6 && sctp && sctp.dst == 9", false},
+
 		{"direction missing", SecurityGroupRule{}, "", "SecurityGroupRule r: spec.direction is required: ingress or egress", true},
 		{"direction bad", SecurityGroupRule{Direction: "in"}, "", `SecurityGroupRule r: spec.direction "in" is neither ingress nor egress`, true},
 		{"etherType bad", SecurityGroupRule{Direction: "ingress", EtherType: "arp"}, "", `SecurityGroupRule r: spec.etherType "arp" is neither IPv4 nor IPv6`, true},
@@ -138,7 +154,13 @@ func TestSecurityGroupRuleMatches(t *testing.T) {
 		{"port out of range", SecurityGroupRule{Direction: "ingress", Protocol: "udp", PortRangeMin: intp(70000)}, "", "SecurityGroupRule r: spec.portRangeMin 70000 is not a port (1-65535)", true},
 		{"icmp code without type", SecurityGroupRule{Direction: "ingress", Protocol: "icmp", PortRangeMax: intp(0)}, "", "SecurityGroupRule r: spec.portRangeMax (the ICMP code) needs spec.portRangeMin (the ICMP type)", true},
 		{"ports on another protocol", SecurityGroupRule{Direction: "ingress", Protocol: "47", PortRangeMin: intp(1)}, "", "SecurityGroupRule r: spec.portRangeMin is for tcp, udp, sctp and icmp, not protocol 47", true},
-		{"prefix bad", SecurityGroupRule{Direction: "ingress", RemoteIPPrefix: "fd00::/64"}, "", `SecurityGroupRule r: spec.remoteIpPrefix "fd00::/64" is not an IPv4 prefix`, true},
+		{"prefix of the other family", SecurityGroupRule{Direction: "ingress", RemoteIPPrefix: "fd00::/64"}, "", `SecurityGroupRule r: spec.remoteIpPrefix fd00::/64 is an IPv6 prefix; the rule's spec.etherType is IPv4`, true},
+		{"IPv6 rule, IPv4 prefix", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", RemoteIPPrefix: "10.0.0.0/8"}, "", `SecurityGroupRule r: spec.remoteIpPrefix 10.0.0.0/8 is an IPv4 prefix; the rule's spec.etherType is IPv6`, true},
+		{"IPv6 rule, IPv4 address", SecurityGroupRule{Direction: "egress", EtherType: "IPv6", RemoteIPPrefix: "10.0.0.1"}, "", `SecurityGroupRule r: spec.remoteIpPrefix 10.0.0.1 is an IPv4 prefix; the rule's spec.etherType is IPv6`, true},
+		{"prefix bad", SecurityGroupRule{Direction: "ingress", RemoteIPPrefix: "10.0.0.300"}, "", `SecurityGroupRule r: spec.remoteIpPrefix "10.0.0.300" is not an IPv4 address or prefix`, true},
+		{"IPv6 prefix bad", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", RemoteIPPrefix: "fd00::/129"}, "", `SecurityGroupRule r: spec.remoteIpPrefix "fd00::/129" is not an IPv6 prefix`, true},
+		{"ICMPv6 in an IPv4 rule", SecurityGroupRule{Direction: "ingress", Protocol: "58"}, "", `SecurityGroupRule r: spec.protocol "58" is ICMPv6: the rule's spec.etherType is IPv4`, true},
+		{"ICMPv6 type out of range", SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", Protocol: "icmpv6", PortRangeMin: intp(256)}, "", `SecurityGroupRule r: spec.portRangeMin 256 is not an ICMP type (0-255)`, true},
 		{"remote group not declared", SecurityGroupRule{Direction: "ingress", RemoteGroupID: "sg-none"}, "", "SecurityGroupRule r: spec.remoteGroupId SecurityGroup sg-none is not declared", true},
 	}
 	for _, tt := range tests {
@@ -166,18 +188,22 @@ func TestSecurityGroupRuleMatches(t *testing.T) {
 	}
 }
 
-// TestSecurityGroupIPv6RuleIsANote: an IPv6 rule is not applied, and says
-// so (ONOS installed it as IPv4).
-func TestSecurityGroupIPv6RuleIsANote(t *testing.T) {
+// TestSecurityGroupIPv6RuleIsApplied: an IPv6 rule is an ip6 ACL, with
+// no note (ONOS installed it as IPv4; issue 33).
+func TestSecurityGroupIPv6RuleIsApplied(t *testing.T) {
 	in := NewInput()
 	in.Set("s", Objects{SecurityGroups: []SecurityGroup{{Name: "g", ID: "g", Rules: []SecurityGroupRule{{ID: "v6", Direction: "ingress", EtherType: "IPv6"}}}}})
 	sp := in.Plan(sgUnit("g"), testInstance, nil).SecurityGroup
 	require.NotNil(t, sp)
 	assert.Empty(t, sp.RuleErrors)
-	assert.Equal(t, []string{"SecurityGroup g rule v6: etherType IPv6 is not applied: kubevirt-ovn networks are IPv4 (ONOS installed it as IPv4)"}, sp.Notes)
+	assert.Empty(t, sp.Notes)
+	var matches []string
 	for _, a := range sp.ACLs {
-		assert.NotEqual(t, "rule/v6", a.ExternalIDs[KeySecurityACL])
+		if a.ExternalIDs[KeySecurityACL] == "rule/v6" {
+			matches = append(matches, a.Match)
+		}
 	}
+	assert.Equal(t, []string{"outport == @kv_sg_g && ip6"}, matches)
 }
 
 // TestSecurityGroupDuplicates: a spec.id declared by two groups fails the
@@ -384,7 +410,7 @@ func TestSecurityGroupInBuildAndOrder(t *testing.T) {
 	assert.Empty(t, p.Failed, "a rule's error fails no unit")
 	require.Len(t, p.Errors, 1)
 	assert.EqualError(t, p.Errors[0], `SecurityGroupRule bad: spec.direction "sideways" is neither ingress nor egress`)
-	assert.Contains(t, p.Notes, "SecurityGroup sg-web rule v6: etherType IPv6 is not applied: kubevirt-ovn networks are IPv4 (ONOS installed it as IPv4)")
+	assert.NotContains(t, p.Notes, "SecurityGroup sg-web rule v6: etherType IPv6 is not applied: kubevirt-ovn networks are IPv4 (ONOS installed it as IPv4)")
 
 	order := NewInputFrom(s).ReconcileOrder()
 	lastNetwork, firstGroup := -1, len(order)

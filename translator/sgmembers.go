@@ -39,28 +39,33 @@ type sgMember struct {
 	// port is in that node's zone too while it runs (zonePort).
 	port, ip, node, target string
 	addr                   netip.Addr
-	from                   *sgNetMembers
+	// ip6 are its IPv6 addresses (comma-joined), addrs6 them parsed.
+	ip6    string
+	addrs6 []netip.Addr
+	from   *sgNetMembers
 }
 
 func compareSGMembers(a, b *sgMember) int {
-	return cmp.Or(strings.Compare(a.port, b.port), strings.Compare(a.ip, b.ip), strings.Compare(a.node, b.node))
+	return cmp.Or(strings.Compare(a.port, b.port), strings.Compare(a.ip, b.ip), strings.Compare(a.ip6, b.ip6), strings.Compare(a.node, b.node))
 }
 
 // sgNetMembers are a group's members on one network: those with a port,
-// sorted (compareSGMembers), and the network's gateway (invalid without
-// one). stale: a newer resolution replaced it. members is not changed
-// once made: a memo's sorted list points into it.
+// sorted (compareSGMembers), the network's gateways (IPv4, then IPv6;
+// those it has) and whether it has an ipv6Cidr. stale: a newer resolution
+// replaced it. members is not changed once made: a memo's sorted list
+// points into it.
 type sgNetMembers struct {
-	members []sgMember
-	gateway netip.Addr
-	stale   bool
+	members  []sgMember
+	gateways []netip.Addr
+	ipv6     bool
+	stale    bool
 }
 
 func (e *sgNetMembers) same(o *sgNetMembers) bool {
 	if e == nil || o == nil {
 		return e == o
 	}
-	return e.gateway == o.gateway && slices.EqualFunc(e.members, o.members, func(a, b sgMember) bool { return compareSGMembers(&a, &b) == 0 })
+	return slices.Equal(e.gateways, o.gateways) && e.ipv6 == o.ipv6 && slices.EqualFunc(e.members, o.members, func(a, b sgMember) bool { return compareSGMembers(&a, &b) == 0 })
 }
 
 // sgMemo is a group's members as its last plan resolved them. mu is held
@@ -84,10 +89,11 @@ type sgMemo struct {
 	ports          []string
 	// gateways counts the networks with a member port by gateway; ping
 	// is the match of the ping ACL to them of Port_Group pingFor ("":
-	// none, pingGatewayMatch).
+	// none, pingGatewayMatch). ipv6Nets counts those with an ipv6Cidr.
 	gateways      map[netip.Addr]int
 	ping, pingFor string
-	// addrs are the members' IPv4 addresses, sorted, without duplicates,
+	ipv6Nets      int
+	// addrs are the members' addresses (IPv4, then IPv6), sorted, without duplicates,
 	// as strings (addrStrs), and addrCount how many members have each
 	// (addrsTouched: came or went since sortAddrs).
 	addrs        []netip.Addr
@@ -228,15 +234,18 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 			return
 		}
 		changed = true
-		// The new gateway counted first: the same one stays.
-		if nw != nil && nw.gateway.IsValid() {
-			if m.gateways[nw.gateway]++; m.gateways[nw.gateway] == 1 {
-				gatewaysChanged = true
-			}
-		}
+		// The new gateways counted first: the same ones stay.
 		if nw != nil {
+			for _, gw := range nw.gateways {
+				if m.gateways[gw]++; m.gateways[gw] == 1 {
+					gatewaysChanged = true
+				}
+			}
+			if nw.ipv6 {
+				m.ipv6Nets++
+			}
 			for _, mb := range nw.members {
-				m.countAddr(mb.addr, 1)
+				m.countAddrs(&mb, 1)
 			}
 		}
 		if old != nil {
@@ -245,13 +254,16 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 				removed = append(removed, &old.members[i])
 			}
 			for _, mb := range old.members {
-				m.countAddr(mb.addr, -1)
+				m.countAddrs(&mb, -1)
 			}
-			if old.gateway.IsValid() {
-				if m.gateways[old.gateway]--; m.gateways[old.gateway] == 0 {
-					delete(m.gateways, old.gateway)
+			for _, gw := range old.gateways {
+				if m.gateways[gw]--; m.gateways[gw] == 0 {
+					delete(m.gateways, gw)
 					gatewaysChanged = true
 				}
+			}
+			if old.ipv6 {
+				m.ipv6Nets--
 			}
 		}
 		if nw == nil {
@@ -278,13 +290,13 @@ func (in *Input) sgMembersOf(id, pg string, held Held) *sgMemo {
 	}
 	if gatewaysChanged || m.pingFor != pg {
 		m.pingFor = pg
-		m.ping = pingGatewayMatch(pg, gatewaysMatch(slices.SortedFunc(func(yield func(netip.Addr) bool) {
+		m.ping = pingGatewayMatch(pg, slices.SortedFunc(func(yield func(netip.Addr) bool) {
 			for a := range m.gateways {
 				if !yield(a) {
 					return
 				}
 			}
-		}, netip.Addr.Compare)))
+		}, netip.Addr.Compare))
 	}
 	return m
 }
@@ -405,7 +417,15 @@ func (m *sgMemo) splice(removed, added []*sgMember) bool {
 	return true
 }
 
-// countAddr adds delta members with IPv4 address a (none when invalid);
+// countAddrs counts member mb's addresses, both families (countAddr).
+func (m *sgMemo) countAddrs(mb *sgMember, delta int) {
+	m.countAddr(mb.addr, delta)
+	for _, a := range mb.addrs6 {
+		m.countAddr(a, delta)
+	}
+}
+
+// countAddr adds delta members with address a (none when invalid);
 // one that came or went is in addrsTouched until sortAddrs.
 func (m *sgMemo) countAddr(a netip.Addr, delta int) {
 	if !a.IsValid() {
@@ -467,13 +487,21 @@ func (in *Input) resolveSGNetwork(id, net string, held Held) (e *sgNetMembers, v
 		if d.NetworkNamespace != n.Namespace {
 			continue
 		}
-		port, ip, ok := ports.of(d)
+		pi, ok := ports.of(d)
 		if !ok {
 			continue
 		}
-		mb := sgMember{port: port, ip: ip, node: d.Node, target: d.MigrationTarget, from: e}
-		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
+		mb := sgMember{port: pi.port, ip: pi.ip, node: d.Node, target: d.MigrationTarget, from: e}
+		if a, err := netip.ParseAddr(pi.ip); err == nil && a.Is4() {
 			mb.addr = a
+		}
+		if len(pi.ip6) > 0 {
+			mb.ip6 = strings.Join(pi.ip6, ",")
+			for _, s := range pi.ip6 {
+				if a, err := netip.ParseAddr(s); err == nil {
+					mb.addrs6 = append(mb.addrs6, a)
+				}
+			}
 		}
 		e.members = append(e.members, mb)
 	}
@@ -482,7 +510,11 @@ func (in *Input) resolveSGNetwork(id, net string, held Held) (e *sgNetMembers, v
 	}
 	slices.SortFunc(e.members, func(a, b sgMember) int { return compareSGMembers(&a, &b) })
 	if n.gateway.IsValid() {
-		e.gateway = n.gateway
+		e.gateways = append(e.gateways, n.gateway)
 	}
+	if n.gateway6.IsValid() {
+		e.gateways = append(e.gateways, n.gateway6)
+	}
+	e.ipv6 = n.prefix6.IsValid()
 	return e, !memoized
 }

@@ -346,8 +346,8 @@ func (c *sgChurn) held() Held {
 // sgOracle is what a group's members are, by the networks' own plans.
 type sgOracle struct {
 	ports    []string
-	gateways string   // as gatewaysMatch
-	addrs    []string // nil: a port of two VM interfaces, which is not checked
+	gateways []netip.Addr // sorted, as pingGatewayMatch takes them
+	addrs    []string     // nil: a port of two VM interfaces, which is not checked
 }
 
 // members are each group's members as the plans of the networks of a
@@ -419,7 +419,7 @@ func (c *sgChurn) members(held Held) map[string]*sgOracle {
 	for g, o := range out {
 		slices.Sort(o.ports)
 		o.ports = slices.Compact(o.ports)
-		o.gateways = gatewaysMatch(slices.SortedFunc(maps.Keys(gws[g]), netip.Addr.Compare))
+		o.gateways = slices.SortedFunc(maps.Keys(gws[g]), netip.Addr.Compare)
 		if ambiguous[g] {
 			continue // o.addrs nil: not checked
 		}

@@ -3,6 +3,7 @@ package translator
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -419,4 +420,55 @@ func TestZoneSiblingLoadBalancerRows(t *testing.T) {
 	np = plan(in)
 	assert.Equal(t, map[string]siblingZoneRow{"gw1": unchecked, "gw2": unchecked, "hv2": unchecked}, siblingZoneRows(t, np, name))
 	assert.Equal(t, plan(NewInputFrom(s)), np, "incremental == whole")
+}
+
+// TestSecurityGroupDualStack: members on dual-stack networks: the base
+// ACLs let DHCPv6 out and ping both gateways; an IPv6 rule naming a
+// remote group matches OVN's $<pg>_ip6 centrally, and in interconnect
+// mode an Address_Set of every member's IPv6 addresses beside the IPv4
+// one, only while an IPv6 rule names the group.
+func TestSecurityGroupDualStack(t *testing.T) {
+	for _, zoned := range []bool{false, true} {
+		in := zoneSGInput(zoned)
+		in.Set("nets", Objects{Networks: []Network{publicNet(), dualStack(netA()), dualStack(netB())}})
+		web := in.Plan(Unit{KindSecurityGroup, "web"}, testInstance, nil).SecurityGroup
+		require.NotNil(t, web)
+		byKey := map[string]string{}
+		for _, a := range web.ACLs {
+			byKey[a.ExternalIDs[KeySecurityACL]] = a.Match
+		}
+		assert.Equal(t, "inport == @kv_sg_web && ip6 && udp.src == 546 && udp.dst == 547", byKey["base/dhcp6"])
+		assert.Equal(t, "inport == @kv_sg_web && ((ip4.dst == 10.10.0.1 && icmp4 && icmp4.type == 8) || (ip6.dst == fd00:10::1 && icmp6 && icmp6.type == 128))", byKey["base/ping-gateway"])
+
+		cp := in.Plan(Unit{KindSecurityGroup, "client"}, testInstance, nil).SecurityGroup
+		require.NotNil(t, cp)
+		assert.Nil(t, cp.AddressSet6, "no IPv6 rule names client yet")
+
+		p := 90
+		in.Set("sgs", Objects{SecurityGroups: []SecurityGroup{
+			{Name: "web", ID: "web", Rules: []SecurityGroupRule{
+				{ID: "from-clients", Direction: "ingress", Protocol: "udp", PortRangeMin: &p, RemoteGroupID: "client"},
+				{ID: "from-clients6", Direction: "ingress", EtherType: "IPv6", Protocol: "udp", PortRangeMin: &p, RemoteGroupID: "client"},
+			}},
+			{Name: "client", ID: "client", Rules: []SecurityGroupRule{{ID: "out", Direction: "egress"}, {ID: "out6", Direction: "egress", EtherType: "IPv6"}}},
+		}})
+		web = in.Plan(Unit{KindSecurityGroup, "web"}, testInstance, nil).SecurityGroup
+		byKey = map[string]string{}
+		for _, a := range web.ACLs {
+			byKey[a.ExternalIDs[KeySecurityACL]] = a.Match
+		}
+		cp = in.Plan(Unit{KindSecurityGroup, "client"}, testInstance, nil).SecurityGroup
+		if !zoned {
+			assert.Equal(t, "outport == @kv_sg_web && ip6 && ip6.src == $kv_sg_client_ip6 && udp && udp.dst == 90", byKey["rule/from-clients6"])
+			assert.Nil(t, cp.AddressSet6)
+			continue
+		}
+		assert.Equal(t, "outport == @kv_sg_web && ip6 && ip6.src == $kv_sgaddr_client_ip6 && udp && udp.dst == 90", byKey["rule/from-clients6"])
+		require.NotNil(t, cp.AddressSet6)
+		v6 := SLAACAddress(netip.MustParsePrefix("fd00:20::/64"), "02:00:00:00:00:02").String()
+		assert.Equal(t, []string{"10.20.0.5"}, cp.AddressSet.Addresses)
+		assert.Equal(t, []string{v6}, cp.AddressSet6.Addresses)
+		assert.Equal(t, []string{"AS kv_sgaddr_client_ip4 10.20.0.5", "AS kv_sgaddr_client_ip6 " + v6}, zoneRowNames(cp.Zones["hv1"]),
+			"zone hv1 has web's member, whose rules match client's addresses of both families")
+	}
 }

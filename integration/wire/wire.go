@@ -17,7 +17,8 @@ import (
 
 // Frame is an Ethernet frame to build: IPv4 with UDP (or a TCP SYN when
 // TCP is set) when SrcIP is set, else ARP. An IPv6 SrcIP makes it IPv6,
-// with UDP, or with ND when set (TTL is then the hop limit).
+// with UDP, TCP or an ICMPv6 echo as IPv4 has them, or with ND when set
+// (TTL is then the hop limit).
 type Frame struct {
 	SrcMAC, DstMAC string
 	VLAN           uint16 // 0: untagged
@@ -26,8 +27,8 @@ type Frame struct {
 	TTL          uint8
 	SPort, DPort uint16
 	TCP          bool
-	// ICMPEcho: an ICMP echo request with id SPort, sequence DPort,
-	// instead of UDP or TCP.
+	// ICMPEcho: an ICMP (ICMPv6 for IPv6) echo request with id SPort,
+	// sequence DPort, instead of UDP or TCP.
 	ICMPEcho bool
 	// SYNACK makes the TCP segment a SYN-ACK acknowledging Ack (a reply
 	// to a SYN whose sequence number is Ack-1).
@@ -165,9 +166,8 @@ func (f Frame) Bytes() ([]byte, error) {
 			}
 			ls = append(ls, ip, icmp, msg)
 		} else {
-			udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
-			errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
-			ls = append(ls, ip, udp, gopacket.Payload("kubevirt-ovn"))
+			ls = append(ls, ip)
+			ls = append(ls, f.transport(ip, ip, &errs)...)
 		}
 	} else if f.SrcIP == "" {
 		ls = append(ls, &layers.ARP{
@@ -178,31 +178,8 @@ func (f Frame) Bytes() ([]byte, error) {
 		})
 	} else {
 		ip := &layers.IPv4{Version: 4, TTL: f.TTL, Protocol: layers.IPProtocolUDP, SrcIP: ip4(f.SrcIP), DstIP: ip4(f.DstIP)}
-		switch {
-		case f.ICMPEcho:
-			ip.Protocol = layers.IPProtocolICMPv4
-			icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: f.SPort, Seq: f.DPort}
-			ls = append(ls, ip, icmp, gopacket.Payload("kubevirt-ovn"))
-		case f.TCP:
-			ip.Protocol = layers.IPProtocolTCP
-			tcp := &layers.TCP{SrcPort: layers.TCPPort(f.SPort), DstPort: layers.TCPPort(f.DPort), SYN: true, Seq: 1, Window: 64240}
-			if f.SYNACK {
-				tcp.ACK, tcp.Ack = true, f.Ack
-			}
-			if f.ACKOnly {
-				tcp.SYN, tcp.ACK, tcp.Seq, tcp.Ack = false, true, 2, f.Ack
-			}
-			errs = append(errs, tcp.SetNetworkLayerForChecksum(ip))
-			ls = append(ls, ip, tcp)
-		default:
-			udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
-			errs = append(errs, udp.SetNetworkLayerForChecksum(ip))
-			var payload gopacket.SerializableLayer = gopacket.Payload("kubevirt-ovn")
-			if f.DHCP != nil {
-				payload = f.DHCP
-			}
-			ls = append(ls, ip, udp, payload)
-		}
+		ls = append(ls, ip)
+		ls = append(ls, f.transport(ip, ip, &errs)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -212,6 +189,51 @@ func (f Frame) Bytes() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// transport are f's layers above IP (an IPv4 or IPv6 header ip, whose
+// protocol or next header it sets; nl is ip for checksums): an ICMP(v6)
+// echo request, a TCP segment or a UDP datagram.
+func (f Frame) transport(ip gopacket.SerializableLayer, nl gopacket.NetworkLayer, errs *[]error) []gopacket.SerializableLayer {
+	proto := func(p layers.IPProtocol) {
+		switch h := ip.(type) {
+		case *layers.IPv4:
+			h.Protocol = p
+		case *layers.IPv6:
+			h.NextHeader = p
+		}
+	}
+	_, v6 := ip.(*layers.IPv6)
+	switch {
+	case f.ICMPEcho && v6:
+		proto(layers.IPProtocolICMPv6)
+		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeEchoRequest, 0)}
+		*errs = append(*errs, icmp.SetNetworkLayerForChecksum(nl))
+		return []gopacket.SerializableLayer{icmp, &layers.ICMPv6Echo{Identifier: f.SPort, SeqNumber: f.DPort}, gopacket.Payload("kubevirt-ovn")}
+	case f.ICMPEcho:
+		proto(layers.IPProtocolICMPv4)
+		icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: f.SPort, Seq: f.DPort}
+		return []gopacket.SerializableLayer{icmp, gopacket.Payload("kubevirt-ovn")}
+	case f.TCP:
+		proto(layers.IPProtocolTCP)
+		tcp := &layers.TCP{SrcPort: layers.TCPPort(f.SPort), DstPort: layers.TCPPort(f.DPort), SYN: true, Seq: 1, Window: 64240}
+		if f.SYNACK {
+			tcp.ACK, tcp.Ack = true, f.Ack
+		}
+		if f.ACKOnly {
+			tcp.SYN, tcp.ACK, tcp.Seq, tcp.Ack = false, true, 2, f.Ack
+		}
+		*errs = append(*errs, tcp.SetNetworkLayerForChecksum(nl))
+		return []gopacket.SerializableLayer{tcp}
+	}
+	proto(layers.IPProtocolUDP)
+	udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
+	*errs = append(*errs, udp.SetNetworkLayerForChecksum(nl))
+	var payload gopacket.SerializableLayer = gopacket.Payload("kubevirt-ovn")
+	if f.DHCP != nil {
+		payload = f.DHCP
+	}
+	return []gopacket.SerializableLayer{udp, payload}
 }
 
 // ReadPcap decodes the packets of a pcap stream; a record still being
@@ -275,7 +297,8 @@ type Seen struct {
 	// 68, nil otherwise.
 	DHCP *layers.DHCPv4
 	// ICMPv6Type is an ICMPv6 packet's type (IsICMPv6); RA and NA its
-	// router or neighbor advertisement, nil for others.
+	// router or neighbor advertisement, nil for others. An echo's id and
+	// sequence are in SPort and DPort.
 	IsICMPv6   bool
 	ICMPv6Type uint8
 	RA         *layers.ICMPv6RouterAdvertisement
@@ -299,6 +322,9 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if ic, ok := p.Layer(layers.LayerTypeICMPv6).(*layers.ICMPv6); ok {
 		s.IsICMPv6, s.ICMPv6Type = true, ic.TypeCode.Type()
+	}
+	if echo, ok := p.Layer(layers.LayerTypeICMPv6Echo).(*layers.ICMPv6Echo); ok {
+		s.SPort, s.DPort = echo.Identifier, echo.SeqNumber
 	}
 	if ra, ok := p.Layer(layers.LayerTypeICMPv6RouterAdvertisement).(*layers.ICMPv6RouterAdvertisement); ok {
 		s.RA = ra
