@@ -223,10 +223,15 @@ type Network struct {
 	// advertisements of the gateway address ("" for an IPv4-only network).
 	IPv6CIDR      string
 	IPv6GatewayIP string
-	HostRoutes    []HostRoute
-	IPPool        *IPPool
-	DNSes         []string
-	DefaultRoute  bool
+	// IPv6AddressMode (network-config ipv6AddressMode, Neutron's
+	// ipv6_address_mode values): slaac ("" too), dhcpv6-stateless (SLAAC,
+	// and DNS servers from DHCPv6) or dhcpv6-stateful (the address from
+	// DHCPv6 too).
+	IPv6AddressMode string
+	HostRoutes      []HostRoute
+	IPPool          *IPPool
+	DNSes           []string
+	DefaultRoute    bool
 }
 
 // HostRoute is a network-config host route.

@@ -57,6 +57,9 @@ type NetworkPlan struct {
 	// DHCP is the network's DHCP options, which its VM ports refer to;
 	// nil for a network without gatewayIp (no DHCP).
 	DHCP *nbmodel.DHCPOptions `json:",omitempty"`
+	// DHCPv6 is its DHCPv6 options, nil unless its ipv6AddressMode is
+	// dhcpv6-stateful or dhcpv6-stateless.
+	DHCPv6 *nbmodel.DHCPOptions `json:",omitempty"`
 	// LoadBalancers are the Load_Balancer rows its switch refers to, one
 	// per protocol of each of its valid load balancers, sorted by name
 	// (loadbalancer.go).
@@ -145,7 +148,10 @@ type network struct {
 	// invalid when it has none.
 	prefix6  netip.Prefix
 	gateway6 netip.Addr
-	segment  int
+	// mode6 is its IPv6 address mode (IPv6SLAAC, IPv6DHCPv6Stateless,
+	// IPv6DHCPv6Stateful).
+	mode6   string
+	segment int
 	// pool is the ipPool's first and last address; invalid without one.
 	// Informational (IPPool): it fences no VM address.
 	poolStart, poolEnd netip.Addr
@@ -353,6 +359,7 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, bin
 		Name:   name,
 		Switch: &nbmodel.LogicalSwitch{Name: SwitchName(name), ExternalIDs: SwitchIDs(instance, u)},
 		DHCP:   dhcpOptions(n, instance),
+		DHCPv6: dhcpv6Options(n, instance),
 	}
 	if n.Type == NetworkFlat || n.Type == NetworkVLAN {
 		ln := &nbmodel.LogicalSwitchPort{
@@ -466,6 +473,49 @@ func dhcpOptions(n *network, instance string) *nbmodel.DHCPOptions {
 	return &nbmodel.DHCPOptions{Cidr: n.prefix.String(), Options: opts, ExternalIDs: ids}
 }
 
+// IPv6 address modes (network-config ipv6AddressMode).
+const (
+	IPv6SLAAC           = "slaac"
+	IPv6DHCPv6Stateless = "dhcpv6-stateless"
+	IPv6DHCPv6Stateful  = "dhcpv6-stateful"
+)
+
+// DHCPv6Key is the KeyDHCPNetwork value of network's DHCPv6 options: its
+// name and "/ipv6" (a name of Kubernetes' has no '/').
+func DHCPv6Key(network string) string { return network + "/ipv6" }
+
+// dhcpv6Options are the DHCPv6 options of valid network n, nil unless its
+// address mode is a DHCPv6 one: the server's DUID from DHCPServerMAC, the
+// network's IPv6 DNS servers, and dhcpv6_stateless in stateless mode (OVN
+// then answers information requests only; stateful, it offers the port's
+// first IPv6 address in ipv6Cidr).
+func dhcpv6Options(n *network, instance string) *nbmodel.DHCPOptions {
+	if !n.prefix6.IsValid() || n.mode6 == IPv6SLAAC {
+		return nil
+	}
+	opts := map[string]string{"server_id": DHCPServerMAC(n.Name)}
+	if dns := ipv6DNS(n); len(dns) > 0 {
+		opts["dns_server"] = "{" + strings.Join(dns, ", ") + "}"
+	}
+	if n.mode6 == IPv6DHCPv6Stateless {
+		opts["dhcpv6_stateless"] = "true"
+	}
+	ids := OwnerIDs(instance, Unit{Kind: KindNetwork, Name: n.Name})
+	ids[KeyDHCPNetwork] = DHCPv6Key(n.Name)
+	return &nbmodel.DHCPOptions{Cidr: n.prefix6.String(), Options: opts, ExternalIDs: ids}
+}
+
+// ipv6DNS are the IPv6 addresses among network n's dnses.
+func ipv6DNS(n *network) []string {
+	var dns []string
+	for _, d := range n.DNSes {
+		if a, err := netip.ParseAddr(d); err == nil && a.Is6() && !a.Is4In6() {
+			dns = append(dns, a.String())
+		}
+	}
+	return dns
+}
+
 // DHCPServerMAC is the source MAC of network's DHCP replies: locally
 // administered, stable, from the network's name (not a router's MAC: a
 // network may have no router, and a router of the network's name would
@@ -536,6 +586,16 @@ func validateNetwork(in *Network) (*network, []error) {
 		}
 	} else if in.IPv6GatewayIP != "" {
 		errs = append(errs, networkErr(in, "network-config.ipv6GatewayIp", "is set without network-config.ipv6Cidr"))
+	}
+	switch m := strings.ToLower(strings.TrimSpace(in.IPv6AddressMode)); {
+	case in.IPv6AddressMode != "" && in.IPv6CIDR == "":
+		errs = append(errs, networkErr(in, "network-config.ipv6AddressMode", "is set without network-config.ipv6Cidr"))
+	case m == "" || m == IPv6SLAAC:
+		n.mode6 = IPv6SLAAC
+	case m == IPv6DHCPv6Stateless || m == IPv6DHCPv6Stateful:
+		n.mode6 = m
+	default:
+		errs = append(errs, networkErr(in, "network-config.ipv6AddressMode", "%q is none of slaac, dhcpv6-stateless, dhcpv6-stateful", in.IPv6AddressMode))
 	}
 	if in.MTU < 0 || in.MTU > 65535 {
 		errs = append(errs, networkErr(in, "network-config.mtu", "%d is not between 0 and 65535", in.MTU))
@@ -662,12 +722,19 @@ func vmIPv6(v *VMInterface, n *network, mac string) (global, linkLocal []string)
 			global = append(global, a.String())
 		}
 	}
-	if len(global) == 0 {
-		global = []string{SLAACAddress(n.prefix6, mac).String()}
-	}
 	slices.Sort(global)
 	slices.Sort(linkLocal)
-	return slices.Compact(global), slices.Compact(linkLocal)
+	global, linkLocal = slices.Compact(global), slices.Compact(linkLocal)
+	switch eui := SLAACAddress(n.prefix6, mac).String(); {
+	case n.mode6 == IPv6DHCPv6Stateful:
+		// DHCPv6 offers the first address in ipv6Cidr: the EUI-64 one,
+		// whatever else the guest reports.
+		global = slices.DeleteFunc(global, func(a string) bool { return a == eui })
+		global = append([]string{eui}, global...)
+	case len(global) == 0:
+		global = []string{eui}
+	}
+	return global, linkLocal
 }
 
 // vmPort is a VM interface's port on a network: its name and address, or
@@ -1016,8 +1083,9 @@ const RAInterval = 60
 // network's MTU when IPv6 can carry it (1280 or more) and its IPv6 DNS
 // server (RDNSS, RFC 8106: its first; OVN announces one).
 func raConfigs(n *network) map[string]string {
+	mode := map[string]string{IPv6DHCPv6Stateless: "dhcpv6_stateless", IPv6DHCPv6Stateful: "dhcpv6_stateful"}[n.mode6]
 	ra := map[string]string{
-		"address_mode":  "slaac",
+		"address_mode":  cmp.Or(mode, "slaac"),
 		"send_periodic": "true",
 		"max_interval":  strconv.Itoa(RAInterval),
 		"min_interval":  strconv.Itoa(RAInterval / 3),
@@ -1025,13 +1093,7 @@ func raConfigs(n *network) map[string]string {
 	if n.MTU >= 1280 {
 		ra["mtu"] = strconv.Itoa(n.MTU)
 	}
-	var dns []string
-	for _, d := range n.DNSes {
-		if a, err := netip.ParseAddr(d); err == nil && a.Is6() && !a.Is4In6() {
-			dns = append(dns, a.String())
-		}
-	}
-	if len(dns) > 0 {
+	if dns := ipv6DNS(n); len(dns) > 0 {
 		ra["rdnss"] = dns[0]
 	}
 	return ra

@@ -470,6 +470,59 @@ func TestBuildRouterDualStack(t *testing.T) {
 	assert.Equal(t, []string{"50:54:00:00:00:06 10.20.0.6 fd00:20::5254:ff:fe00:6"}, np.Ports[0].Addresses)
 }
 
+// TestBuildDHCPv6: ipv6AddressMode picks the advertisement's address
+// mode and the DHCPv6 options the VM ports refer to: stateless answers
+// information requests (DNS), stateful offers the port's EUI-64 address,
+// first in its addresses; slaac has no DHCPv6 options.
+func TestBuildDHCPv6(t *testing.T) {
+	for _, tt := range []struct {
+		mode, ra string
+		opts     map[string]string
+		addrs    string
+	}{
+		{"", "slaac", nil, "50:54:00:00:00:05 10.10.0.5 fd00:10::1234 fd00:10::5254:ff:fe00:5"},
+		{"SLAAC", "slaac", nil, "50:54:00:00:00:05 10.10.0.5 fd00:10::1234"},
+		{"dhcpv6-stateless", "dhcpv6_stateless", map[string]string{"server_id": DHCPServerMAC("net-a"), "dns_server": "{2001:4860:4860::8888, 2001:4860:4860::8844}", "dhcpv6_stateless": "true"},
+			"50:54:00:00:00:05 10.10.0.5 fd00:10::1234"},
+		{"dhcpv6-stateful", "dhcpv6_stateful", map[string]string{"server_id": DHCPServerMAC("net-a"), "dns_server": "{2001:4860:4860::8888, 2001:4860:4860::8844}"},
+			"50:54:00:00:00:05 10.10.0.5 fd00:10::5254:ff:fe00:5 fd00:10::1234"},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			a := dualStack(netA())
+			a.IPv6AddressMode = tt.mode
+			a.DNSes = []string{"8.8.8.8", "2001:4860:4860::8888", "2001:4860:4860::8844"}
+			ipv6 := "fd00:10::1234"
+			if tt.mode == "" {
+				ipv6 += ",fd00:10::5254:ff:fe00:5"
+			}
+			s := &Snapshot{Networks: []Network{a}, Routers: []Router{{Name: "r1", MAC: "02:00:00:00:00:01", Internal: []string{"net-a"}}},
+				VMs: []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", IPv6: ipv6}}}
+			p := Build(s, testInstance)
+			require.Empty(t, p.Errors)
+			assert.Equal(t, tt.ra, findRouter(p, "r1").Ports[0].Ipv6RaConfigs["address_mode"])
+			np := findNetwork(p, "net-a")
+			require.NotNil(t, np)
+			assert.Equal(t, []string{tt.addrs}, np.Ports[0].Addresses)
+			var refs []Ref
+			for _, r := range np.Rows() {
+				if lsp, ok := r.Model.(*nbmodel.LogicalSwitchPort); ok && lsp.Name == np.Ports[0].Name {
+					refs = r.Refs
+				}
+			}
+			if tt.opts == nil {
+				assert.Nil(t, np.DHCPv6)
+				assert.Equal(t, []Ref{{Column: "dhcpv4_options", Key: "net-a"}}, refs)
+				return
+			}
+			require.NotNil(t, np.DHCPv6)
+			assert.Equal(t, "fd00:10::/64", np.DHCPv6.Cidr)
+			assert.Equal(t, tt.opts, np.DHCPv6.Options)
+			assert.Equal(t, "net-a/ipv6", np.DHCPv6.ExternalIDs[KeyDHCPNetwork])
+			assert.Equal(t, []Ref{{Column: "dhcpv4_options", Key: "net-a"}, {Column: "dhcpv6_options", Key: "net-a/ipv6"}}, refs)
+		})
+	}
+}
+
 func TestBuildRouterDerivedMAC(t *testing.T) {
 	s := &Snapshot{Networks: []Network{netA()}, Routers: []Router{{Name: "r1", Internal: []string{"net-a"}}}}
 	p1 := Build(s, testInstance)
@@ -1360,6 +1413,19 @@ func TestValidation(t *testing.T) {
 			name:   "ipv6GatewayIp without ipv6Cidr",
 			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").IPv6GatewayIP = "fd00:10::1" },
 			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6GatewayIp ", msg: "without network-config.ipv6Cidr",
+		},
+		{
+			name:   "ipv6AddressMode without ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").IPv6AddressMode = "dhcpv6-stateful" },
+			unit:   netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6AddressMode ", msg: "is set without network-config.ipv6Cidr",
+		},
+		{
+			name: "ipv6AddressMode unknown",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.IPv6CIDR, n.IPv6AddressMode = "fd00:10::/64", "dhcp"
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6AddressMode ", msg: `"dhcp" is none of slaac, dhcpv6-stateless, dhcpv6-stateful`,
 		},
 		{
 			name: "internal networks whose ipv6Cidrs overlap",

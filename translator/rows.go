@@ -45,6 +45,9 @@ func (np *NetworkPlan) Rows() []Row {
 	if np.DHCP != nil {
 		rows = append(rows, Row{Model: np.DHCP})
 	}
+	if np.DHCPv6 != nil {
+		rows = append(rows, Row{Model: np.DHCPv6})
+	}
 	for _, p := range np.Ports {
 		rows = append(rows, np.portRow(p))
 	}
@@ -56,11 +59,18 @@ func (np *NetworkPlan) Rows() []Row {
 
 // portRow is the row of port p of np's switch: a VM port (a port of no
 // type; not the localnet port, not a remote twin) refers to the network's
-// DHCP options, by the network's name (their key).
+// DHCP options, by the network's name (their key), and to its DHCPv6
+// options (DHCPv6Key).
 func (np *NetworkPlan) portRow(p *nbmodel.LogicalSwitchPort) Row {
 	r := Row{Model: p, Parent: np.Switch.Name}
-	if np.DHCP != nil && p.Type == "" {
-		r.Refs = []Ref{{Column: "dhcpv4_options", Key: np.Name}}
+	if p.Type != "" {
+		return r
+	}
+	if np.DHCP != nil {
+		r.Refs = append(r.Refs, Ref{Column: "dhcpv4_options", Key: np.Name})
+	}
+	if np.DHCPv6 != nil {
+		r.Refs = append(r.Refs, Ref{Column: "dhcpv6_options", Key: DHCPv6Key(np.Name)})
 	}
 	return r
 }

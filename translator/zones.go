@@ -288,6 +288,9 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 		if np.DHCP != nil {
 			zr.Rows = append(zr.Rows, Row{Model: model.Clone(np.DHCP)})
 		}
+		if np.DHCPv6 != nil {
+			zr.Rows = append(zr.Rows, Row{Model: model.Clone(np.DHCPv6)})
+		}
 		var local []string // the zone's own VM ports
 		for _, p := range np.Ports {
 			key := keys[tunnelkeys.Ref{Switch: sw, Port: p.Name}]

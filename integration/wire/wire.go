@@ -3,6 +3,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +39,10 @@ type Frame struct {
 	// handshake: no SYN, sequence 2 (its SYN's 1 plus one), acknowledging
 	// Ack.
 	ACKOnly bool
-	// DHCP, when set, is the UDP payload (instead of a fixed one).
-	DHCP *layers.DHCPv4
+	// DHCP, when set, is the UDP payload (instead of a fixed one);
+	// DHCPv6 the same over IPv6.
+	DHCP   *layers.DHCPv4
+	DHCPv6 *layers.DHCPv6
 	// ARP
 	ARPOp          uint16
 	ARPSHA, ARPTHA string
@@ -96,6 +99,25 @@ func RouterSolicitation(mac string) Frame {
 func NeighborSolicitation(mac, src, target string) Frame {
 	return Frame{SrcMAC: mac, DstMAC: SolicitedNodeMAC(target), SrcIP: src, DstIP: SolicitedNode(target), TTL: 255,
 		ND: &ND{Type: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborSolicitation, 0), Target: target, SourceMAC: mac}}
+}
+
+// DHCPv6 is the frame a VM of MAC mac sends to the DHCPv6 servers
+// (ff02::1:2, RFC 8415) from its EUI-64 link-local address: a message of
+// type typ, transaction id txid, its DUID-LL as client identifier, and
+// an IA_NA of iaid unless iaid is 0 (an information request has none).
+func DHCPv6(mac string, typ layers.DHCPv6MsgType, txid uint32, iaid uint32) Frame {
+	hw, _ := net.ParseMAC(mac)
+	duid := append([]byte{0, 3, 0, 1}, hw...)
+	opts := layers.DHCPv6Options{layers.NewDHCPv6Option(layers.DHCPv6OptClientID, duid),
+		layers.NewDHCPv6Option(layers.DHCPv6OptElapsedTime, []byte{0, 0})}
+	if iaid != 0 {
+		ia := make([]byte, 12) // IAID, T1 0, T2 0
+		binary.BigEndian.PutUint32(ia, iaid)
+		opts = append(opts, layers.NewDHCPv6Option(layers.DHCPv6OptIANA, ia))
+	}
+	msg := &layers.DHCPv6{MsgType: typ, TransactionID: []byte{byte(txid >> 16), byte(txid >> 8), byte(txid)}, Options: opts}
+	return Frame{SrcMAC: mac, DstMAC: "33:33:00:01:00:02", SrcIP: LinkLocal(mac), DstIP: "ff02::1:2", TTL: 1,
+		SPort: 546, DPort: 547, DHCPv6: msg}
 }
 
 // RARP is the frame QEMU sends for a NIC of MAC mac when the VM resumes on
@@ -230,8 +252,11 @@ func (f Frame) transport(ip gopacket.SerializableLayer, nl gopacket.NetworkLayer
 	udp := &layers.UDP{SrcPort: layers.UDPPort(f.SPort), DstPort: layers.UDPPort(f.DPort)}
 	*errs = append(*errs, udp.SetNetworkLayerForChecksum(nl))
 	var payload gopacket.SerializableLayer = gopacket.Payload("kubevirt-ovn")
-	if f.DHCP != nil {
+	switch {
+	case f.DHCP != nil:
 		payload = f.DHCP
+	case f.DHCPv6 != nil:
+		payload = f.DHCPv6
 	}
 	return []gopacket.SerializableLayer{udp, payload}
 }
@@ -294,8 +319,9 @@ type Seen struct {
 	ACK, RST bool
 	Seq      uint32
 	// DHCP is the decoded DHCPv4 message of a UDP packet on port 67 or
-	// 68, nil otherwise.
-	DHCP *layers.DHCPv4
+	// 68, nil otherwise; DHCPv6 the DHCPv6 one on port 546 or 547.
+	DHCP   *layers.DHCPv4
+	DHCPv6 *layers.DHCPv6
 	// ICMPv6Type is an ICMPv6 packet's type (IsICMPv6); RA and NA its
 	// router or neighbor advertisement, nil for others. An echo's id and
 	// sequence are in SPort and DPort.
@@ -344,6 +370,9 @@ func Decode(p gopacket.Packet) Seen {
 	}
 	if d, ok := p.Layer(layers.LayerTypeDHCPv4).(*layers.DHCPv4); ok {
 		s.DHCP = d
+	}
+	if d, ok := p.Layer(layers.LayerTypeDHCPv6).(*layers.DHCPv6); ok {
+		s.DHCPv6 = d
 	}
 	if a, ok := p.Layer(layers.LayerTypeARP).(*layers.ARP); ok {
 		s.IsARP, s.ARPOp = true, a.Operation

@@ -92,6 +92,9 @@ type NetworkConfig struct {
 	// stack network (translator.Network.IPv6CIDR); ONOS had neither.
 	IPv6CIDR      string `json:"ipv6Cidr"`
 	IPv6GatewayIP string `json:"ipv6GatewayIp"`
+	// IPv6AddressMode is how its VMs get their IPv6 address
+	// (translator.Network.IPv6AddressMode).
+	IPv6AddressMode string `json:"ipv6AddressMode"`
 }
 
 // HostRoute is a network-config host route.
@@ -491,6 +494,7 @@ func NetworkFrom(nad *NetworkAttachmentDefinition) (n translator.Network, ok boo
 		PhysicalNetworkName: cfg.PhysicalNetworkName,
 		IPv6CIDR:            cfg.IPv6CIDR,
 		IPv6GatewayIP:       cfg.IPv6GatewayIP,
+		IPv6AddressMode:     cfg.IPv6AddressMode,
 		DNSes:               cfg.DNSes,
 		DefaultRoute:        cfg.DefaultRoute != nil && *cfg.DefaultRoute,
 	}

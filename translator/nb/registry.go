@@ -578,8 +578,8 @@ var Default = MustRegistry(
 		Identity: []string{"name"},
 		Columns:  []string{"name", "type", "addresses", "port_security", "options", "tag", "external_ids"},
 		Parent:   nbmodel.LogicalSwitchTable, ParentColumn: "ports",
-		// A VM port's DHCP options: its network's.
-		References: []Reference{{Column: "dhcpv4_options", Table: nbmodel.DHCPOptionsTable}},
+		// A VM port's DHCP and DHCPv6 options: its network's.
+		References: []Reference{{Column: "dhcpv4_options", Table: nbmodel.DHCPOptionsTable}, {Column: "dhcpv6_options", Table: nbmodel.DHCPOptionsTable}},
 		Describe:   describeLSP,
 	},
 	&Table{

@@ -844,3 +844,41 @@ func TestDualStackSync(t *testing.T) {
 	require.Len(t, plan.Errors, 1)
 	assert.Contains(t, plan.Errors[0].Error(), "VirtualMachineInstance default/a-vm: status.interfaces[eth1].ipAddresses "+vmA6+" is already the IPv6 address of VirtualMachineInstance default/vm-a interface eth1 on network net-a")
 }
+
+// TestDHCPv6Sync: a network turned dhcpv6-stateful gets a second
+// DHCP_Options row, for its ipv6Cidr, which its VM ports refer to in
+// dhcpv6_options beside their dhcpv4_options; a second sync writes
+// nothing; back to slaac the row goes and the references with it.
+func TestDHCPv6Sync(t *testing.T) {
+	ours, _ := connect(t, startNB(t))
+	s := example()
+	s.Networks[1].IPv6CIDR, s.Networks[1].IPv6GatewayIP, s.Networks[1].IPv6AddressMode = "fd00:10::/64", "fd00:10::1", "dhcpv6-stateful"
+	requireNoFailures(t, sync(t, ours, s))
+	requireIdle(t, ours, s)
+	var opts []nbmodel.DHCPOptions
+	require.NoError(t, ours.List(context.Background(), &opts))
+	byCIDR := map[string]nbmodel.DHCPOptions{}
+	for _, o := range opts {
+		byCIDR[o.Cidr] = o
+	}
+	require.Contains(t, byCIDR, "fd00:10::/64")
+	require.Contains(t, byCIDR, "10.10.0.0/24")
+	lsp := &nbmodel.LogicalSwitchPort{Name: "kv-net-a_default_vm-a_eth1"}
+	require.NoError(t, ours.Get(context.Background(), lsp))
+	require.NotNil(t, lsp.Dhcpv6Options)
+	assert.Equal(t, byCIDR["fd00:10::/64"].UUID, *lsp.Dhcpv6Options)
+	require.NotNil(t, lsp.Dhcpv4Options)
+	assert.Equal(t, byCIDR["10.10.0.0/24"].UUID, *lsp.Dhcpv4Options)
+
+	s.Networks[1].IPv6AddressMode = ""
+	requireNoFailures(t, sync(t, ours, s))
+	requireIdle(t, ours, s)
+	opts = nil
+	require.NoError(t, ours.List(context.Background(), &opts))
+	for _, o := range opts {
+		assert.NotEqual(t, "fd00:10::/64", o.Cidr)
+	}
+	require.NoError(t, ours.Get(context.Background(), lsp))
+	assert.Nil(t, lsp.Dhcpv6Options)
+	assert.NotNil(t, lsp.Dhcpv4Options)
+}
