@@ -165,9 +165,13 @@ type Router struct {
 	MAC         string
 	Description string
 	EnableSNAT  bool
-	Internal    []string
-	External    *External
-	PeerRouter  *PeerRouter
+	// EnableIPv6SNAT (spec.enableIpv6Snat, a kubevirt-ovn extension):
+	// the internal networks' ipv6Cidrs leave SNATed to External.IPv6
+	// (NAT66); without it they are routed.
+	EnableIPv6SNAT bool
+	Internal       []string
+	External       *External
+	PeerRouter     *PeerRouter
 	// Gateway is the node name of the chosen gateway; optional when the SB
 	// is known.
 	Gateway string
@@ -183,12 +187,18 @@ type Router struct {
 type External struct {
 	IP      string
 	Network string
+	// IPv6 is the router's IPv6 address on the external network (its
+	// ipv6Cidr): a kubevirt-ovn extension, "" for none.
+	IPv6 string
 }
 
 // PeerRouter is the upstream router on the external network.
 type PeerRouter struct {
 	IP  string
 	MAC string
+	// IPv6 is its IPv6 address, the next hop of the router's IPv6 default
+	// route (a kubevirt-ovn extension); MAC is its MAC for both.
+	IPv6 string
 }
 
 // NetworkType is the network-config "type" of a NetworkAttachmentDefinition.

@@ -877,7 +877,10 @@ type router struct {
 	snat     netip.Addr
 	peer     netip.Addr
 	peerMAC  string
-	gateways []string
+	// ext6 and peer6 are its and its peer's IPv6 addresses on the
+	// external network (invalid: none).
+	ext6, peer6 netip.Addr
+	gateways    []string
 	// fips are its floating IPs bound to a VM's address, by floating IP;
 	// withFIPs: a floating IP names it (its gateway side stays without
 	// SNAT).
@@ -1037,6 +1040,24 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 		default:
 			vr.snat = ip
 		}
+		if r.External.IPv6 != "" {
+			ip, err := parseIPv6Host(r.External.IPv6)
+			switch {
+			case err != nil:
+				bad("spec.external.ipv6", "%v", err)
+			case vr.ext != nil && !vr.ext.prefix6.IsValid():
+				bad("spec.external.ipv6", "network %s has no ipv6Cidr", vr.ext.Name)
+			case vr.ext != nil && (!vr.ext.prefix6.Contains(ip) || ip == vr.ext.prefix6.Addr()):
+				bad("spec.external.ipv6", "%s is not a host address of network %s's ipv6Cidr %s", ip, vr.ext.Name, vr.ext.prefix6)
+			case vr.ext != nil && ip == vr.ext.gateway6:
+				bad("spec.external.ipv6", "%s is the ipv6GatewayIp of network %s", ip, vr.ext.Name)
+			default:
+				vr.ext6 = ip
+			}
+		}
+	}
+	if r.EnableIPv6SNAT && (r.External == nil || r.External.IPv6 == "") {
+		bad("spec.enableIpv6Snat", "needs spec.external.ipv6, the address to SNAT to")
 	}
 	// Without an external network, SNAT and a peer router have nothing to
 	// act on: the router routes between its internal networks, as ONOS's
@@ -1044,7 +1065,22 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 	if r.EnableSNAT && r.External == nil {
 		vr.notes = append(vr.notes, fmt.Sprintf("%s %s: spec.enableSnat is ignored: the router has no spec.external network for the SNAT IP", ObjVirtualRouter, r.Name))
 	}
-	if pr := r.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "") && r.External == nil {
+	if pr := r.PeerRouter; pr != nil && pr.IPv6 != "" && r.External != nil {
+		ip, err := parseIPv6Host(pr.IPv6)
+		switch {
+		case err != nil:
+			bad("spec.peerRouter.ipv6", "%v", err)
+		case r.External.IPv6 == "":
+			bad("spec.peerRouter.ipv6", "needs spec.external.ipv6: the router reaches it from its own IPv6 address")
+		case vr.ext != nil && vr.ext.prefix6.IsValid() && !vr.ext.prefix6.Contains(ip):
+			bad("spec.peerRouter.ipv6", "%s is outside network %s's ipv6Cidr %s", ip, vr.ext.Name, vr.ext.prefix6)
+		case ip == vr.ext6:
+			bad("spec.peerRouter.ipv6", "%s is the router's own spec.external.ipv6", ip)
+		default:
+			vr.peer6 = ip
+		}
+	}
+	if pr := r.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "" || pr.IPv6 != "") && r.External == nil {
 		vr.notes = append(vr.notes, fmt.Sprintf("%s %s: spec.peerRouter is ignored: the peer router is reached through the external network, and the router has no spec.external", ObjVirtualRouter, r.Name))
 	} else if pr != nil && (pr.IP != "" || pr.MAC != "") {
 		ip, err := parseIPv4(pr.IP)
@@ -1155,10 +1191,14 @@ func routerRows(r *router, instance string) RouterPlan {
 		if r.Gateway != "" {
 			gwIDs[KeyPinned] = "true"
 		}
+		gwNets := []string{fmt.Sprintf("%s/%d", r.snat, r.ext.prefix.Bits())}
+		if r.ext6.IsValid() {
+			gwNets = append(gwNets, fmt.Sprintf("%s/%d", r.ext6, r.ext.prefix6.Bits()))
+		}
 		rp.Ports = append(rp.Ports, &nbmodel.LogicalRouterPort{
 			Name:        gwp,
 			MAC:         snatMAC(r.snat),
-			Networks:    []string{fmt.Sprintf("%s/%d", r.snat, r.ext.prefix.Bits())},
+			Networks:    gwNets,
 			ExternalIDs: gwIDs,
 		})
 		rp.SwitchPorts = append(rp.SwitchPorts, SwitchPort{Network: r.ext.Name, Port: &nbmodel.LogicalSwitchPort{
@@ -1184,7 +1224,18 @@ func routerRows(r *router, instance string) RouterPlan {
 				ExternalPortRange: SNATPortRange,
 				ExternalIDs:       ids(),
 			})
+			// NAT66 when asked; else IPv6 is routed.
+			if r.EnableIPv6SNAT && r.ext6.IsValid() && n.prefix6.IsValid() {
+				rp.NATs = append(rp.NATs, &nbmodel.NAT{
+					Type:              nbmodel.NATTypeSNAT,
+					ExternalIP:        r.ext6.String(),
+					LogicalIP:         n.prefix6.String(),
+					ExternalPortRange: SNATPortRange,
+					ExternalIDs:       ids(),
+				})
+			}
 		}
+
 		floatingIPRows(&rp, r, ids)
 		if r.peer.IsValid() {
 			out := gwp
@@ -1198,6 +1249,23 @@ func routerRows(r *router, instance string) RouterPlan {
 				rp.MACBindings = append(rp.MACBindings, &nbmodel.StaticMACBinding{
 					LogicalPort:        gwp,
 					IP:                 r.peer.String(),
+					MAC:                r.peerMAC,
+					OverrideDynamicMAC: true,
+				})
+			}
+		}
+		if r.peer6.IsValid() {
+			out := gwp
+			rp.Routes = append(rp.Routes, &nbmodel.LogicalRouterStaticRoute{
+				IPPrefix:    "::/0",
+				Nexthop:     r.peer6.String(),
+				OutputPort:  &out,
+				ExternalIDs: ids(),
+			})
+			if r.peerMAC != "" {
+				rp.MACBindings = append(rp.MACBindings, &nbmodel.StaticMACBinding{
+					LogicalPort:        gwp,
+					IP:                 r.peer6.String(),
 					MAC:                r.peerMAC,
 					OverrideDynamicMAC: true,
 				})
@@ -1271,6 +1339,19 @@ func isInterfaceName(name string) []string {
 		return []string{"must consist of letters, digits, '-', '_' and '.'"}
 	}
 	return nil
+}
+
+// parseIPv6Host reads an IPv6 unicast address that is no link-local
+// one.
+func parseIPv6Host(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "":
+		return netip.Addr{}, fmt.Errorf("%q is not an IPv6 address", s)
+	case a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() || a.IsLoopback():
+		return netip.Addr{}, fmt.Errorf("%s is not a unicast address a router can route", a)
+	}
+	return a, nil
 }
 
 func parseIPv4(s string) (netip.Addr, error) {

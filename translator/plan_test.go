@@ -470,6 +470,55 @@ func TestBuildRouterDualStack(t *testing.T) {
 	assert.Equal(t, []string{"50:54:00:00:00:06 10.20.0.6 fd00:20::5254:ff:fe00:6"}, np.Ports[0].Addresses)
 }
 
+// TestBuildRouterExternalIPv6: the gateway port gets the router's
+// external IPv6 address beside its SNAT IP, an IPv6 default route to the
+// peer (its MAC pinned for that address too), and NAT66 rows only with
+// enableIpv6Snat.
+func TestBuildRouterExternalIPv6(t *testing.T) {
+	pub := publicNet()
+	pub.IPv6CIDR = "2001:db8:ff::/64"
+	s := &Snapshot{Networks: []Network{pub, dualStack(netA()), netB()}, Routers: []Router{{
+		Name: "r1", MAC: "02:00:00:00:00:01", EnableSNAT: true, Gateway: "gw1", Internal: []string{"net-a", "net-b"},
+		External:   &External{IP: "172.16.0.10", Network: "public", IPv6: "2001:db8:ff::10"},
+		PeerRouter: &PeerRouter{IP: "172.16.0.1", MAC: "00:00:00:00:ee:01", IPv6: "2001:db8:ff::1"},
+	}}}
+	p := Build(s, testInstance)
+	require.Empty(t, p.Errors)
+	rp := findRouter(p, "r1")
+	require.NotNil(t, rp)
+	var gw *nbmodel.LogicalRouterPort
+	for _, lrp := range rp.Ports {
+		if lrp.Name == GatewayPortName("r1") {
+			gw = lrp
+		}
+	}
+	require.NotNil(t, gw)
+	assert.Equal(t, []string{"172.16.0.10/24", "2001:db8:ff::10/64"}, gw.Networks)
+	var routes []string
+	for _, r := range rp.Routes {
+		routes = append(routes, r.IPPrefix+" via "+r.Nexthop)
+	}
+	assert.Equal(t, []string{"0.0.0.0/0 via 172.16.0.1", "::/0 via 2001:db8:ff::1"}, routes)
+	var bindings []string
+	for _, b := range rp.MACBindings {
+		bindings = append(bindings, b.IP+" "+b.MAC)
+	}
+	assert.Equal(t, []string{"172.16.0.1 00:00:00:00:ee:01", "2001:db8:ff::1 00:00:00:00:ee:01"}, bindings)
+	nats := func(rp *RouterPlan) []string {
+		var out []string
+		for _, n := range rp.NATs {
+			out = append(out, n.Type+" "+n.LogicalIP+" "+n.ExternalIP)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"snat 10.10.0.0/24 172.16.0.10", "snat 10.20.0.0/24 172.16.0.10"}, nats(rp), "IPv6 routed")
+
+	s.Routers[0].EnableIPv6SNAT = true
+	rp = findRouter(Build(s, testInstance), "r1")
+	assert.Equal(t, []string{"snat 10.10.0.0/24 172.16.0.10", "snat 10.20.0.0/24 172.16.0.10", "snat fd00:10::/64 2001:db8:ff::10"}, nats(rp),
+		"NAT66 for the dual stack network only")
+}
+
 // TestBuildDHCPv6: ipv6AddressMode picks the advertisement's address
 // mode and the DHCPv6 options the VM ports refer to: stateless answers
 // information requests (DNS), stateful offers the port's EUI-64 address,
@@ -1233,6 +1282,58 @@ func TestValidation(t *testing.T) {
 			name:   "internal network without gatewayIp",
 			mutate: func(t *testing.T, s *Snapshot) { networkNamed(t, s, "net-a").GatewayIP = "" },
 			unit:   badRouter, want: "VirtualRouter bad: spec.internal[0] ", msg: "network net-a has no gatewayIp",
+		},
+		// The external side over IPv6 (issue 33).
+		{
+			name:   "external ipv6 on a network without ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IPv6 = "2001:db8:ff::100" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ipv6 ", msg: "network public has no ipv6Cidr",
+		},
+		{
+			name: "external ipv6 outside the external ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) {
+				networkNamed(t, s, "public").IPv6CIDR = "2001:db8:ff::/64"
+				routerNamed(t, s, "bad").External.IPv6 = "2001:db8:fe::100"
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.external.ipv6 ", msg: "2001:db8:fe::100 is not a host address of network public's ipv6Cidr 2001:db8:ff::/64",
+		},
+		{
+			name:   "external ipv6 not IPv6",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IPv6 = "172.16.0.9" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ipv6 ", msg: `"172.16.0.9" is not an IPv6 address`,
+		},
+		{
+			name:   "external ipv6 link-local",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").External.IPv6 = "fe80::1" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.external.ipv6 ", msg: "fe80::1 is not a unicast address a router can route",
+		},
+		{
+			name:   "enableIpv6Snat without external ipv6",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").EnableIPv6SNAT = true },
+			unit:   badRouter, want: "VirtualRouter bad: spec.enableIpv6Snat ", msg: "needs spec.external.ipv6",
+		},
+		{
+			name:   "peer ipv6 without external ipv6",
+			mutate: func(t *testing.T, s *Snapshot) { routerNamed(t, s, "bad").PeerRouter.IPv6 = "2001:db8:ff::1" },
+			unit:   badRouter, want: "VirtualRouter bad: spec.peerRouter.ipv6 ", msg: "needs spec.external.ipv6",
+		},
+		{
+			name: "peer ipv6 outside the external ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) {
+				networkNamed(t, s, "public").IPv6CIDR = "2001:db8:ff::/64"
+				r := routerNamed(t, s, "bad")
+				r.External.IPv6, r.PeerRouter.IPv6 = "2001:db8:ff::100", "2001:db8:fe::1"
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.peerRouter.ipv6 ", msg: "2001:db8:fe::1 is outside network public's ipv6Cidr 2001:db8:ff::/64",
+		},
+		{
+			name: "peer ipv6 is the router's own",
+			mutate: func(t *testing.T, s *Snapshot) {
+				networkNamed(t, s, "public").IPv6CIDR = "2001:db8:ff::/64"
+				r := routerNamed(t, s, "bad")
+				r.External.IPv6, r.PeerRouter.IPv6 = "2001:db8:ff::100", "2001:db8:ff::100"
+			},
+			unit: badRouter, want: "VirtualRouter bad: spec.peerRouter.ipv6 ", msg: "is the router's own spec.external.ipv6",
 		},
 		// Peer router.
 		{

@@ -371,24 +371,27 @@ var routerFields = kindTable(map[string]field[VirtualRouter]{
 })
 
 var routerSpecFields = newTable(map[string]field[VirtualRouterSpec]{
-	"name":        str(func(s *VirtualRouterSpec) *string { return &s.Name }),
-	"mac":         str(func(s *VirtualRouterSpec) *string { return &s.MAC }),
-	"description": str(func(s *VirtualRouterSpec) *string { return &s.Description }),
-	"enableSnat":  boolean(func(s *VirtualRouterSpec) *bool { return &s.EnableSnat }),
-	"internal":    strs(func(s *VirtualRouterSpec) *[]string { return &s.Internal }),
-	"external":    pointer(func(s *VirtualRouterSpec) **External { return &s.External }, externalFields),
-	"peerRouter":  pointer(func(s *VirtualRouterSpec) **PeerRouter { return &s.PeerRouter }, peerRouterFields),
-	"gateway":     str(func(s *VirtualRouterSpec) *string { return &s.Gateway }),
+	"name":           str(func(s *VirtualRouterSpec) *string { return &s.Name }),
+	"mac":            str(func(s *VirtualRouterSpec) *string { return &s.MAC }),
+	"description":    str(func(s *VirtualRouterSpec) *string { return &s.Description }),
+	"enableSnat":     boolean(func(s *VirtualRouterSpec) *bool { return &s.EnableSnat }),
+	"enableIpv6Snat": boolean(func(s *VirtualRouterSpec) *bool { return &s.EnableIpv6Snat }),
+	"internal":       strs(func(s *VirtualRouterSpec) *[]string { return &s.Internal }),
+	"external":       pointer(func(s *VirtualRouterSpec) **External { return &s.External }, externalFields),
+	"peerRouter":     pointer(func(s *VirtualRouterSpec) **PeerRouter { return &s.PeerRouter }, peerRouterFields),
+	"gateway":        str(func(s *VirtualRouterSpec) *string { return &s.Gateway }),
 })
 
 var externalFields = newTable(map[string]field[External]{
 	"ip":      str(func(e *External) *string { return &e.IP }),
 	"network": str(func(e *External) *string { return &e.Network }),
+	"ipv6":    str(func(e *External) *string { return &e.IPv6 }),
 })
 
 var peerRouterFields = newTable(map[string]field[PeerRouter]{
-	"ip":  str(func(p *PeerRouter) *string { return &p.IP }),
-	"mac": str(func(p *PeerRouter) *string { return &p.MAC }),
+	"ip":   str(func(p *PeerRouter) *string { return &p.IP }),
+	"mac":  str(func(p *PeerRouter) *string { return &p.MAC }),
+	"ipv6": str(func(p *PeerRouter) *string { return &p.IPv6 }),
 })
 
 // The NAD's network-config annotation is JSON, which NetworkFrom decodes

@@ -46,26 +46,32 @@ type VirtualRouter struct {
 
 // VirtualRouterSpec is the router as ONOS kubevirt-networking accepted it.
 type VirtualRouterSpec struct {
-	Name        string      `json:"name,omitempty"`
-	MAC         string      `json:"mac,omitempty"`
-	Description string      `json:"description,omitempty"`
-	EnableSnat  bool        `json:"enableSnat,omitempty"`
-	Internal    []string    `json:"internal,omitempty"`
-	External    *External   `json:"external,omitempty"`
-	PeerRouter  *PeerRouter `json:"peerRouter,omitempty"`
-	Gateway     string      `json:"gateway,omitempty"`
+	Name        string `json:"name,omitempty"`
+	MAC         string `json:"mac,omitempty"`
+	Description string `json:"description,omitempty"`
+	EnableSnat  bool   `json:"enableSnat,omitempty"`
+	// EnableIpv6Snat is kubevirt-ovn's: NAT66 of the internal ipv6Cidrs.
+	EnableIpv6Snat bool        `json:"enableIpv6Snat,omitempty"`
+	Internal       []string    `json:"internal,omitempty"`
+	External       *External   `json:"external,omitempty"`
+	PeerRouter     *PeerRouter `json:"peerRouter,omitempty"`
+	Gateway        string      `json:"gateway,omitempty"`
 }
 
 // External is spec.external.
 type External struct {
 	IP      string `json:"ip"`
 	Network string `json:"network"`
+	// IPv6 is kubevirt-ovn's: the router's IPv6 address on the network.
+	IPv6 string `json:"ipv6,omitempty"`
 }
 
 // PeerRouter is spec.peerRouter.
 type PeerRouter struct {
 	IP  string `json:"ip,omitempty"`
 	MAC string `json:"mac,omitempty"`
+	// IPv6 is kubevirt-ovn's: the peer's IPv6 address.
+	IPv6 string `json:"ipv6,omitempty"`
 }
 
 // NetworkAttachmentDefinition is the k8s.cni.cncf.io/v1 object; kubevirt-ovn
@@ -428,19 +434,20 @@ func RouterFrom(vr *VirtualRouter) (translator.Router, error) {
 		return translator.Router{}, fmt.Errorf("spec.name %s differs from metadata.name %s", vr.Spec.Name, name)
 	}
 	r := translator.Router{
-		Name:        name,
-		MAC:         vr.Spec.MAC,
-		Description: vr.Spec.Description,
-		EnableSNAT:  vr.Spec.EnableSnat,
-		Internal:    slices.Clone(vr.Spec.Internal),
-		Gateway:     vr.Spec.Gateway,
-		Created:     vr.CreationTimestamp.Time,
+		Name:           name,
+		MAC:            vr.Spec.MAC,
+		Description:    vr.Spec.Description,
+		EnableSNAT:     vr.Spec.EnableSnat,
+		EnableIPv6SNAT: vr.Spec.EnableIpv6Snat,
+		Internal:       slices.Clone(vr.Spec.Internal),
+		Gateway:        vr.Spec.Gateway,
+		Created:        vr.CreationTimestamp.Time,
 	}
 	if e := vr.Spec.External; e != nil && (e.IP != "" || e.Network != "") {
-		r.External = &translator.External{IP: e.IP, Network: e.Network}
+		r.External = &translator.External{IP: e.IP, Network: e.Network, IPv6: e.IPv6}
 	}
-	if pr := vr.Spec.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "") {
-		r.PeerRouter = &translator.PeerRouter{IP: pr.IP, MAC: pr.MAC}
+	if pr := vr.Spec.PeerRouter; pr != nil && (pr.IP != "" || pr.MAC != "" || pr.IPv6 != "") {
+		r.PeerRouter = &translator.PeerRouter{IP: pr.IP, MAC: pr.MAC, IPv6: pr.IPv6}
 	}
 	return r, nil
 }

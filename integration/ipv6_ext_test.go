@@ -1,0 +1,95 @@
+package integration
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// The external side over IPv6 (issue 33): deploy/examples-dual-stack's
+// networks and router. router1 has 2001:db8:ff::100 on public and its
+// IPv6 default route through the peer's 2001:db8:ff::1 (MAC pinned, as
+// its IPv4 one).
+const (
+	ext6    = "2001:db8:ff::100"
+	peer6   = "2001:db8:ff::1"
+	remote6 = "2001:db8:99::7"
+)
+
+// TestDualStackExternal: vm-a's IPv6 datagram to a remote host leaves the
+// active gateway routed from vm-a's own address (no NAT66 unless asked),
+// from the gateway port's MAC to the peer's, hop limit decremented, and
+// the remote's reply reaches vm-a; gw2 (standby) sends nothing. A neighbor
+// solicitation for the router's external IPv6 address is answered by the
+// active gateway alone. With enableIpv6Snat the datagram leaves from
+// 2001:db8:ff::100 and the reply is un-NATed back to vm-a. The IPv4 half
+// leaves SNATed as ever, on the same VM.
+func TestDualStackExternal(t *testing.T) {
+	e := newEnv(t)
+	for _, f := range []string{"networks.yaml", "router.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", f))
+		require.NoError(t, err)
+		e.write(f, string(b))
+	}
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
+	atA, gw1, gw2 := e.vm("hv1", "vm-a"), e.wire("gw1"), e.wire("gw2")
+
+	out6 := func(src string, sport, dport uint16) func(seen) bool {
+		return func(s seen) bool { return s.IsUDP && s.SrcIP == src && s.DstIP == remote6 && s.DPort == dport }
+	}
+	send6 := func(sport, dport uint16) {
+		t.Helper()
+		require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6, TTL: 64, SPort: sport, DPort: dport})))
+	}
+
+	// Routed: vm-a's own address leaves, and the reply comes back.
+	skip2 := count(t, gw2)
+	send6(41000, 7001)
+	got := waitFor(t, gw1, "vm-a's IPv6 datagram leaving gw1 routed", 0, out6(vmA6, 41000, 7001))
+	assert.Equal(t, gwPortMAC, got.SrcMAC, "from the gateway port")
+	assert.Equal(t, peerMAC, got.DstMAC, "to the peer router (its MAC pinned for its IPv6 address too)")
+	assert.Equal(t, uint8(63), got.TTL, "hop limit decremented once")
+	skip := count(t, atA)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmA6, TTL: 64, SPort: 7001, DPort: 41000})
+	back := waitFor(t, atA, "the remote's IPv6 reply at vm-a", skip, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == remote6 && s.DstIP == vmA6 && s.DPort == 41000
+	})
+	assert.Equal(t, routerMAC, back.SrcMAC)
+	requireNone(t, gw2, "standby gw2 sends vm-a's IPv6 traffic", skip2, func(s seen) bool { return s.IsUDP && s.DstIP == remote6 })
+
+	// ND for the router's external IPv6 address: the active gateway
+	// answers, the standby does not.
+	isNA := func(s seen) bool { return s.NA != nil && s.NA.TargetAddress.String() == ext6 }
+	skip2 = count(t, gw2)
+	ns := wire.NeighborSolicitation(peerMAC, peer6, ext6)
+	e.inject("gw2", ns)
+	e.inject("gw1", ns)
+	na := waitFor(t, gw1, "gw1's neighbor advertisement for "+ext6, 0, isNA)
+	assert.Equal(t, gwPortMAC, na.SrcMAC)
+	requireNone(t, gw2, "standby gw2 answers ND for "+ext6, skip2, isNA)
+
+	// The IPv4 half: SNATed as ever.
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 41001, 7002)
+	waitFor(t, gw1, "vm-a's IPv4 datagram leaving SNATed", 0, snated(7002))
+
+	// NAT66 when asked.
+	e.edit("router.yaml", "enableSnat: true", "enableSnat: true\n  enableIpv6Snat: true")
+	assert.Contains(t, e.sync(), "create NAT snat fd00:10::/64")
+	send6(41002, 7003)
+	nat := waitFor(t, gw1, "vm-a's IPv6 datagram leaving SNATed to "+ext6, 0, out6(ext6, 0, 7003))
+	skip = count(t, atA)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: ext6, TTL: 64, SPort: 7003, DPort: nat.SPort})
+	back = waitFor(t, atA, "the remote's reply to "+ext6+" un-NATed at vm-a", skip, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == remote6 && s.DPort == 41002
+	})
+	assert.Equal(t, vmA6, back.DstIP)
+}
