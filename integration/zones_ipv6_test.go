@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// TestZonesDualStack: deploy/examples-dual-stack synced into every zone
+// (router1 in zone gw1, vm-a in zone hv1, vm-b in zone hv2). vm-a's router
+// solicitation is answered across zones; IPv6 is routed between vm-a and
+// vm-b both ways through router1's zone; vm-a's IPv6 datagram leaves gw1
+// routed from its own address and the remote's reply comes back to it;
+// the IPv4 half leaves SNATed beside. An IPv6 remote-group rule admits a
+// member of the remote group from another zone.
+func TestZonesDualStack(t *testing.T) {
+	e := newZoneEnv(t)
+	for _, f := range []string{"networks.yaml", "router.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", f))
+		require.NoError(t, err)
+		e.write(f, string(b))
+	}
+	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6",
+		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	e.sync()
+	e.ready("gw1")
+	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
+	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
+	send := func(sim, port string, f frame) {
+		t.Helper()
+		require.NoError(t, e.z.Inject(sim, port, frameBytes(t, f)))
+	}
+
+	skip := count(t, atA)
+	send("hv1", "vm-a", wire.RouterSolicitation(vmAMAC))
+	ra := waitFor(t, atA, "router1's advertisement (zone gw1) to vm-a (zone hv1)", skip, func(s seen) bool { return s.RA != nil })
+	assert.Equal(t, routerMAC, ra.SrcMAC)
+
+	udp6 := func(src, dst string, dport uint16) func(seen) bool {
+		return func(s seen) bool { return s.IsUDP && s.SrcIP == src && s.DstIP == dst && s.DPort == dport }
+	}
+	skip = count(t, atB)
+	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6701})
+	got := waitFor(t, atB, "vm-a's IPv6 datagram (zone hv1) at vm-b (zone hv2)", skip, udp6(vmA6, vmBIPv6, 6701))
+	assert.Equal(t, routerMAC, got.SrcMAC)
+	assert.Equal(t, uint8(63), got.TTL)
+	skip = count(t, atA)
+	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vmA6, TTL: 64, SPort: 41000, DPort: 6702})
+	waitFor(t, atA, "vm-b's IPv6 datagram (zone hv2) at vm-a (zone hv1)", skip, udp6(vmBIPv6, vmA6, 6702))
+
+	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6, TTL: 64, SPort: 41001, DPort: 6703})
+	out := waitFor(t, e.wire("gw1"), "vm-a's IPv6 datagram leaving gw1 routed", 0, udp6(vmA6, remote6, 6703))
+	assert.Equal(t, peerMAC, out.DstMAC)
+	skip = count(t, atA)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmA6, TTL: 64, SPort: 6703, DPort: 41001})
+	waitFor(t, atA, "the remote's IPv6 reply at vm-a (zone hv1)", skip, udp6(remote6, vmA6, 41001))
+
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 41002, 6704)
+	waitFor(t, e.wire("gw1"), "vm-a's IPv4 datagram leaving SNATed", 0, snated(6704))
+
+	// Security groups across zones: vm-a in sg-web admits UDP 90 over
+	// IPv6 from sg-client's members, vm-b (zone hv2) one. Zone hv1 holds no
+	// port of sg-client, so the rule matches kubevirt-ovn's
+	// kv_sgaddr_sg_client..._ip6 (every member's IPv6 addresses), not
+	// OVN's per-zone $<pg>_ip6.
+	e.write("vmis.yaml", dualStackSGVMIs(`["sg-web"]`, `["sg-client"]`))
+	e.write("sg.yaml", sgWeb6)
+	e.sync()
+	e.ready("gw1")
+	a6 := vmRef{"hv1", "vm-a", vmAMAC, vmA6}
+	b6 := vmRef{"hv2", "vm-b", vmBMAC, vmBIPv6}
+	skip = count(t, atA)
+	send("hv2", "vm-b", routed(b6, a6, 5030, 90))
+	waitFor(t, atA, "vm-b (zone hv2, sg-client) -> vm-a (zone hv1) udp6/90", skip, arrives(b6, 5030, 90))
+	skip = count(t, atB)
+	send("hv1", "vm-a", routed(a6, b6, 90, 5030))
+	waitFor(t, atB, "vm-a's IPv6 reply into zone hv2", skip, arrives(a6, 90, 5030))
+	skip = count(t, atA)
+	send("hv2", "vm-b", routed(b6, a6, 5031, 91))
+	send("hv2", "vm-b", routed(b6, a6, 5032, 90))
+	waitFor(t, atA, "barrier: vm-b -> vm-a udp6/90", skip, arrives(b6, 5032, 90))
+	requireNone(t, atA, "vm-b -> vm-a udp6/91 (no rule)", skip, arrives(b6, 5031, 91))
+}
