@@ -30,7 +30,8 @@ const (
 // solicitation for the router's external IPv6 address is answered by the
 // active gateway alone. With enableIpv6Snat the datagram leaves from
 // 2001:db8:ff::100 and the reply is un-NATed back to vm-a. The IPv4 half
-// leaves SNATed as ever, on the same VM.
+// leaves SNATed as ever, on the same VM. enableSnat false with a floating
+// IP keeps IPv6 in, as the floating IP policies keep IPv4 in.
 func TestDualStackExternal(t *testing.T) {
 	e := newEnv(t)
 	for _, f := range []string{"networks.yaml", "router.yaml"} {
@@ -92,4 +93,17 @@ func TestDualStackExternal(t *testing.T) {
 		return s.IsUDP && s.SrcIP == remote6 && s.DPort == 41002
 	})
 	assert.Equal(t, vmA6, back.DstIP)
+
+	// enableSnat false with a floating IP (vm-b's): the external side
+	// stays for the floating IP, and nothing else of the VMs leaves, IPv6
+	// (routed) included.
+	e.edit("router.yaml", "enableSnat: true\n  enableIpv6Snat: true", "enableSnat: false")
+	e.write("fips.yaml", fipsManifest)
+	e.sync()
+	send6(41003, 7004)
+	e.send("hv2", "vm-b", vmBMAC, vmBIP, 41004, 7005)
+	waitFor(t, gw1, "barrier: vm-b's IPv4 datagram leaving from its floating IP", 0, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == fipIP && s.DPort == 7005
+	})
+	requireNone(t, gw1, "vm-a's IPv6 datagram leaving with enableSnat false", 0, func(s seen) bool { return s.IsUDP && s.DPort == 7004 })
 }

@@ -24,7 +24,8 @@ import (
 // IP names it, without snat rows; router policies then let out only the
 // floating IPs' fixed addresses (FloatingIPAllowPriority) and drop the rest
 // of its internal networks' traffic that leaves them
-// (FloatingIPDropPriority), also towards hosts on the external network.
+// (FloatingIPDropPriority), also towards hosts on the external network,
+// and their IPv6 traffic (floating IPs are IPv4).
 
 // Priorities of the Logical_Router_Policy rows of a router with
 // enableSnat false and floating IPs.
@@ -400,6 +401,26 @@ func floatingIPRows(rp *RouterPlan, r *router, ids func() map[string]string) {
 		Action:      nbmodel.LogicalRouterPolicyActionDrop,
 		ExternalIDs: ids(),
 	})
+	// IPv6 leaves routed (no NAT66), so the same keeps it in: enableSnat
+	// false lets nothing of the VMs out but what a floating IP allows.
+	var cidrs6 []string
+	for _, n := range r.internal {
+		if n.prefix6.IsValid() {
+			cidrs6 = append(cidrs6, n.prefix6.String())
+		}
+	}
+	if len(cidrs6) > 0 {
+		inside6 := cidrs6[0]
+		if len(cidrs6) > 1 {
+			inside6 = "{" + strings.Join(cidrs6, ", ") + "}"
+		}
+		rp.Policies = append(rp.Policies, &nbmodel.LogicalRouterPolicy{
+			Priority:    FloatingIPDropPriority,
+			Match:       "ip6.src == " + inside6 + " && ip6.dst != " + inside6,
+			Action:      nbmodel.LogicalRouterPolicyActionDrop,
+			ExternalIDs: ids(),
+		})
+	}
 	for _, b := range r.fips {
 		// Its VM's traffic, and traffic of the router's other VMs to the
 		// floating IP (hairpin through the gateway).

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -312,6 +313,31 @@ func TestFloatingIPWithoutSNAT(t *testing.T) {
 		drop,
 	}, rp.Policies)
 	assert.Equal(t, "gw1", p.FloatingIPs[1].Gateway)
+}
+
+// TestFloatingIPWithoutSNATDualStack: with enableSnat false and a
+// floating IP, IPv6 (routed, not NATed) is kept in as IPv4 is: a drop
+// policy for the internal ipv6Cidrs' traffic that leaves them.
+func TestFloatingIPWithoutSNATDualStack(t *testing.T) {
+	s := fipSnapshot()
+	s.Routers[0].EnableSNAT = false
+	for i, n := range s.Networks {
+		if n.Name == "net-a" || n.Name == "net-b" {
+			s.Networks[i] = dualStack(n)
+		}
+	}
+	s.FloatingIPs = []FloatingIP{fip("fip-2", "172.16.0.51", "10.20.0.6", "vm-b")}
+	rp := findRouter(Build(s, testInstance), "r1")
+	require.NotNil(t, rp)
+	var matches []string
+	for _, p := range rp.Policies {
+		matches = append(matches, fmt.Sprintf("%d %s %s", p.Priority, p.Action, p.Match))
+	}
+	assert.Equal(t, []string{
+		"1001 allow ip4.src == 10.20.0.6 || ip4.dst == 172.16.0.51",
+		"1000 drop ip4.src == {10.10.0.0/24, 10.20.0.0/24} && ip4.dst != {10.10.0.0/24, 10.20.0.0/24}",
+		"1000 drop ip6.src == {fd00:10::/64, fd00:20::/64} && ip6.dst != {fd00:10::/64, fd00:20::/64}",
+	}, matches)
 }
 
 // TestGoldenFloatingIPs keeps a whole plan with floating IPs reviewable:
