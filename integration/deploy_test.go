@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -697,4 +698,42 @@ func TestVirtualRouterCRDValidates(t *testing.T) {
 		require.Error(t, err, field)
 		assert.Contains(t, err.Error(), field)
 	}
+}
+
+// TestDualStackCRDFields: the real API server keeps kubevirt-ovn's IPv6
+// fields of a VirtualRouter (a structural schema prunes fields it does not
+// declare) and deploy/examples-dual-stack/router.yaml is accepted as it
+// is; a FloatingIp takes IPv6 addresses and still refuses what is no
+// address.
+func TestDualStackCRDFields(t *testing.T) {
+	k := startKubeAPI(t)
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", "router.yaml"))
+	require.NoError(t, err)
+	vr := objectOf(t, string(b))
+	vr.Object["spec"].(map[string]any)["enableIpv6Snat"] = true
+	got, err := k.dyn.Resource(routerGVR).Create(context.Background(), vr, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, path := range [][]string{{"spec", "external", "ipv6"}, {"spec", "peerRouter", "ipv6"}} {
+		v, found, _ := unstructured.NestedString(got.Object, path...)
+		assert.True(t, found, "%v kept", path)
+		assert.NotEmpty(t, v, "%v", path)
+	}
+	snat6, found, _ := unstructured.NestedBool(got.Object, "spec", "enableIpv6Snat")
+	assert.True(t, found && snat6, "spec.enableIpv6Snat kept")
+
+	fipGVR := schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "floatingips"}
+	fip := func(name, ip, fixed string) error {
+		u := objectOf(t, fmt.Sprintf(`apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata: {name: %s}
+spec: {id: %s, routerName: router1, networkName: public, floatingIp: "%s", fixedIp: "%s"}
+`, name, name, ip, fixed))
+		_, err := k.dyn.Resource(fipGVR).Create(context.Background(), u, metav1.CreateOptions{})
+		return err
+	}
+	require.NoError(t, fip("fip6", "2001:db8:ff::150", "fd00:20::a1b2:c3d4:e5f6:789"))
+	require.NoError(t, fip("fip4", "172.16.0.150", "10.20.0.6"))
+	err = fip("fip-bad", "not-an-ip", "10.20.0.6")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.floatingIp")
 }

@@ -107,3 +107,64 @@ func TestDualStackExternal(t *testing.T) {
 	})
 	requireNone(t, gw1, "vm-a's IPv6 datagram leaving with enableSnat false", 0, func(s seen) bool { return s.IsUDP && s.DPort == 7004 })
 }
+
+// fip6 is vm-b's IPv6 floating IP in TestDualStackFloatingIP.
+const fip6 = "2001:db8:ff::150"
+
+// TestDualStackFloatingIP: an IPv6 floating IP bound to the address vm-b's
+// VMI reports. A neighbor solicitation for it is answered by the active
+// gateway alone; the outside reaches vm-b through it and vm-b's reply
+// leaves from it; a new flow of vm-b's leaves from it too (not from its
+// own address, as other VMs' IPv6 does); vm-b's IPv4 floating IP works
+// beside it.
+func TestDualStackFloatingIP(t *testing.T) {
+	e := newEnv(t)
+	for _, f := range []string{"networks.yaml", "router.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", f))
+		require.NoError(t, err)
+		e.write(f, string(b))
+	}
+	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6",
+		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	e.write("fips.yaml", fipsManifest+`---
+apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata:
+  name: fip6-vm-b
+spec:
+  id: fip6-vm-b
+  routerName: router1
+  networkName: public
+  floatingIp: "`+fip6+`"
+  fixedIp: "`+vmBIPv6+`"
+  vmName: vm-b
+`)
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	atB, gw1, gw2 := e.vm("hv2", "vm-b"), e.wire("gw1"), e.wire("gw2")
+
+	isNA := func(s seen) bool { return s.NA != nil && s.NA.TargetAddress.String() == fip6 }
+	skip2 := count(t, gw2)
+	ns := wire.NeighborSolicitation(peerMAC, peer6, fip6)
+	e.inject("gw2", ns)
+	e.inject("gw1", ns)
+	na := waitFor(t, gw1, "gw1's neighbor advertisement for "+fip6, 0, isNA)
+	assert.Equal(t, gwPortMAC, na.SrcMAC)
+	requireNone(t, gw2, "standby gw2 answers ND for "+fip6, skip2, isNA)
+
+	skip := count(t, atB)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fip6, TTL: 64, SPort: 7100, DPort: 80})
+	in := waitFor(t, atB, "outside -> "+fip6+" at vm-b", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 80 })
+	assert.Equal(t, vmBIPv6, in.DstIP, "DNATed to vm-b's address")
+	require.NoError(t, e.l.Inject("hv2", "vm-b", frameBytes(t, frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 80, DPort: 7100})))
+	out := waitFor(t, gw1, "vm-b's reply leaving from "+fip6, 0, func(s seen) bool { return s.IsUDP && s.SPort == 80 && s.DPort == 7100 })
+	assert.Equal(t, fip6, out.SrcIP)
+	require.NoError(t, e.l.Inject("hv2", "vm-b", frameBytes(t, frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 7101})))
+	out = waitFor(t, gw1, "vm-b's new IPv6 flow leaving", 0, func(s seen) bool { return s.IsUDP && s.DPort == 7101 })
+	assert.Equal(t, fip6, out.SrcIP, "from its floating IP")
+
+	// The IPv4 floating IP beside it.
+	skip = count(t, atB)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: fipIP, TTL: 64, SPort: 7102, DPort: 80})
+	waitFor(t, atB, "outside -> "+fipIP+" at vm-b", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.DstIP == vmBIP && s.DPort == 80 })
+}

@@ -60,6 +60,11 @@ func (in *Input) addFloatingIP(d *fipDecl) {
 	}
 	if d.fixed != "" {
 		addTo(in.fipFixed, d.fixed, d)
+		// An IPv6 fixed IP may be a VM's SLAAC address: found by its
+		// interface identifier too (affectedByVM).
+		if a, err := netip.ParseAddr(d.fixed); err == nil && a.Is6() {
+			addTo(in.fipFixed, ifaceIDKey(a), d)
+		}
 	}
 }
 
@@ -70,7 +75,43 @@ func (in *Input) removeFloatingIP(d *fipDecl) {
 	}
 	if d.fixed != "" {
 		removeFrom(in.fipFixed, d.fixed, d)
+		if a, err := netip.ParseAddr(d.fixed); err == nil && a.Is6() {
+			removeFrom(in.fipFixed, ifaceIDKey(a), d)
+		}
 	}
+}
+
+// ifaceIDKey is the index key of IPv6 address a's interface identifier
+// (its low 64 bits): a VM port's SLAAC address has its MAC's (macIDKey),
+// whatever the network's prefix.
+func ifaceIDKey(a netip.Addr) string {
+	b := a.As16()
+	return fmt.Sprintf("iid %x", b[8:])
+}
+
+// macIDKey is ifaceIDKey of the SLAAC addresses of MAC mac ("" for no
+// MAC).
+func macIDKey(mac string) string {
+	if _, err := parseMAC(mac); err != nil {
+		return ""
+	}
+	return ifaceIDKey(SLAACAddress(netip.MustParsePrefix("fe80::/64"), mac))
+}
+
+// vmIPv6Keys are the keys VM interface v is indexed by for its IPv6
+// addresses: those its status reports, and its MAC's interface
+// identifier.
+func vmIPv6Keys(v *VMInterface) []string {
+	var out []string
+	if v.IPv6 != "" {
+		for _, s := range strings.Split(v.IPv6, ",") {
+			out = append(out, normalizeIP(s))
+		}
+	}
+	if k := macIDKey(v.MAC); k != "" {
+		out = append(out, k)
+	}
+	return out
 }
 
 // affectedByFloatingIP adds the router of floating IP d and the routers of
@@ -92,16 +133,54 @@ func vmAddrKey(network, ip string) string { return network + " " + ip }
 
 func (in *Input) addVMAddr(d *vmDecl) {
 	addTo(in.vmAddrs, vmAddrKey(d.Network, normalizeIP(d.IP)), d)
+	for _, k := range vmIPv6Keys(&d.VMInterface) {
+		addTo(in.vmAddrs, vmAddrKey(d.Network, k), d)
+	}
 }
 
 func (in *Input) removeVMAddr(d *vmDecl) {
 	removeFrom(in.vmAddrs, vmAddrKey(d.Network, normalizeIP(d.IP)), d)
+	for _, k := range vmIPv6Keys(&d.VMInterface) {
+		removeFrom(in.vmAddrs, vmAddrKey(d.Network, k), d)
+	}
+}
+
+// vmsWithAddr are the VM interfaces of network n (any namespace) that may
+// have address ip: its IPv4 address, or one of its IPv6 addresses
+// (reported, or the SLAAC address of its MAC: the caller checks with
+// vmIPv6).
+func (in *Input) vmsWithAddr(n *network, ip netip.Addr) []*vmDecl {
+	var out []*vmDecl
+	for v := range in.vmAddrs[vmAddrKey(n.Name, ip.String())] {
+		out = append(out, v)
+	}
+	if ip.Is6() {
+		for v := range in.vmAddrs[vmAddrKey(n.Name, ifaceIDKey(ip))] {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// hasAddr says whether valid VM interface v (MAC mac) has address ip on
+// network n: its IPv4 address, or one of its port's IPv6 addresses.
+func hasAddr(v *VMInterface, n *network, mac, ipv4 string, ip netip.Addr) bool {
+	if ip.Is4() {
+		return ipv4 == ip.String()
+	}
+	global, _ := vmIPv6(v, n, mac)
+	return slices.Contains(global, ip.String())
 }
 
 // affectedByVM adds the routers with a floating IP whose fixed IP is VM
 // interface d's address.
 func (in *Input) affectedByVM(d *vmDecl, affected set[Unit]) {
 	addFloatingIPRouters(affected, in.fipFixed[normalizeIP(d.IP)])
+	for _, k := range vmIPv6Keys(&d.VMInterface) {
+		addFloatingIPRouters(affected, in.fipFixed[k])
+	}
 }
 
 // fipDecls are the floating IPs naming router name, in claim order: by
@@ -240,6 +319,27 @@ func (in *Input) checkFloatingIP(d *fipDecl, r *router, held Held) *InputError {
 	case d.Network != r.ext.Name:
 		return fipErr(d.Name, "spec.networkName", "%s is not the external network of VirtualRouter %s (%s)", d.Network, r.Name, r.ext.Name)
 	}
+	if a, err := netip.ParseAddr(d.IP); err == nil && a.Is6() && !a.Is4In6() {
+		ip, err := parseIPv6Host(d.IP)
+		switch {
+		case err != nil:
+			return fipErr(d.Name, "spec.floatingIp", "%v", err)
+		case !r.ext.prefix6.IsValid():
+			return fipErr(d.Name, "spec.floatingIp", "%s is IPv6 and network %s has no ipv6Cidr", ip, r.ext.Name)
+		case !r.ext.prefix6.Contains(ip) || ip == r.ext.prefix6.Addr():
+			return fipErr(d.Name, "spec.floatingIp", "%s is outside network %s's ipv6Cidr %s", ip, r.ext.Name, r.ext.prefix6)
+		case ip == r.ext.gateway6:
+			return fipErr(d.Name, "spec.floatingIp", "%s is the ipv6GatewayIp of network %s", ip, r.ext.Name)
+		case ip == r.ext6:
+			return fipErr(d.Name, "spec.floatingIp", "%s is the spec.external.ipv6 of VirtualRouter %s", ip, r.Name)
+		case ip == r.peer6:
+			return fipErr(d.Name, "spec.floatingIp", "%s is the peerRouter ipv6 of VirtualRouter %s", ip, r.Name)
+		}
+		if o := in.fipOwner(d.ip, held); o != d {
+			return fipErr(d.Name, "spec.floatingIp", "%s is already the floating IP of FloatingIp %s", ip, o.Name)
+		}
+		return nil
+	}
 	ip, err := parseIPv4(d.IP)
 	switch {
 	case err != nil:
@@ -291,8 +391,15 @@ func (in *Input) fipOwner(ip string, held Held) *fipDecl {
 // fixedNetwork is the internal network of router r that floating IP d's
 // fixed IP is on.
 func fixedNetwork(d *fipDecl, r *router) (*network, netip.Addr, *InputError) {
+	fip, _ := netip.ParseAddr(d.ip)
+	if fip.Is6() {
+		return fixedNetwork6(d, r)
+	}
 	fixed, err := parseIPv4(d.FixedIP)
 	if err != nil {
+		if a, err6 := netip.ParseAddr(d.FixedIP); err6 == nil && a.Is6() {
+			return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%s is IPv6: spec.floatingIp %s is IPv4", a, fip)
+		}
 		return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%v", err)
 	}
 	var nets []string
@@ -312,6 +419,36 @@ func fixedNetwork(d *fipDecl, r *router) (*network, netip.Addr, *InputError) {
 	return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on none of VirtualRouter %s's internal networks: %s", fixed, r.Name, strings.Join(nets, ", "))
 }
 
+// fixedNetwork6 is fixedNetwork for an IPv6 floating IP: its fixed IP is
+// an IPv6 host address of an internal network's ipv6Cidr.
+func fixedNetwork6(d *fipDecl, r *router) (*network, netip.Addr, *InputError) {
+	fixed, err := parseIPv6Host(d.FixedIP)
+	if err != nil {
+		if a, err4 := netip.ParseAddr(d.FixedIP); err4 == nil && a.Is4() {
+			return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%s is IPv4: spec.floatingIp %s is IPv6", a, d.ip)
+		}
+		return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%v", err)
+	}
+	var nets []string
+	for _, n := range r.internal {
+		if !n.prefix6.IsValid() {
+			continue
+		}
+		if !n.prefix6.Contains(fixed) || fixed == n.prefix6.Addr() {
+			nets = append(nets, fmt.Sprintf("%s (%s)", n.Name, n.prefix6))
+			continue
+		}
+		if fixed == n.gateway6 {
+			return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is the ipv6GatewayIp of network %s", fixed, n.Name)
+		}
+		return n, fixed, nil
+	}
+	if len(nets) == 0 {
+		return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on no internal network: VirtualRouter %s has none with an ipv6Cidr", fixed, r.Name)
+	}
+	return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on none of VirtualRouter %s's internal networks: %s", fixed, r.Name, strings.Join(nets, ", "))
+}
+
 // fixedPort is the VM port candidate c binds to: the port of the VM
 // interface that has the fixed IP on its network, as the network gives the
 // address (the NB's holder, else the first port by name: planVMPorts), of
@@ -324,11 +461,12 @@ func (in *Input) fixedPort(c fipCandidate, held Held) (port, reason string, err 
 	}
 	type iface struct{ port, vmi string }
 	var all []iface
-	for v := range in.vmAddrs[vmAddrKey(c.n.Name, c.fixed.String())] {
+	for _, v := range in.vmsWithAddr(c.n, c.fixed) {
 		if v.NetworkNamespace != c.n.Namespace {
 			continue
 		}
-		if _, _, err := validateVM(&v.VMInterface, c.n); err != nil {
+		mac, ip, err := validateVM(&v.VMInterface, c.n)
+		if err != nil || !hasAddr(&v.VMInterface, c.n, mac, ip, c.fixed) {
 			continue
 		}
 		all = append(all, iface{VMPortName(c.n.Name, v.Namespace, v.VMI, v.Interface), v.Namespace + "/" + v.VMI})
@@ -426,7 +564,11 @@ func floatingIPRows(rp *RouterPlan, r *router, ids func() map[string]string) {
 		// floating IP (hairpin through the gateway).
 		polIDs := ids()
 		polIDs[KeyFloatingIP] = b.id
-		match := "ip4.src == " + b.fixed + " || ip4.dst == " + b.ip
+		ip := "ip4"
+		if strings.Contains(b.ip, ":") {
+			ip = "ip6"
+		}
+		match := ip + ".src == " + b.fixed + " || " + ip + ".dst == " + b.ip
 		if b.lb != nil {
 			// A load balancer's replies leave from its members (the
 			// router undoes the DNAT on its way out).

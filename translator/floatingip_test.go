@@ -3,6 +3,7 @@ package translator
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -424,4 +425,91 @@ func TestZoneFloatingIPLivesWithItsRouter(t *testing.T) {
 			assert.Zero(t, policies, "zone %s", zone)
 		}
 	}
+}
+
+// dualStackFIPSnapshot is fipSnapshot with public, net-a and net-b dual
+// stack; vm-b reports a privacy address.
+func dualStackFIPSnapshot() *Snapshot {
+	s := fipSnapshot()
+	for i, n := range s.Networks {
+		switch n.Name {
+		case "public":
+			s.Networks[i].IPv6CIDR = "2001:db8:ff::/64"
+		case "net-a", "net-b":
+			s.Networks[i] = dualStack(n)
+		}
+	}
+	s.Routers[0].External.IPv6 = "2001:db8:ff::100"
+	s.VMs[1].IPv6 = "fd00:20::a1b2:c3d4:e5f6:789"
+	return s
+}
+
+// TestFloatingIPv6: an IPv6 floating IP binds an IPv6 fixed IP that is a
+// VM port's (its SLAAC address, or one its status reports): a
+// dnat_and_snat row beside the IPv4 ones, the port in its status; its
+// errors are named (the other family, outside the ipv6Cidr, a network
+// without one, the router's own address).
+func TestFloatingIPv6(t *testing.T) {
+	s := dualStackFIPSnapshot()
+	vmA6 := SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), "50:54:00:00:00:05").String()
+	s.FloatingIPs = []FloatingIP{
+		fip("v4", "172.16.0.50", "10.10.0.5", ""),
+		fip("v6-slaac", "2001:db8:ff::50", vmA6, "vm-a"),
+		fip("v6-reported", "2001:db8:ff::51", "fd00:20::a1b2:c3d4:e5f6:789", ""),
+		fip("v6-nobody", "2001:db8:ff::52", "fd00:20::77", ""),
+		fip("mixed", "2001:db8:ff::53", "10.10.0.5", ""),
+		fip("mixed4", "172.16.0.54", "fd00:10::5", ""),
+		fip("outside", "2001:db8:fe::1", vmA6, ""),
+		fip("own", "2001:db8:ff::100", vmA6, ""),
+	}
+	p := Build(s, testInstance)
+	rp := findRouter(p, "r1")
+	require.NotNil(t, rp)
+	assert.Equal(t, []*nbmodel.NAT{
+		dnat("r1", "v4", "172.16.0.50", "10.10.0.5"),
+		dnat("r1", "v6-slaac", "2001:db8:ff::50", vmA6),
+		dnat("r1", "v6-reported", "2001:db8:ff::51", "fd00:20::a1b2:c3d4:e5f6:789"),
+	}, dnats(rp))
+	st := map[string]FloatingIPStatus{}
+	for _, f := range p.FloatingIPs {
+		st[f.Name] = f
+	}
+	assert.Equal(t, VMPortName("net-a", "default", "vm-a", "eth1"), st["v6-slaac"].Port)
+	assert.Equal(t, VMPortName("net-b", "default", "vm-b", "eth1"), st["v6-reported"].Port)
+	assert.Equal(t, "waiting for a VM with ip fd00:20::77 on network net-b", st["v6-nobody"].Reason)
+	assert.Equal(t, "FloatingIp mixed: spec.fixedIp 10.10.0.5 is IPv4: spec.floatingIp 2001:db8:ff::53 is IPv6", st["mixed"].Reason)
+	assert.Equal(t, "FloatingIp mixed4: spec.fixedIp fd00:10::5 is IPv6: spec.floatingIp 172.16.0.54 is IPv4", st["mixed4"].Reason)
+	assert.Equal(t, "FloatingIp outside: spec.floatingIp 2001:db8:fe::1 is outside network public's ipv6Cidr 2001:db8:ff::/64", st["outside"].Reason)
+	assert.Equal(t, "FloatingIp own: spec.floatingIp 2001:db8:ff::100 is the spec.external.ipv6 of VirtualRouter r1", st["own"].Reason)
+
+	s.Networks[0].IPv6CIDR = ""
+	s.Routers[0].External.IPv6 = ""
+	s.FloatingIPs = []FloatingIP{fip("v6", "2001:db8:ff::50", vmA6, "")}
+	p = Build(s, testInstance)
+	require.Len(t, p.FloatingIPs, 1)
+	assert.Equal(t, "FloatingIp v6: spec.floatingIp 2001:db8:ff::50 is IPv6 and network public has no ipv6Cidr", p.FloatingIPs[0].Reason)
+}
+
+// TestFloatingIPv6FollowsVMs: an IPv6 floating IP waiting for its fixed IP
+// binds when a VM gets it, by its SLAAC address or a reported one, and
+// the event re-plans the router (Set returns it).
+func TestFloatingIPv6FollowsVMs(t *testing.T) {
+	s := dualStackFIPSnapshot()
+	vms := s.VMs
+	s.VMs = nil
+	in := NewInputFrom(s)
+	in.Set("fips", Objects{FloatingIPs: []FloatingIP{
+		fip("slaac", "2001:db8:ff::50", SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), "50:54:00:00:00:05").String(), ""),
+		fip("reported", "2001:db8:ff::51", "fd00:20::a1b2:c3d4:e5f6:789", ""),
+	}})
+	r1 := Unit{Kind: KindRouter, Name: "r1"}
+	assert.Empty(t, dnats(in.Plan(r1, testInstance, nil).Router))
+	assert.Contains(t, in.Set("vms", Objects{VMs: vms[:1]}), r1, "vm-a's SLAAC address is a fixed IP")
+	assert.Len(t, dnats(in.Plan(r1, testInstance, nil).Router), 1)
+	assert.Contains(t, in.Set("vms", Objects{VMs: vms}), r1, "vm-b's reported address is a fixed IP")
+	assert.Len(t, dnats(in.Plan(r1, testInstance, nil).Router), 2)
+	b := vms[1]
+	b.IPv6 = "fd00:20::1234"
+	assert.Contains(t, in.Set("vms", Objects{VMs: []VMInterface{vms[0], b}}), r1, "vm-b reports another address")
+	assert.Len(t, dnats(in.Plan(r1, testInstance, nil).Router), 1)
 }
