@@ -189,14 +189,9 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 		return nil, lbErr(d.Name, "spec.name", "is required")
 	}
 	lb := &plannedLB{d: d, ports: map[string][]int{}, memberPorts: map[string]string{}}
-	vip, err := parseIPv4(d.VIP)
-	switch {
-	case err != nil:
-		return nil, lbErr(d.Name, "spec.vip", "%v", err)
-	case !hostIn(n.prefix, vip):
-		return nil, lbErr(d.Name, "spec.vip", "%s is outside network %s (%s)", vip, n.Name, n.prefix)
-	case n.gateway.IsValid() && vip == n.gateway:
-		return nil, lbErr(d.Name, "spec.vip", "%s is the gatewayIp of network %s", vip, n.Name)
+	vip, err := lbVIP(d, n)
+	if err != nil {
+		return nil, err
 	}
 	for o := range in.lbs[n.Name] {
 		if o != d && o.Name < d.Name && normalizeIP(o.VIP) == vip.String() {
@@ -213,9 +208,16 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 	// twice is one (ONOS kept a set).
 	for i, m := range d.Members {
 		field := fmt.Sprintf("spec.members[%d]", i)
-		ip, err := parseIPv4(m)
-		if err != nil {
-			return nil, lbErr(d.Name, field, "%v", err)
+		ip, err := netip.ParseAddr(m)
+		switch {
+		case err != nil || ip.Zone() != "":
+			return nil, lbErr(d.Name, field, "%q is not an IP address", m)
+		case ip.Is4In6():
+			ip = ip.Unmap()
+		}
+		if ip.Is6() != vip.Is6() {
+			lb.notes = append(lb.notes, fmt.Sprintf("%s %s is not of the VIP's family (%s): left out", field, ip, vip))
+			continue
 		}
 		if slices.Contains(lb.members, ip.String()) {
 			continue
@@ -275,6 +277,9 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 		return nil, lbErr(d.Name, "spec.rules", "is empty: nothing to balance")
 	}
 	if d.HealthCheck != nil {
+		if vip.Is6() {
+			return nil, lbErr(d.Name, "spec.healthCheck", "is not supported with IPv6 VIP %s yet: kubevirt-ovn health-checks IPv4 load balancers only", vip)
+		}
 		if in.zoned && (n.Type == NetworkFlat || n.Type == NetworkVLAN) {
 			// OVN leaves a health-checked member out of a VIP when its
 			// port is not in the zone's NB, and a FLAT or VLAN
@@ -339,11 +344,12 @@ func (in *Input) checkHealthCheck(d *lbDecl, n *network, vip netip.Addr, lb *pla
 // none.
 func (in *Input) vmPortOf(n *network, ip netip.Addr) string {
 	var ports []string
-	for v := range in.vmAddrs[vmAddrKey(n.Name, ip.String())] {
+	for _, v := range in.vmsWithAddr(n, ip) {
 		if v.NetworkNamespace != n.Namespace {
 			continue
 		}
-		if _, _, err := validateVM(&v.VMInterface, n); err != nil {
+		mac, ipv4, err := validateVM(&v.VMInterface, n)
+		if err != nil || !hasAddr(&v.VMInterface, n, mac, ipv4, ip) {
 			continue
 		}
 		ports = append(ports, VMPortName(n.Name, v.Namespace, v.VMI, v.Interface))
@@ -446,10 +452,10 @@ func (lb *plannedLB) row(name, proto string, addrs []string, newIDs func() map[s
 			ps := strconv.Itoa(port)
 			backends := make([]string, len(lb.members))
 			for i, m := range lb.members {
-				backends[i] = m + ":" + ps
+				backends[i] = hostPort(m, ps)
 			}
 			for _, a := range addrs {
-				row.Vips[a+":"+ps] = strings.Join(backends, ",")
+				row.Vips[hostPort(a, ps)] = strings.Join(backends, ",")
 			}
 		}
 	}
@@ -482,6 +488,44 @@ func (lb *plannedLB) row(name, proto string, addrs []string, newIDs func() map[s
 	}
 	sortHealthChecks(hcs)
 	return row, hcs
+}
+
+// hostPort is address a with port p as OVN's Load_Balancer vips take it:
+// a:p, an IPv6 address in brackets.
+func hostPort(a, p string) string {
+	if strings.Contains(a, ":") {
+		return "[" + a + "]:" + p
+	}
+	return a + ":" + p
+}
+
+// lbVIP checks load balancer d's VIP on network n: an IPv4 host address
+// of its cidr, or an IPv6 one of its ipv6Cidr, not its gateway.
+func lbVIP(d *lbDecl, n *network) (netip.Addr, *InputError) {
+	if a, err := netip.ParseAddr(d.VIP); err == nil && a.Is6() && !a.Is4In6() {
+		vip, err := parseIPv6Host(d.VIP)
+		switch {
+		case err != nil:
+			return vip, lbErr(d.Name, "spec.vip", "%v", err)
+		case !n.prefix6.IsValid():
+			return vip, lbErr(d.Name, "spec.vip", "%s is IPv6 and network %s has no ipv6Cidr", vip, n.Name)
+		case !n.prefix6.Contains(vip) || vip == n.prefix6.Addr():
+			return vip, lbErr(d.Name, "spec.vip", "%s is outside network %s's ipv6Cidr %s", vip, n.Name, n.prefix6)
+		case vip == n.gateway6:
+			return vip, lbErr(d.Name, "spec.vip", "%s is the ipv6GatewayIp of network %s", vip, n.Name)
+		}
+		return vip, nil
+	}
+	vip, err := parseIPv4(d.VIP)
+	switch {
+	case err != nil:
+		return vip, lbErr(d.Name, "spec.vip", "%v", err)
+	case !hostIn(n.prefix, vip):
+		return vip, lbErr(d.Name, "spec.vip", "%s is outside network %s (%s)", vip, n.Name, n.prefix)
+	case n.gateway.IsValid() && vip == n.gateway:
+		return vip, lbErr(d.Name, "spec.vip", "%s is the gatewayIp of network %s", vip, n.Name)
+	}
+	return vip, nil
 }
 
 // lbOfVIP is the valid load balancer of router r whose VIP is ip on

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -500,5 +501,59 @@ func TestLoadBalancerHealthCheck(t *testing.T) {
 			assert.Empty(t, lbRouterPlan(t, p, "r1").LoadBalancers)
 			assert.Empty(t, lbNetworkPlan(t, p, "net-a").LBHealthChecks)
 		})
+	}
+}
+
+// TestLoadBalancerIPv6: a VIP on net-a's ipv6Cidr balances over VM ports'
+// IPv6 addresses (a SLAAC one, a reported one), in OVN's bracketed form
+// on the router's and the switch's rows; a member of the other family is
+// left out with a note; an IPv6 floating IP of the VIP is a VIP key too;
+// a health check is a named limit; a VIP outside the ipv6Cidr, or on a
+// network without one, is the load balancer's error.
+func TestLoadBalancerIPv6(t *testing.T) {
+	s := dualStackFIPSnapshot()
+	for i, n := range s.Networks {
+		if n.Name == "net-a" {
+			s.Networks[i] = dualStack(n)
+		}
+	}
+	vmA6 := SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), "50:54:00:00:00:05").String()
+	s.VMs = append(s.VMs, VMInterface{Namespace: "default", VMI: "vm-a2", Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+		MAC: "50:54:00:00:00:16", IP: "10.10.0.6", IPv6: "fd00:10::a2", Node: "hv2"})
+	s.LoadBalancers = []LoadBalancer{{Name: "web6", ID: "web6", Network: "net-a", VIP: "fd00:10::100", Members: []string{"fd00:10::a2", vmA6, "10.10.0.5"},
+		Rules: []LBRule{{Protocol: "tcp", PortMin: 80}}, Created: t0}}
+	s.FloatingIPs = []FloatingIP{fip("fip-web6", "2001:db8:ff::60", "fd00:10::100", "")}
+	p := Build(s, testInstance)
+	require.Empty(t, p.Failed)
+	rp := lbRouterPlan(t, p, "r1")
+	require.Len(t, rp.LoadBalancers, 1)
+	backends := "[fd00:10::a2]:80,[" + vmA6 + "]:80" // sorted by address
+	assert.Equal(t, map[string]string{"[fd00:10::100]:80": backends, "[2001:db8:ff::60]:80": backends}, rp.LoadBalancers[0].Vips)
+	np := findNetwork(p, "net-a")
+	require.Len(t, np.LoadBalancers, 1)
+	assert.Equal(t, map[string]string{"[fd00:10::100]:80": backends}, np.LoadBalancers[0].Vips)
+	require.Len(t, p.LoadBalancers, 1)
+	assert.True(t, p.LoadBalancers[0].Ready)
+	assert.Contains(t, p.LoadBalancers[0].Reason, "spec.members[2] 10.10.0.5 is not of the VIP's family (fd00:10::100): left out")
+
+	for _, tt := range []struct {
+		edit func(lb *LoadBalancer)
+		want string
+	}{
+		{func(lb *LoadBalancer) { lb.HealthCheck = &LBHealthCheck{SourceIP: "fd00:10::250"} },
+			"LoadBalancer web6: spec.healthCheck is not supported with IPv6 VIP fd00:10::100 yet: kubevirt-ovn health-checks IPv4 load balancers only"},
+		{func(lb *LoadBalancer) { lb.VIP = "fd00:11::100" }, "LoadBalancer web6: spec.vip fd00:11::100 is outside network net-a's ipv6Cidr fd00:10::/64"},
+		{func(lb *LoadBalancer) { lb.VIP = "fd00:10::1" }, "LoadBalancer web6: spec.vip fd00:10::1 is the ipv6GatewayIp of network net-a"},
+		{func(lb *LoadBalancer) { lb.VIP = vmA6 }, "LoadBalancer web6: spec.vip " + vmA6 + " is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
+		{func(lb *LoadBalancer) { lb.Network, lb.VIP = "net-c", "fd00:30::100" }, "LoadBalancer web6: spec.vip fd00:30::100 is IPv6 and network net-c has no ipv6Cidr"},
+	} {
+		s := dualStackFIPSnapshot()
+		lb := LoadBalancer{Name: "web6", ID: "web6", Network: "net-a", VIP: "fd00:10::100", Members: []string{vmA6}, Rules: []LBRule{{Protocol: "tcp", PortMin: 80}}, Created: t0}
+		tt.edit(&lb)
+		s.LoadBalancers = []LoadBalancer{lb}
+		p := Build(s, testInstance)
+		require.Len(t, p.LoadBalancers, 1, tt.want)
+		assert.False(t, p.LoadBalancers[0].Ready, tt.want)
+		assert.Equal(t, tt.want, p.LoadBalancers[0].Reason)
 	}
 }
