@@ -1,14 +1,17 @@
 package integration
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
@@ -167,4 +170,82 @@ spec:
 	skip = count(t, atB)
 	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: fipIP, TTL: 64, SPort: 7102, DPort: 80})
 	waitFor(t, atB, "outside -> "+fipIP+" at vm-b", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.DstIP == vmBIP && s.DPort == 80 })
+}
+
+// TestDualStackFailover: the primary gateway dies and BFD moves router1's
+// gateway port to the backup. OVN announces a moved gateway port by GARP
+// for its IPv4 addresses only (pinctrl sends no unsolicited neighbor
+// advertisement), and none is needed: the port keeps its MAC, so the
+// upstream's neighbor entry for spec.external.ipv6 stays right, and the
+// GARP (from that MAC) moves the MAC on the physical network for both
+// families. After the move, vm-a's IPv6 leaves the backup routed, the
+// remote's reply through the backup reaches it, and the backup answers ND
+// for the router's external IPv6 address.
+func TestDualStackFailover(t *testing.T) {
+	e := newEnv(t)
+	for _, f := range []string{"networks.yaml", "router.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", f))
+		require.NoError(t, err)
+		e.write(f, string(b))
+	}
+	e.sync()
+	order := gatewayOrders(t, e.l)["router1"]
+	require.Len(t, order, 2)
+	primary, backup := order[0], order[1]
+	e.ready(primary, "hv1", "hv2")
+	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
+	send6 := func(sport, dport uint16) {
+		t.Helper()
+		require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6, TTL: 64, SPort: sport, DPort: dport})))
+	}
+	send6(42000, 7400)
+	waitFor(t, e.wire(primary), "vm-a's IPv6 leaving the primary "+primary, 0, func(s seen) bool { return s.IsUDP && s.SrcIP == vmA6 && s.DPort == 7400 })
+
+	skip := count(t, e.wire(backup))
+	_, err := e.l.KillChassis(primary)
+	require.NoError(t, err)
+	require.NoError(t, sandbox.Poll(120*time.Second, "router1's gateway port on the backup "+backup, func() (bool, error) {
+		return boundChassis(t, e.l, crPort) == backup, nil
+	}))
+	garp := waitFor(t, e.wire(backup), "GARP for the SNAT IP from the backup", skip, func(s seen) bool {
+		return s.IsARP && s.ARPSPA == snatIP && s.ARPTPA == snatIP
+	})
+	assert.Equal(t, gwPortMAC, garp.SrcMAC, "the gateway port's MAC, the one the upstream has for "+ext6)
+
+	var out seen
+	require.NoError(t, sandbox.Poll(60*time.Second, "vm-a's IPv6 leaving the backup", func() (bool, error) {
+		n := count(t, e.wire(backup))
+		send6(42001, 7401)
+		ps, err := e.wire(backup).read()
+		if err != nil {
+			return false, err
+		}
+		for _, s := range ps[min(n, len(ps)):] {
+			if s.IsUDP && s.SrcIP == vmA6 && s.DPort == 7401 {
+				out = s
+				return true, nil
+			}
+		}
+		return false, nil
+	}))
+	assert.Equal(t, gwPortMAC, out.SrcMAC)
+	skipA := count(t, e.vm("hv1", "vm-a"))
+	e.inject(backup, frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmA6, TTL: 64, SPort: 7401, DPort: 42001})
+	waitFor(t, e.vm("hv1", "vm-a"), "the remote's IPv6 reply through the backup at vm-a", skipA, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == remote6 && s.DPort == 42001
+	})
+	e.inject(backup, wire.NeighborSolicitation(peerMAC, peer6, ext6))
+	na := waitFor(t, e.wire(backup), "the backup's neighbor advertisement for "+ext6, skip, func(s seen) bool {
+		return s.NA != nil && s.NA.TargetAddress.String() == ext6
+	})
+	assert.Equal(t, gwPortMAC, na.SrcMAC)
+	ps, err := e.wire(backup).read()
+	require.NoError(t, err)
+	unsolicited := 0
+	for _, s := range ps[skip:] {
+		if s.NA != nil && s.DstIP != peer6 {
+			unsolicited++
+		}
+	}
+	report(t, fmt.Sprintf("dual stack failover to %s: %d unsolicited neighbor advertisements seen (OVN announces the moved port by GARP)", backup, unsolicited))
 }
