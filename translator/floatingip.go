@@ -335,6 +335,15 @@ func (in *Input) checkFloatingIP(d *fipDecl, r *router, held Held) *InputError {
 		case ip == r.peer6:
 			return fipErr(d.Name, "spec.floatingIp", "%s is the peerRouter ipv6 of VirtualRouter %s", ip, r.Name)
 		}
+		var owner *routerDecl
+		for rd := range in.snatClaims[d.ip] {
+			if owner == nil || compareClaimOrder(rd, owner) < 0 {
+				owner = rd
+			}
+		}
+		if owner != nil {
+			return fipErr(d.Name, "spec.floatingIp", "%s is the spec.external.ipv6 of VirtualRouter %s", ip, owner.Name)
+		}
 		if o := in.fipOwner(d.ip, held); o != d {
 			return fipErr(d.Name, "spec.floatingIp", "%s is already the floating IP of FloatingIp %s", ip, o.Name)
 		}

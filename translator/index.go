@@ -213,6 +213,8 @@ type routerDecl struct {
 	Router
 	pos
 	snat string // normalized SNAT IP this declaration claims, "" for none
+	// snat6 is its normalized spec.external.ipv6, a claim as snat is.
+	snat6 string
 }
 
 type networkDecl struct {
@@ -403,6 +405,9 @@ func newRouterDecl(r Router, p pos) *routerDecl {
 		d.External = &ext
 		if ext.IP != "" {
 			d.snat = normalizeIP(ext.IP)
+		}
+		if ext.IPv6 != "" {
+			d.snat6 = normalizeIP(ext.IPv6)
 		}
 	}
 	if r.PeerRouter != nil {
@@ -610,6 +615,10 @@ func (in *Input) affectedByClaims(d *routerDecl, affected set[Unit]) {
 	if d.snat != "" {
 		in.addRouterNames(affected, in.snatClaims[d.snat])
 	}
+	if d.snat6 != "" {
+		in.addRouterNames(affected, in.snatClaims[d.snat6])
+		addFloatingIPRouters(affected, in.fipClaims[d.snat6])
+	}
 	for _, n := range d.Internal {
 		in.addRouterNames(affected, in.internalClaims[n])
 	}
@@ -642,6 +651,9 @@ func (in *Input) addRouter(d *routerDecl) {
 	if d.snat != "" {
 		addTo(in.snatClaims, d.snat, d)
 	}
+	if d.snat6 != "" {
+		addTo(in.snatClaims, d.snat6, d)
+	}
 	for _, n := range d.Internal {
 		addTo(in.internalClaims, n, d)
 	}
@@ -655,6 +667,9 @@ func (in *Input) removeRouter(d *routerDecl) {
 	removeFrom(in.routers, d.Name, d)
 	if d.snat != "" {
 		removeFrom(in.snatClaims, d.snat, d)
+	}
+	if d.snat6 != "" {
+		removeFrom(in.snatClaims, d.snat6, d)
 	}
 	for _, n := range d.Internal {
 		removeFrom(in.internalClaims, n, d)

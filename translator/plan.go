@@ -932,6 +932,11 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 			errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
 		}
 	}
+	if r.snat6 != "" {
+		if owner, ok := in.claimOwner(in.snatClaims[r.snat6], held.HeldSNATIP(r.snat6)); ok && owner != r.Name {
+			errs = append(errs, routerErr(r.Name, "spec.external.ipv6", "%s is already the external IPv6 address of VirtualRouter %s", r.External.IPv6, owner))
+		}
+	}
 	for i, n := range r.Internal {
 		field := fmt.Sprintf("spec.internal[%d]", i)
 		if owner, ok := in.claimOwner(in.internalClaims[n], held.HeldInternal(n)); ok && owner != r.Name {

@@ -519,6 +519,28 @@ func TestBuildRouterExternalIPv6(t *testing.T) {
 		"NAT66 for the dual stack network only")
 }
 
+// TestExternalIPv6IsAClaim: two routers naming one spec.external.ipv6:
+// the older keeps it, the other fails with a named error; a floating IP
+// of that address is the floating IP's error.
+func TestExternalIPv6IsAClaim(t *testing.T) {
+	pub := publicNet()
+	pub.IPv6CIDR = "2001:db8:ff::/64"
+	router := func(name, ip string, created time.Time, internal string) Router {
+		return Router{Name: name, EnableSNAT: true, Gateway: "gw1", Internal: []string{internal}, Created: created,
+			External: &External{IP: ip, Network: "public", IPv6: "2001:db8:ff::10"}}
+	}
+	s := &Snapshot{Networks: []Network{pub, netA(), netB()}, Routers: []Router{
+		router("r2", "172.16.0.11", t0.Add(time.Hour), "net-b"), router("r1", "172.16.0.10", t0, "net-a"),
+	}, FloatingIPs: []FloatingIP{{Name: "f", ID: "f", Router: "r1", Network: "public", IP: "2001:db8:ff::10", Created: t0}}}
+	p := Build(s, testInstance)
+	assert.NotNil(t, findRouter(p, "r1"))
+	assert.Nil(t, findRouter(p, "r2"))
+	require.NotEmpty(t, p.Errors)
+	assert.Contains(t, errTexts(p.Errors), "VirtualRouter r2: spec.external.ipv6 2001:db8:ff::10 is already the external IPv6 address of VirtualRouter r1")
+	require.Len(t, p.FloatingIPs, 1)
+	assert.Equal(t, "FloatingIp f: spec.floatingIp 2001:db8:ff::10 is the spec.external.ipv6 of VirtualRouter r1", p.FloatingIPs[0].Reason)
+}
+
 // TestBuildDHCPv6: ipv6AddressMode picks the advertisement's address
 // mode and the DHCPv6 options the VM ports refer to: stateless answers
 // information requests (DNS), stateful offers the port's EUI-64 address,

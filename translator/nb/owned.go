@@ -244,9 +244,15 @@ func ownerClaims(u translator.Unit, row any) []claim {
 		if u.Kind != translator.KindRouter || p.Name != translator.GatewayPortName(u.Name) || len(p.Networks) == 0 {
 			return nil
 		}
-		if pfx, err := netip.ParsePrefix(p.Networks[0]); err == nil {
-			return []claim{{claimSNAT, pfx.Addr().String(), u.Name}}
+		// The SNAT IP, and the router's external IPv6 address (a claim
+		// of the same kind: the families do not meet).
+		var out []claim
+		for _, n := range p.Networks {
+			if pfx, err := netip.ParsePrefix(n); err == nil {
+				out = append(out, claim{claimSNAT, pfx.Addr().String(), u.Name})
+			}
 		}
+		return out
 	case *nbmodel.LogicalSwitchPort:
 		switch {
 		case u.Kind == translator.KindRouter:
