@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,8 +64,9 @@ func newStatusCmd() *cobra.Command {
 		Short:   "Print each router's gateway chassis, and where its gateway port is active now",
 		Long: `status prints, per router, its SNAT IP, its gateway chassis in order as the NB holds them
 (the primary, marked when spec.gateway pins it, then the failover candidates) and the
-chassis its gateway port is active on now (SB), marked when BFD has failed it over; then the
-routers per gateway chassis (primary / active) and the physical networks each maps; then the
+chassis its gateway port is active on now (SB), marked when BFD has failed it over; then, for
+routers whose internal IPv6 is routed (no enableIpv6Snat), the routes the upstream router needs
+(each internal ipv6Cidr via the router's spec.external.ipv6); then the routers per gateway chassis (primary / active) and the physical networks each maps; then the
 VM ports bound to two chassis (live migrations: source, target, and whether the target waits
 for the VM's RARP), and, on an OVN release whose ovn-controller may miss a migration's dual
 binding, the chassis that are exposed to it. It reads one central NB and SB.`,
@@ -132,6 +135,16 @@ func runStatus(cmd *cobra.Command, f *gatewayFlags) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", a.Router, g.SNATIP[a.Router], primary, failover, active)
 	}
 	tw.Flush()
+	if len(g.Upstream) > 0 {
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "IPv6 routed (no NAT66): routes the upstream router needs:")
+		for _, r := range slices.Sorted(maps.Keys(g.Upstream)) {
+			u := g.Upstream[r]
+			for _, p := range u.Prefixes {
+				fmt.Fprintf(stdout, "  %-20s %s via %s\n", r, p, u.Via)
+			}
+		}
+	}
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "routers per gateway chassis (primary / active):")
 	for _, c := range g.Loads() {

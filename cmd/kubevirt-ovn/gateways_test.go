@@ -142,3 +142,49 @@ upgrade OVN: hv1, hv3
 		})
 	}
 }
+
+// TestStatusPrintsUpstreamRoutes: status lists, for a router whose
+// internal IPv6 is routed, each internal ipv6Cidr via its external IPv6
+// address; a router with enableIpv6Snat (NAT66) needs no route and is not
+// listed; the SNAT IP column stays the IPv4 SNAT IP.
+func TestStatusPrintsUpstreamRoutes(t *testing.T) {
+	gw := &sbmodel.Chassis{Name: "gw1", Hostname: "gw1", OtherConfig: map[string]string{"ovn-cms-options": "enable-chassis-as-gw", "ovn-bridge-mappings": "physnet1:br-ex"}}
+	nbSock, sbSock := nbtest.Serve(t), nbtest.ServeSB(t, gw)
+	nb, sb := "unix:"+nbSock, "unix:"+sbSock
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString(`apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: public, namespace: default, annotations: {network-config: '{"type": "FLAT", "physicalNetworkName": "physnet1", "cidr": "172.16.0.0/24", "gatewayIp": "172.16.0.1", "ipv6Cidr": "2001:db8:ff::/64"}'}}
+`)
+	for i, r := range []string{"routed", "natted"} {
+		snat6 := ""
+		if r == "natted" {
+			snat6 = "\n  enableIpv6Snat: true"
+		}
+		fmt.Fprintf(&b, `---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: net-%[1]s, namespace: default, annotations: {network-config: '{"type": "GENEVE", "cidr": "10.%[2]d.0.0/24", "gatewayIp": "10.%[2]d.0.1", "ipv6Cidr": "fd00:%[2]d::/64", "ipv6GatewayIp": "fd00:%[2]d::1"}'}}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualRouter
+metadata: {name: %[1]s}
+spec:
+  enableSnat: true%[3]s
+  internal: [net-%[1]s]
+  external: {ip: 172.16.0.%[2]d, ipv6: "2001:db8:ff::%[2]d", network: public}
+  gateway: gw1
+`, r, 10+i, snat6)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "routers.yaml"), []byte(b.String()), 0o644))
+	r := cliBounded(t, "sync", "--nb", nb, "--sb", sb, "--from-file", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	st := cliBounded(t, "status", "--nb", nb, "--sb", sb)
+	require.Equal(t, 0, st.code, st.stderr)
+	assert.Contains(t, st.stdout, "natted  172.16.0.11  gw1 (spec.gateway)")
+	assert.Contains(t, st.stdout, "routed  172.16.0.10  gw1 (spec.gateway)")
+	assert.Contains(t, st.stdout, "IPv6 routed (no NAT66): routes the upstream router needs:\n  routed               fd00:10::/64 via 2001:db8:ff::10\n\n")
+	assert.NotContains(t, st.stdout, "fd00:11::/64 via")
+}

@@ -29,6 +29,9 @@ type State struct {
 	Routers []translator.Assignment
 	// SNATIP maps a router to the SNAT IP of its gateway port.
 	SNATIP map[string]string
+	// Upstream maps a router whose internal IPv6 is routed to the routes
+	// an upstream router needs (kvnb.UpstreamRoutes).
+	Upstream map[string]kvnb.Upstream
 	// Chassis are the SB's chassis, sorted by name.
 	Chassis []translator.Chassis
 	// Active maps a router to the chassis its gateway port is bound to
@@ -78,8 +81,13 @@ func Read(ctx context.Context, nb, sb ovn.Endpoint, instance string, log logr.Lo
 	}
 	s.SNATIP = map[string]string{}
 	for ip, r := range held.SNATIPs {
-		s.SNATIP[r] = ip
+		// The SNAT IP; an IPv6 address of the gateway port is the
+		// router's spec.external.ipv6 (Upstream).
+		if !strings.Contains(ip, ":") {
+			s.SNATIP[r] = ip
+		}
 	}
+	s.Upstream = kvnb.UpstreamRoutes(nbc, instance)
 	s.Migrations = migrations(nbc, instance)
 	s.Release = ovn.NorthdRelease(sbc)
 	return s, nil

@@ -1,6 +1,7 @@
 package nb
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -62,5 +63,65 @@ func Gateways(c client.Client, instance string) []translator.Assignment {
 		out = append(out, translator.Assignment{Router: r, Physnet: physnet[r], Pinned: pinned[r], Order: gws.order(r)})
 	}
 	slices.SortFunc(out, func(a, b translator.Assignment) int { return strings.Compare(a.Router, b.Router) })
+	return out
+}
+
+// Upstream is what an upstream router needs of one of our routers whose
+// internal IPv6 is routed (no NAT66): a route to each prefix via the
+// router's external IPv6 address.
+type Upstream struct {
+	Via      string
+	Prefixes []string
+}
+
+// UpstreamRoutes reads, per router of instance in c's cache whose gateway
+// port has an IPv6 address, the internal ipv6Cidrs of its router ports
+// that no snat NAT row of it translates (those leave routed).
+func UpstreamRoutes(c client.Client, instance string) map[string]Upstream {
+	via := map[string]string{}
+	prefixes := map[string][]string{}
+	natted := map[string]map[string]bool{}
+	eachOwned(Default, c, instance, func(_ *Table, u translator.Unit, row any) {
+		if u.Kind != translator.KindRouter {
+			return
+		}
+		switch r := row.(type) {
+		case *nbmodel.LogicalRouterPort:
+			for _, n := range r.Networks {
+				pfx, err := netip.ParsePrefix(n)
+				if err != nil || !pfx.Addr().Is6() {
+					continue
+				}
+				if r.Name == translator.GatewayPortName(u.Name) {
+					via[u.Name] = pfx.Addr().String()
+				} else {
+					prefixes[u.Name] = append(prefixes[u.Name], pfx.Masked().String())
+				}
+			}
+		case *nbmodel.NAT:
+			if r.Type != nbmodel.NATTypeSNAT {
+				return
+			}
+			if pfx, err := netip.ParsePrefix(r.LogicalIP); err == nil && pfx.Addr().Is6() {
+				if natted[u.Name] == nil {
+					natted[u.Name] = map[string]bool{}
+				}
+				natted[u.Name][pfx.Masked().String()] = true
+			}
+		}
+	})
+	out := map[string]Upstream{}
+	for r, v := range via {
+		var routed []string
+		for _, p := range prefixes[r] {
+			if !natted[r][p] {
+				routed = append(routed, p)
+			}
+		}
+		if len(routed) > 0 {
+			slices.Sort(routed)
+			out[r] = Upstream{Via: v, Prefixes: slices.Compact(routed)}
+		}
+	}
 	return out
 }
