@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/gopacket/layers"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
@@ -53,14 +55,14 @@ func ndOption(opts layers.ICMPv6Options, typ layers.ICMPv6Opt) []byte {
 // by router1's port on net-a: from the router's link-local address and
 // MAC, a default router, the /64 on-link and for SLAAC, the network's MTU
 // and its IPv6 DNS server. The router answers neighbor solicitations for
-// its IPv6 gateway address.
+// its IPv6 gateway address. It also advertises unsolicited, to all nodes.
 func TestDualStackRouterAdvertisement(t *testing.T) {
 	e := dualStackEnv(t)
 	atA := e.vm("hv1", "vm-a")
 
 	skip := count(t, atA)
 	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, wire.RouterSolicitation(vmAMAC))))
-	got := waitFor(t, atA, "router1's advertisement to vm-a", skip, func(s seen) bool { return s.RA != nil })
+	got := waitFor(t, atA, "router1's advertisement to vm-a", skip, func(s seen) bool { return s.RA != nil && s.DstIP != "ff02::1" })
 	assert.Equal(t, routerMAC, got.SrcMAC)
 	assert.Equal(t, wire.LinkLocal(routerMAC), got.SrcIP)
 	assert.NotZero(t, got.RA.RouterLifetime, "a default router")
@@ -85,6 +87,25 @@ func TestDualStackRouterAdvertisement(t *testing.T) {
 	})
 	assert.Equal(t, routerMAC, na.SrcMAC)
 	assert.Equal(t, routerMAC, net.HardwareAddr(ndOption(na.NA.Options, layers.ICMPv6OptTargetAddress)).String())
+
+	// Unsolicited: ovn-controller advertises to all nodes without a
+	// solicitation (send_periodic), at most max_interval apart: the first
+	// comes within RAInterval of the port's start (waited for last, after
+	// the rest of the test, and for twice that).
+	var periodic seen
+	require.NoError(t, sandbox.Poll(2*translator.RAInterval*time.Second, "router1's periodic advertisement on net-a", func() (bool, error) {
+		ps, err := atA.read()
+		for _, s := range ps {
+			if s.RA != nil && s.DstIP == "ff02::1" {
+				periodic = s
+				return true, nil
+			}
+		}
+		return false, err
+	}))
+	assert.Equal(t, routerMAC, periodic.SrcMAC)
+	assert.Equal(t, "33:33:00:00:00:01", periodic.DstMAC)
+	assert.Equal(t, "fd00:10::", net.IP(ndOption(periodic.RA.Options, layers.ICMPv6OptPrefixInfo)[14:30]).String())
 }
 
 // TestDualStackRouting: router1 routes IPv6 between net-a and net-b both
