@@ -150,3 +150,31 @@ func TestDualStackRouting(t *testing.T) {
 	waitFor(t, atB, "vm-a's datagram after the spoofed one", skip, to(vmA6, vmBIPv6, 6605))
 	requireNone(t, atB, "a datagram from an address that is not vm-a's", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == spoofed })
 }
+
+// TestDualStackDeclaredIPv6: vm-a's IPv6 address declared in ONOS's
+// interfaces annotation (kubevirt-ovn's ipv6Address) is its port's: a
+// datagram from it reaches vm-b, and one from vm-a's SLAAC address (no
+// longer its port's) is dropped.
+func TestDualStackDeclaredIPv6(t *testing.T) {
+	const declared = "fd00:10::5a"
+	e := newEnv(t)
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", "networks.yaml"))
+	require.NoError(t, err)
+	e.write("networks.yaml", string(b))
+	e.edit("vmis.yaml", "  name: vm-a\n  namespace: default\n",
+		"  name: vm-a\n  namespace: default\n  annotations:\n    interfaces: '[{\"network\": \"net-a\", \"ipAddress\": \"10.10.0.5\", \"ipv6Address\": \""+declared+"\"}]'\n")
+	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6",
+		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	atB := e.vm("hv2", "vm-b")
+	slaac := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
+	to := func(src string, dport uint16) func(seen) bool {
+		return func(s seen) bool { return s.IsUDP && s.SrcIP == src && s.DstIP == vmBIPv6 && s.DPort == dport }
+	}
+	skip := count(t, atB)
+	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: slaac, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6801})))
+	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: declared, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6802})))
+	waitFor(t, atB, "vm-a's datagram from its declared address", skip, to(declared, 6802))
+	requireNone(t, atB, "vm-a's datagram from its SLAAC address (not its port's)", skip, to(slaac, 6801))
+}

@@ -276,6 +276,10 @@ type VMInterface struct {
 	// network's ipv6Cidr, and link-local ones, are its port's; without
 	// any, its port has the SLAAC (EUI-64) address of its MAC.
 	IPv6 string
+	// IPv6Field, when set, names where IPv6 was declared (the interfaces
+	// annotation's ipv6Address): each global address there must be a host
+	// address of the network's ipv6Cidr, else it is the interface's error.
+	IPv6Field string
 	// MACField and IPField name where MAC and IP were read, for errors;
 	// "": status.interfaces[Interface].mac and .ipAddress.
 	MACField, IPField string

@@ -865,6 +865,23 @@ func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	if n.gateway.IsValid() && addr == n.gateway {
 		return "", "", vmErr(v, ipField, "%s is the gateway IP of network %s", addr, n.Name)
 	}
+	if v.IPv6Field != "" {
+		for _, s := range strings.Split(v.IPv6, ",") {
+			a, err := netip.ParseAddr(s)
+			switch {
+			case err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "":
+				return "", "", vmErr(v, v.IPv6Field, "%q is not an IPv6 address", s)
+			case a.IsLinkLocalUnicast():
+				continue // status's, for port security
+			case !n.prefix6.IsValid():
+				return "", "", vmErr(v, v.IPv6Field, "%s is declared but network %s has no ipv6Cidr", a, n.Name)
+			case !n.prefix6.Contains(a) || a == n.prefix6.Addr():
+				return "", "", vmErr(v, v.IPv6Field, "%s is outside network %s's ipv6Cidr %s", a, n.Name, n.prefix6)
+			case a == n.gateway6:
+				return "", "", vmErr(v, v.IPv6Field, "%s is the ipv6GatewayIp of network %s", a, n.Name)
+			}
+		}
+	}
 	return mac, addr.String(), nil
 }
 

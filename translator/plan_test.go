@@ -541,6 +541,40 @@ func TestExternalIPv6IsAClaim(t *testing.T) {
 	assert.Equal(t, "FloatingIp f: spec.floatingIp 2001:db8:ff::10 is the spec.external.ipv6 of VirtualRouter r1", p.FloatingIPs[0].Reason)
 }
 
+// TestDeclaredIPv6: an IPv6 address declared in the interfaces annotation
+// is the port's, in place of the SLAAC one; one outside the ipv6Cidr, on a
+// network without one, or no IPv6 address is the interface's error naming
+// the annotation's field.
+func TestDeclaredIPv6(t *testing.T) {
+	const field = "metadata.annotations[interfaces][net-a].ipv6Address"
+	for _, tt := range []struct {
+		ipv6, cidr, addrs, err string
+	}{
+		{"fd00:10::5,fe80::1", "fd00:10::/64", "50:54:00:00:00:05 10.10.0.5 fd00:10::5", ""},
+		{"fd00:11::5", "fd00:10::/64", "", field + " fd00:11::5 is outside network net-a's ipv6Cidr fd00:10::/64"},
+		{"fd00:10::5", "", "", field + " fd00:10::5 is declared but network net-a has no ipv6Cidr"},
+		{"10.10.0.9", "fd00:10::/64", "", field + ` "10.10.0.9" is not an IPv6 address`},
+		{"fd00:10::1", "fd00:10::/64", "", field + " fd00:10::1 is the ipv6GatewayIp of network net-a"},
+	} {
+		a := netA()
+		if tt.cidr != "" {
+			a = dualStack(a)
+		}
+		s := &Snapshot{Networks: []Network{a}, VMs: []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+			MAC: "50:54:00:00:00:05", IP: "10.10.0.5", IPv6: tt.ipv6, IPv6Field: field}}}
+		p := Build(s, testInstance)
+		np := findNetwork(p, "net-a")
+		require.NotNil(t, np, tt.ipv6)
+		if tt.err != "" {
+			require.Len(t, p.Errors, 1, tt.ipv6)
+			assert.Equal(t, "VirtualMachineInstance default/vm1: "+tt.err, p.Errors[0].Error())
+			continue
+		}
+		require.Empty(t, p.Errors)
+		assert.Equal(t, []string{tt.addrs}, np.Ports[0].Addresses)
+	}
+}
+
 // TestBuildDHCPv6: ipv6AddressMode picks the advertisement's address
 // mode and the DHCPv6 options the VM ports refer to: stateless answers
 // information requests (DNS), stateful offers the port's EUI-64 address,

@@ -163,6 +163,9 @@ const MigrationActivationAnnotation = "kubevirt-ovn.io/migration-activation"
 type InterfaceAddress struct {
 	Network   string `json:"network"`
 	IPAddress string `json:"ipAddress"`
+	// IPv6Address is kubevirt-ovn's: the interface's IPv6 address on a
+	// dual stack network, in place of what status reports.
+	IPv6Address string `json:"ipv6Address,omitempty"`
 }
 
 // VirtualMachineInstanceStatus is the part of a VMI's status kubevirt-ovn
@@ -615,6 +618,18 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 				v.StatusIP = v.IP // status lists it, among others
 			}
 			v.IPField = "metadata.annotations[" + InterfacesAnnotation + "][" + netName + "].ipAddress"
+		}
+		if idx := slices.IndexFunc(declared, func(a InterfaceAddress) bool { return a.Network == netName }); idx >= 0 && declared[idx].IPv6Address != "" {
+			// The declared address, with the link-local ones status
+			// reports (port security lets them through).
+			v6 := []string{strings.TrimSpace(declared[idx].IPv6Address)}
+			for _, s := range strings.Split(v.IPv6, ",") {
+				if a, err := netip.ParseAddr(s); err == nil && a.IsLinkLocalUnicast() {
+					v6 = append(v6, s)
+				}
+			}
+			v.IPv6 = strings.Join(v6, ",")
+			v.IPv6Field = "metadata.annotations[" + InterfacesAnnotation + "][" + netName + "].ipv6Address"
 		}
 		if v.MAC == "" || v.IP == "" {
 			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: no MAC or IP yet (neither declared nor in status), no port", KindVMI, ns, vmi.Name, net.Name))

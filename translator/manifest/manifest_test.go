@@ -674,6 +674,35 @@ status:
 			})},
 		},
 		{
+			name: "an IPv6 address declared (ipv6Address) in place of status's, its link-local ones kept",
+			doc: `apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: vm
+  namespace: tenant
+  annotations:
+    interfaces: '[{"network": "net", "ipAddress": "10.0.0.5", "ipv6Address": "fd00:10::5"}]'
+spec:
+  domain:
+    devices:
+      interfaces:
+        - {name: eth1, macAddress: "50:54:00:00:00:05"}
+  networks:
+    - name: eth1
+      multus: {networkName: net}
+status:
+  nodeName: hv1
+  interfaces:
+    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.0.0.5, ipAddresses: [10.0.0.5, "fd00:10::99", "fe80::1"]}
+`,
+			want: []translator.VMInterface{iface(func(v *translator.VMInterface) {
+				v.MACField = "spec.domain.devices.interfaces[eth1].macAddress"
+				v.IPField = "metadata.annotations[interfaces][net].ipAddress"
+				v.StatusMAC, v.StatusIP = "50:54:00:00:00:05", "10.0.0.5"
+				v.IPv6, v.IPv6Field = "fd00:10::5,fe80::1", "metadata.annotations[interfaces][net].ipv6Address"
+			})},
+		},
+		{
 			name: "declared and in status: both kept for the planner to compare",
 			doc: `apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
