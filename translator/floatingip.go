@@ -398,62 +398,45 @@ func (in *Input) fipOwner(ip string, held Held) *fipDecl {
 }
 
 // fixedNetwork is the internal network of router r that floating IP d's
-// fixed IP is on.
+// fixed IP is on: an IPv4 host address of its cidr, or for an IPv6
+// floating IP an IPv6 one of its ipv6Cidr; not its gateway.
 func fixedNetwork(d *fipDecl, r *router) (*network, netip.Addr, *InputError) {
 	fip, _ := netip.ParseAddr(d.ip)
-	if fip.Is6() {
-		return fixedNetwork6(d, r)
+	v6 := fip.Is6()
+	parse, family, other, gatewayKey := parseIPv4, "IPv4", "IPv6", "gatewayIp"
+	if v6 {
+		parse, family, other, gatewayKey = parseIPv6Host, "IPv6", "IPv4", "ipv6GatewayIp"
 	}
-	fixed, err := parseIPv4(d.FixedIP)
+	fixed, err := parse(d.FixedIP)
 	if err != nil {
-		if a, err6 := netip.ParseAddr(d.FixedIP); err6 == nil && a.Is6() {
-			return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%s is IPv6: spec.floatingIp %s is IPv4", a, fip)
+		if a, aerr := netip.ParseAddr(d.FixedIP); aerr == nil && a.Unmap().Is6() != v6 {
+			return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%s is %s: spec.floatingIp %s is %s", a, other, fip, family)
 		}
 		return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%v", err)
 	}
 	var nets []string
 	for _, n := range r.internal {
-		if !hostIn(n.prefix, fixed) {
-			nets = append(nets, fmt.Sprintf("%s (%s)", n.Name, n.prefix))
-			continue
+		prefix, gateway := n.prefix, n.gateway
+		if v6 {
+			prefix, gateway = n.prefix6, n.gateway6
 		}
-		if fixed == n.gateway {
-			return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is the gatewayIp of network %s", fixed, n.Name)
+		switch {
+		case !prefix.IsValid():
+			continue
+		case !hostIn(prefix, fixed):
+			nets = append(nets, fmt.Sprintf("%s (%s)", n.Name, prefix))
+			continue
+		case fixed == gateway:
+			return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is the %s of network %s", fixed, gatewayKey, n.Name)
 		}
 		return n, fixed, nil
 	}
 	if len(nets) == 0 {
-		return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on no internal network: VirtualRouter %s has none", fixed, r.Name)
-	}
-	return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on none of VirtualRouter %s's internal networks: %s", fixed, r.Name, strings.Join(nets, ", "))
-}
-
-// fixedNetwork6 is fixedNetwork for an IPv6 floating IP: its fixed IP is
-// an IPv6 host address of an internal network's ipv6Cidr.
-func fixedNetwork6(d *fipDecl, r *router) (*network, netip.Addr, *InputError) {
-	fixed, err := parseIPv6Host(d.FixedIP)
-	if err != nil {
-		if a, err4 := netip.ParseAddr(d.FixedIP); err4 == nil && a.Is4() {
-			return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%s is IPv4: spec.floatingIp %s is IPv6", a, d.ip)
+		none := "none"
+		if v6 {
+			none = "none with an ipv6Cidr"
 		}
-		return nil, netip.Addr{}, fipErr(d.Name, "spec.fixedIp", "%v", err)
-	}
-	var nets []string
-	for _, n := range r.internal {
-		if !n.prefix6.IsValid() {
-			continue
-		}
-		if !n.prefix6.Contains(fixed) || fixed == n.prefix6.Addr() {
-			nets = append(nets, fmt.Sprintf("%s (%s)", n.Name, n.prefix6))
-			continue
-		}
-		if fixed == n.gateway6 {
-			return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is the ipv6GatewayIp of network %s", fixed, n.Name)
-		}
-		return n, fixed, nil
-	}
-	if len(nets) == 0 {
-		return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on no internal network: VirtualRouter %s has none with an ipv6Cidr", fixed, r.Name)
+		return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on no internal network: VirtualRouter %s has %s", fixed, r.Name, none)
 	}
 	return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on none of VirtualRouter %s's internal networks: %s", fixed, r.Name, strings.Join(nets, ", "))
 }

@@ -1423,13 +1423,16 @@ func parseRoutePrefix(s string) (netip.Prefix, error) {
 }
 
 // hostIn reports whether ip is a host address of p: inside it, and neither
-// its network nor its broadcast address.
+// its network nor its broadcast address (an IPv6 prefix has none).
 func hostIn(p netip.Prefix, ip netip.Addr) bool {
 	if !p.IsValid() || !p.Contains(ip) {
 		return false
 	}
 	if ip == p.Addr() {
 		return false
+	}
+	if ip.Is6() {
+		return true // no broadcast address
 	}
 	b := p.Addr().As4()
 	host := uint32(1)<<(32-p.Bits()) - 1
