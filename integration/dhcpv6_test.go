@@ -4,9 +4,6 @@ import (
 	byteorder "encoding/binary"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/gopacket/layers"
@@ -38,13 +35,8 @@ func dhcpv6Option(m *layers.DHCPv6, c layers.DHCPv6Opt) []byte {
 func TestDualStackDHCPv6(t *testing.T) {
 	e := newEnv(t)
 	e.flags = []string{"--default-deny"}
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", "networks.yaml"))
-	require.NoError(t, err)
-	nets := strings.Replace(string(b), `"ipv6GatewayIp": "fd00:10::1"}`, `"ipv6GatewayIp": "fd00:10::1", "ipv6AddressMode": "dhcpv6-stateful"}`, 1)
-	require.NotEqual(t, string(b), nets)
-	e.write("networks.yaml", nets)
-	edit(t, filepath.Join(e.manifests, "vmis.yaml"), "      ipAddress: 10.20.0.6",
-		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	useDualStack(t, e, "networks.yaml")
+	e.edit("networks.yaml", `"ipv6GatewayIp": "fd00:10::1"}`, `"ipv6GatewayIp": "fd00:10::1", "ipv6AddressMode": "dhcpv6-stateful"}`)
 	e.sync()
 	e.ready("gw1", "hv1", "hv2")
 	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")

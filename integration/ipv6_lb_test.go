@@ -3,8 +3,6 @@ package integration
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,13 +21,7 @@ import (
 // it through its floating IP.
 func TestDualStackLoadBalancer(t *testing.T) {
 	e := newEnv(t)
-	for _, f := range []string{"networks.yaml", "router.yaml"} {
-		b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", f))
-		require.NoError(t, err)
-		e.write(f, string(b))
-	}
-	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6",
-		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	useDualStack(t, e, "networks.yaml", "router.yaml")
 	slaac := func(mac string) string {
 		return translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), mac).String()
 	}
@@ -65,45 +57,24 @@ spec:
 	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
 
 	members := []vmRef{{"hv1", "vm-a", vmAMAC, slaac(vmAMAC)}, {"hv2", "vm-c", vmLBCMAC, slaac(vmLBCMAC)}}
-	// landed is the member flow sport (from src) reached, each member's
-	// capture read from skip.
+	// landed is the member flow sport (from src) reached, DNATed to its
+	// own address.
 	landed := func(src string, sport uint16) vmRef {
 		t.Helper()
 		skip := map[string]int{}
 		for _, m := range members {
 			skip[m.port] = count(t, e.vm(m.chassis, m.port))
 		}
-		return func(send func()) vmRef {
-			send()
-			in := func(s seen) bool { return s.IsUDP && s.SrcIP == src && s.SPort == sport && s.DPort == lbPort }
-			var got []vmRef
-			waitFor(t, capture{name: "vm-a or vm-c", read: func() ([]seen, error) {
-				var all []seen
-				got = got[:0]
-				for _, m := range members {
-					ps, err := e.vm(m.chassis, m.port).read()
-					if err != nil {
-						return nil, err
-					}
-					for _, p := range ps[skip[m.port]:] {
-						if in(p) {
-							got = append(got, m)
-							assert.Equal(t, m.ip, p.DstIP, "DNATed to the member's own IPv6 address")
-						}
-					}
-					all = append(all, ps[skip[m.port]:]...)
-				}
-				return all, nil
-			}}, fmt.Sprintf("flow %d at a member", sport), 0, in)
-			require.Len(t, got, 1, "flow %d reached one member", sport)
-			return got[0]
-		}(func() {
-			if src == remote6 {
-				e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fipLB6, TTL: 64, SPort: sport, DPort: lbPort})
-			} else {
-				require.NoError(t, e.l.Inject("hv2", "vm-b", frameBytes(t, frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vip6, TTL: 64, SPort: sport, DPort: lbPort})))
-			}
+		if src == remote6 {
+			e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fipLB6, TTL: 64, SPort: sport, DPort: lbPort})
+		} else {
+			require.NoError(t, e.l.Inject("hv2", "vm-b", frameBytes(t, frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vip6, TTL: 64, SPort: sport, DPort: lbPort})))
+		}
+		m, p := landing(t, e, members, skip, fmt.Sprintf("flow %d at a member", sport), func(s seen) bool {
+			return s.IsUDP && s.SrcIP == src && s.SPort == sport && s.DPort == lbPort
 		})
+		assert.Equal(t, m.ip, p.DstIP, "DNATed to the member's own IPv6 address")
+		return m
 	}
 
 	seenBy := map[string]int{}
@@ -136,17 +107,11 @@ spec:
 	landed(vmBIPv6, 7320)
 
 	// The IPv4 load balancer beside it, through its floating IP.
-	skipA, skipC := count(t, e.vm("hv1", "vm-a")), count(t, e.vm("hv2", "vm-c"))
+	members4 := []vmRef{vmA, vmLBC}
+	skip4 := map[string]int{}
+	for _, m := range members4 {
+		skip4[m.port] = count(t, e.vm(m.chassis, m.port))
+	}
 	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: 7330, DPort: lbPort})
-	waitFor(t, capture{name: "vm-a or vm-c", read: func() ([]seen, error) {
-		a, err := e.vm("hv1", "vm-a").read()
-		if err != nil {
-			return nil, err
-		}
-		c, err := e.vm("hv2", "vm-c").read()
-		if err != nil {
-			return nil, err
-		}
-		return append(a[skipA:], c[skipC:]...), nil
-	}}, "the IPv4 flow through "+lbFIP+" at a member", 0, func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 7330 })
+	landing(t, e, members4, skip4, "the IPv4 flow through "+lbFIP+" at a member", func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 7330 })
 }

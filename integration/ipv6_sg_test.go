@@ -3,8 +3,6 @@ package integration
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,40 +15,9 @@ import (
 // are ip6 ACLs, beside the IPv4 ones, on the same VMs.
 
 // dualStackSGVMIs are sgVMIs on the dual stack networks: vm-b's VMI
-// reports its IPv6 addresses (dualStackEnv's).
+// reports its IPv6 addresses (useDualStack's).
 func dualStackSGVMIs(groupsA, groupsB string) string {
-	ann := func(groups string) string {
-		if groups == "" {
-			return ""
-		}
-		return fmt.Sprintf("\n  annotations:\n    securityGroups: '%s'", groups)
-	}
-	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: vm-a
-  namespace: default%s
-spec:
-  networks:
-    - {name: eth1, multus: {networkName: net-a}}
-status:
-  nodeName: hv1
-  interfaces:
-    - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.10.0.5}
----
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: vm-b
-  namespace: default%s
-spec:
-  networks:
-    - {name: eth1, multus: {networkName: default/net-b}}
-status:
-  nodeName: hv2
-  interfaces:
-    - {name: eth1, mac: "50:54:00:00:00:06", ipAddress: 10.20.0.6, ipAddresses: [10.20.0.6, "%s", "%s"]}
-`, ann(groupsA), ann(groupsB), vmBIPv6, vmBLinkLocal)
+	return sgVMIsWith(groupsA, groupsB, fmt.Sprintf(`, ipAddresses: [10.20.0.6, "%s", "%s"]`, vmBIPv6, vmBLinkLocal))
 }
 
 // sgWeb6 admits UDP 80 from anywhere in both families, ICMPv6 echo
@@ -88,9 +55,7 @@ spec:
 // (OVN's $<pg>_ip6 of vm-b's reported address).
 func TestDualStackSecurityGroups(t *testing.T) {
 	e := newEnv(t)
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", "networks.yaml"))
-	require.NoError(t, err)
-	e.write("networks.yaml", string(b))
+	useDualStack(t, e, "networks.yaml")
 	e.write("vmis.yaml", dualStackSGVMIs(`["sg-web"]`, ""))
 	e.write("sg.yaml", sgWeb6)
 	e.sync()

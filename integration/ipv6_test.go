@@ -31,14 +31,30 @@ const (
 func dualStackEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t)
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", "networks.yaml"))
-	require.NoError(t, err)
-	e.write("networks.yaml", string(b))
-	edit(t, filepath.Join(e.manifests, "vmis.yaml"), "      ipAddress: 10.20.0.6",
-		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	useDualStack(t, e, "networks.yaml")
 	e.sync()
 	e.ready("gw1", "hv1", "hv2")
 	return e
+}
+
+// manifests are the examples a test edits: an env's or a zoneEnv's.
+type manifests interface {
+	write(file, content string)
+	edit(file, old, new string)
+}
+
+// useDualStack puts deploy/examples-dual-stack's files (networks.yaml,
+// router.yaml) in place of deploy/examples' and has vm-b's VMI report its
+// IPv6 addresses (vmBIPv6, vmBLinkLocal).
+func useDualStack(t *testing.T, m manifests, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", f))
+		require.NoError(t, err)
+		m.write(f, string(b))
+	}
+	m.edit("vmis.yaml", "      ipAddress: 10.20.0.6",
+		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
 }
 
 // ndOption is the data of the first option of type typ, nil without one.
@@ -158,13 +174,9 @@ func TestDualStackRouting(t *testing.T) {
 func TestDualStackDeclaredIPv6(t *testing.T) {
 	const declared = "fd00:10::5a"
 	e := newEnv(t)
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", "networks.yaml"))
-	require.NoError(t, err)
-	e.write("networks.yaml", string(b))
+	useDualStack(t, e, "networks.yaml")
 	e.edit("vmis.yaml", "  name: vm-a\n  namespace: default\n",
 		"  name: vm-a\n  namespace: default\n  annotations:\n    interfaces: '[{\"network\": \"net-a\", \"ipAddress\": \"10.10.0.5\", \"ipv6Address\": \""+declared+"\"}]'\n")
-	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6",
-		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
 	e.sync()
 	e.ready("gw1", "hv1", "hv2")
 	atB := e.vm("hv2", "vm-b")

@@ -13,7 +13,11 @@ import (
 
 // sgVMIs are deploy/examples' VMIs with vm-a and vm-b bound to groups
 // (annotation values, "" for none).
-func sgVMIs(groupsA, groupsB string) string {
+func sgVMIs(groupsA, groupsB string) string { return sgVMIsWith(groupsA, groupsB, "") }
+
+// sgVMIsWith is sgVMIs with vmBStatus after vm-b's status ipAddress (more
+// fields of its interface's status).
+func sgVMIsWith(groupsA, groupsB, vmBStatus string) string {
 	ann := func(groups string) string {
 		if groups == "" {
 			return ""
@@ -44,8 +48,8 @@ spec:
 status:
   nodeName: hv2
   interfaces:
-    - {name: eth1, mac: "50:54:00:00:00:06", ipAddress: 10.20.0.6}
-`, ann(groupsA), ann(groupsB))
+    - {name: eth1, mac: "50:54:00:00:00:06", ipAddress: 10.20.0.6%s}
+`, ann(groupsA), ann(groupsB), vmBStatus)
 }
 
 // sgWeb is group sg-web admitting UDP to port from anywhere, and UDP to

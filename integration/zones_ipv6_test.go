@@ -2,8 +2,6 @@ package integration
 
 import (
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,13 +20,7 @@ import (
 // member of the remote group from another zone.
 func TestZonesDualStack(t *testing.T) {
 	e := newZoneEnv(t)
-	for _, f := range []string{"networks.yaml", "router.yaml"} {
-		b, err := os.ReadFile(filepath.Join("..", "deploy", "examples-dual-stack", f))
-		require.NoError(t, err)
-		e.write(f, string(b))
-	}
-	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6",
-		"      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, \""+vmBIPv6+"\", \""+vmBLinkLocal+"\"]")
+	useDualStack(t, e, "networks.yaml", "router.yaml")
 	e.sync()
 	e.ready("gw1")
 	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -412,4 +413,38 @@ func TestGeneratedSecurityGroupsArePlannedTwoPerVM(t *testing.T) {
 		}
 	}
 	assert.Equal(t, fmt.Sprintf("outport == @%s && ip4 && tcp && tcp.dst == %d", sgRow(4), sgAltPort+4), edited)
+}
+
+// The dual stack input, planned as `sync` plans it: no error, every VM
+// port with an IPv6 (SLAAC) address, every router's internal ports and
+// gateway port with an IPv6 network and an IPv6 default route to the peer.
+func TestGeneratedDualStackIsPlanned(t *testing.T) {
+	const n = 3
+	in, err := generate(t.TempDir(), n, variant{v6: true})
+	require.NoError(t, err)
+	set, err := manifest.LoadPaths([]string{in.dir})
+	require.NoError(t, err)
+	plan := translator.Build(set.Objects.Snapshot(), "bench")
+	require.Empty(t, plan.Errors)
+	vmPorts := 0
+	for _, np := range plan.Networks {
+		for _, p := range np.Ports {
+			if p.Type == "" {
+				vmPorts++
+				require.Len(t, strings.Fields(p.Addresses[0]), 3, "port %s: MAC, IPv4 and IPv6", p.Name)
+			}
+		}
+	}
+	assert.Equal(t, n*netsPerRouter*vmsPerNet, vmPorts)
+	require.Len(t, plan.Routers, n)
+	for i, rp := range plan.Routers {
+		for _, lrp := range rp.Ports {
+			require.Len(t, lrp.Networks, 2, "router port %s: both families", lrp.Name)
+		}
+		var routes []string
+		for _, r := range rp.Routes {
+			routes = append(routes, r.IPPrefix+" via "+r.Nexthop)
+		}
+		assert.Equal(t, []string{"0.0.0.0/0 via " + peerIP, "::/0 via " + externalIPv6(1)}, routes, "router %d", i)
+	}
 }

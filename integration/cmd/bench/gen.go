@@ -36,7 +36,14 @@ const (
 	snatBase     = 10
 	altSNATBase  = snatBase + maxRouters
 	fipBase      = altSNATBase + maxRouters
+	// externalCIDR6 is the external network's IPv6 prefix in the dual
+	// stack variant: router i's external IPv6 address at snatBase+i, the
+	// peer at 1 (externalIPv6).
+	externalCIDR6 = "2001:db8:ff::/64"
 )
+
+// externalIPv6 is the address at offset off of externalCIDR6.
+func externalIPv6(off int) string { return fmt.Sprintf("2001:db8:ff::%x", off) }
 
 // The row names kubevirt-ovn gives (its documented, user-facing naming).
 func routerRow(r string) string          { return "kv-" + r }
@@ -63,6 +70,8 @@ type routerState struct {
 	// migrating are the VMs (by name) whose live migration from hv1 to
 	// hv2 runs (migrations.go).
 	migrating map[string]bool
+	// v6: the dual stack variant (its networks' and router's IPv6 side).
+	v6 bool
 }
 
 type vmSpec struct {
@@ -166,17 +175,26 @@ func (s *routerState) manifest() []byte {
 	i := s.index
 	for j := 0; j < netsPerRouter; j++ {
 		a, c := netPrefix(i, j)
+		v6 := ""
+		if s.v6 {
+			v6 = fmt.Sprintf(`, "ipv6Cidr": "fd00:%x:%x::/64", "ipv6GatewayIp": "fd00:%x:%x::1"`, a, c, a, c)
+		}
 		fmt.Fprintf(&b, `apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata:
   name: %s
   namespace: %s
   annotations:
-    network-config: '{"type": "GENEVE", "mtu": 1450, "segmentId": "%d", "cidr": "10.%d.%d.0/24", "gatewayIp": "10.%d.%d.1"}'
+    network-config: '{"type": "GENEVE", "mtu": 1450, "segmentId": "%d", "cidr": "10.%d.%d.0/24", "gatewayIp": "10.%d.%d.1"%s}'
 spec:
   config: '{"cniVersion": "0.3.1", "type": "kubevirt-ovn", "name": "%s"}'
 ---
-`, netName(i, j), namespace, 1000+i*netsPerRouter+j, a, c, a, c, netName(i, j))
+`, netName(i, j), namespace, 1000+i*netsPerRouter+j, a, c, a, c, v6, netName(i, j))
+	}
+	ext6, peer6 := "", ""
+	if s.v6 {
+		ext6 = fmt.Sprintf("\n    ipv6: \"%s\"", externalIPv6(snatBase+i))
+		peer6 = fmt.Sprintf("\n    ipv6: \"%s\"", externalIPv6(1))
 	}
 	fmt.Fprintf(&b, `apiVersion: kubevirt.io/v1
 kind: VirtualRouter
@@ -191,13 +209,13 @@ spec:
     - %s
   external:
     ip: %s
-    network: %s
+    network: %s%s
   peerRouter:
     ip: %s
-    mac: "%s"
+    mac: "%s"%s
   gateway: gw1
 `, routerName(i), routerName(i), fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", byte(i>>16), byte(i>>8), byte(i)),
-		netName(i, 0), netName(i, 1), s.snat(), externalNet, peerIP, peerMAC)
+		netName(i, 0), netName(i, 1), s.snat(), externalNet, ext6, peerIP, peerMAC, peer6)
 	for j := 0; j < netsPerRouter; j++ {
 		for _, v := range s.vms(j) {
 			ann := ""
@@ -261,13 +279,14 @@ type input struct {
 	routers  []*routerState
 	fips     bool // every router has a floating IP
 	sgs      bool // the security groups, every VM in two
+	v6       bool // dual stack: every network and router has its IPv6 side
 	// sgAlt says group g's edited rule is on its alternate port.
 	sgAlt [sgCount]bool
 }
 
 // variant is one input measured at an N: with a floating IP per router,
 // or with security groups, or neither.
-type variant struct{ fips, sgs bool }
+type variant struct{ fips, sgs, v6 bool }
 
 // generate writes N routers' files and the external network's into
 // dir/manifests, and the security groups' with v.sgs; with v.fips, every
@@ -277,17 +296,21 @@ func generate(dir string, n int, v variant) (*input, error) {
 	if n > maxRouters {
 		return nil, fmt.Errorf("%d routers: the external network %s holds the SNAT and floating IPs of at most %d", n, externalCIDR, maxRouters)
 	}
-	in := &input{dir: filepath.Join(dir, "manifests"), tmp: filepath.Join(dir, "manifests.tmp"), fips: fips, sgs: v.sgs}
+	in := &input{dir: filepath.Join(dir, "manifests"), tmp: filepath.Join(dir, "manifests.tmp"), fips: fips, sgs: v.sgs, v6: v.v6}
 	for _, d := range []string{in.dir, in.tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(in.dir, "external.yaml"), []byte(externalManifest), 0o644); err != nil {
+	external := externalManifest
+	if v.v6 {
+		external = strings.Replace(external, `"gatewayIp": "`+peerIP+`"}`, `"gatewayIp": "`+peerIP+`", "ipv6Cidr": "`+externalCIDR6+`"}`, 1)
+	}
+	if err := os.WriteFile(filepath.Join(in.dir, "external.yaml"), []byte(external), 0o644); err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
-		s := &routerState{index: i, fip: fips, sgs: v.sgs, rebound: map[string]bool{}}
+		s := &routerState{index: i, fip: fips, sgs: v.sgs, v6: v.v6, rebound: map[string]bool{}}
 		in.routers = append(in.routers, s)
 		if err := os.WriteFile(s.file(in.dir), s.manifest(), 0o644); err != nil {
 			return nil, err

@@ -42,6 +42,9 @@ type config struct {
 	sgNs         []int // among ns: also measured with security groups
 	sgEventsNs   []int // among sgNs: `run` events on that input
 	sgNbctlMax   int
+	v6Ns         []int // among ns: also measured dual stack
+	v6EventsNs   []int // among v6Ns: `run` events on that input
+	v6NbctlMax   int
 	events       int
 	nbctlMax     int
 	nbctlBatch   int
@@ -60,7 +63,7 @@ type config struct {
 
 func main() {
 	var cfg config
-	var ns, eventsNs, startNs, fipNs, fipEventsNs, sgNs, sgEventsNs string
+	var ns, eventsNs, startNs, fipNs, fipEventsNs, sgNs, sgEventsNs, v6Ns, v6EventsNs string
 	flag.StringVar(&cfg.bin, "bin", "bin/kubevirt-ovn", "the kubevirt-ovn binary to measure")
 	flag.StringVar(&ns, "n", "10,100,1000,3000", "router counts, comma-separated")
 	flag.StringVar(&eventsNs, "events-n", "10,1000", "router counts (among -n) at which `run` events are measured")
@@ -69,6 +72,9 @@ func main() {
 	flag.StringVar(&fipEventsNs, "fip-events-n", "10,1000", "router counts (among -fip-n) at which `run` events are measured on the input with floating IPs")
 	flag.StringVar(&sgNs, "sg-n", "10,1000", "router counts (among -n) measured a second time with 5 security groups of 10 rules, every VM in two of them (rows \"N + SG\"); empty: none")
 	flag.StringVar(&sgEventsNs, "sg-events-n", "10,1000", "router counts (among -sg-n) at which `run` events are measured on the input with security groups")
+	flag.StringVar(&v6Ns, "v6-n", "10,1000", "router counts (among -n) measured a second time dual stack: every network with an ipv6Cidr (SLAAC), every router with its external IPv6 address and an IPv6 default route, IPv6 routed (rows \"N + v6\"); empty: none")
+	flag.StringVar(&v6EventsNs, "v6-events-n", "10,1000", "router counts (among -v6-n) at which `run` events are measured on the dual stack input")
+	flag.IntVar(&cfg.v6NbctlMax, "v6-nbctl-max", 100, "build the dual stack topology with ovn-nbctl only up to this N")
 	flag.IntVar(&cfg.events, "events", 60, "events per -events-n size (cycling VM added, SNAT IP changed, router removed, owned row deleted by hand, router re-added, with floating IPs a floating IP moved to another VM, and with security groups a rule edited and a VM moved to another group)")
 	flag.IntVar(&cfg.nbctlMax, "nbctl-max", 1000, "build the topology with ovn-nbctl only up to this N")
 	flag.IntVar(&cfg.fipNbctlMax, "fip-nbctl-max", 100, "build the topology with floating IPs with ovn-nbctl only up to this N")
@@ -104,6 +110,12 @@ func main() {
 	}
 	if cfg.sgEventsNs, err = parseInts(sgEventsNs); err != nil {
 		fatal(fmt.Errorf("-sg-events-n %q: %w", sgEventsNs, err))
+	}
+	if cfg.v6Ns, err = parseInts(v6Ns); err != nil {
+		fatal(fmt.Errorf("-v6-n %q: %w", v6Ns, err))
+	}
+	if cfg.v6EventsNs, err = parseInts(v6EventsNs); err != nil {
+		fatal(fmt.Errorf("-v6-events-n %q: %w", v6EventsNs, err))
 	}
 	if _, err := os.Stat(cfg.bin); err != nil {
 		fatal(fmt.Errorf("the binary to measure: %w (run 'make build')", err))
@@ -184,6 +196,7 @@ type result struct {
 	n                int
 	fips             bool // the input with a floating IP per router
 	sgs              bool // the input with security groups
+	v6               bool // the dual stack input
 	rows             int
 	full, noop       childRun
 	fullTx, noopTx   string
@@ -212,6 +225,8 @@ func (r *result) label() string {
 		return fmt.Sprintf("%d + FIP", r.n)
 	case r.sgs:
 		return fmt.Sprintf("%d + SG", r.n)
+	case r.v6:
+		return fmt.Sprintf("%d + v6", r.n)
 	}
 	return strconv.Itoa(r.n)
 }
@@ -223,6 +238,8 @@ func (r *result) rawLabel() string {
 		return fmt.Sprintf("%d+fip", r.n)
 	case r.sgs:
 		return fmt.Sprintf("%d+sg", r.n)
+	case r.v6:
+		return fmt.Sprintf("%d+v6", r.n)
 	}
 	return fmt.Sprint(r.n)
 }
@@ -234,6 +251,8 @@ func (r *result) key() string {
 		return fmt.Sprintf("n%d-fip", r.n)
 	case r.sgs:
 		return fmt.Sprintf("n%d-sg", r.n)
+	case r.v6:
+		return fmt.Sprintf("n%d-v6", r.n)
 	}
 	return fmt.Sprintf("n%d", r.n)
 }
@@ -248,6 +267,9 @@ func (cfg *config) variants(n int) []variant {
 	}
 	if slices.Contains(cfg.sgNs, n) {
 		out = append(out, variant{sgs: true})
+	}
+	if slices.Contains(cfg.v6Ns, n) {
+		out = append(out, variant{v6: true})
 	}
 	return out
 }
@@ -285,7 +307,7 @@ func run(cfg *config) int {
 measuring:
 	for _, n := range cfg.ns {
 		for _, v := range cfg.variants(n) {
-			r := &result{n: n, fips: v.fips, sgs: v.sgs, errs: map[string]error{}}
+			r := &result{n: n, fips: v.fips, sgs: v.sgs, v6: v.v6, errs: map[string]error{}}
 			results = append(results, r)
 			if time.Now().After(cfg.deadline) {
 				r.skipped = fmt.Sprintf("not measured: the -budget of %s ran out", cfg.budget)
@@ -337,7 +359,7 @@ func measure(cfg *config, dir string, r *result) {
 		return !cfg.keepGoing
 	}
 	// What the rest depends on ends this N when it fails, -keep-going or not.
-	in, err := generate(dir, n, variant{fips: r.fips, sgs: r.sgs})
+	in, err := generate(dir, n, variant{fips: r.fips, sgs: r.sgs, v6: r.v6})
 	if err != nil {
 		r.fail("input", err)
 		return
@@ -402,6 +424,8 @@ func measure(cfg *config, dir string, r *result) {
 		nbctlMax, nbctlFlag = cfg.fipNbctlMax, "-fip-nbctl-max"
 	case r.sgs:
 		nbctlMax, nbctlFlag = cfg.sgNbctlMax, "-sg-nbctl-max"
+	case r.v6:
+		nbctlMax, nbctlFlag = cfg.v6NbctlMax, "-v6-nbctl-max"
 	}
 	if time.Now().After(cfg.deadline) {
 		r.nbctlNotMeasured = fmt.Sprintf("the -budget of %s ran out", cfg.budget)
@@ -422,6 +446,8 @@ func measure(cfg *config, dir string, r *result) {
 		events, starts = slices.Contains(cfg.fipEventsNs, n) && cfg.events > 0, false
 	case r.sgs:
 		events, starts = slices.Contains(cfg.sgEventsNs, n) && cfg.events > 0, false
+	case r.v6:
+		events, starts = slices.Contains(cfg.v6EventsNs, n) && cfg.events > 0, false
 	}
 	switch {
 	case !events && !starts:

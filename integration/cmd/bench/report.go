@@ -72,6 +72,7 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 	fmt.Fprintf(w, "Per router: 2 internal networks × 5 VMs, DHCP on every network, SNAT, peer router, gateway chassis; one shared FLAT network (with DHCP). "+
 		"Rows \"N + FIP\": the same input with one floating IP per router, bound to one of its VMs. "+
 		"Rows \"N + SG\": the same input with 5 security groups of 10 rules each (SecurityGroupRule objects), every VM bound to two of them (each group holds 40%% of the VM ports). "+
+		"Rows \"N + v6\": the same input dual stack (every network with an ipv6Cidr, SLAAC; every router with its external IPv6 address and an IPv6 default route; IPv6 routed). "+
 		"Each column on a fresh NB (full and no-op sync, wait=sb on one NB with northd; floor and nbctl each on their own NB without northd).\n\n")
 	fmt.Fprintln(w, "| N | NB rows | full sync | CPU | peak RSS | txns/ops | wait=sb | no-op sync | CPU | peak RSS | txns/ops | floor (1 txn) | ovn-nbctl | full/floor | nbctl/floor |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -193,10 +194,10 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 			}
 			fmt.Fprintln(w)
 		}
-		for _, v := range []variant{{}, {fips: true}, {sgs: true}} {
+		for _, v := range []variant{{}, {fips: true}, {sgs: true}, {v6: true}} {
 			var same []*result
 			for _, r := range withEvents {
-				if r.fips == v.fips && r.sgs == v.sgs {
+				if r.fips == v.fips && r.sgs == v.sgs && r.v6 == v.v6 {
 					same = append(same, r)
 				}
 			}
@@ -208,9 +209,9 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -fip-nbctl-max %d, -sg-nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
+	fmt.Fprintf(w, "Settings: -nbctl-batch %d commands per ovn-nbctl invocation, -nbctl-max %d, -fip-nbctl-max %d, -sg-nbctl-max %d, -v6-nbctl-max %d, -timeout %s per measurement, -events %d, -events-budget %s per N, -budget %s. "+
 		"Floor: a raw JSON-RPC `transact` over the NB's unix socket of every dumped row (NB_Global excluded) as named-UUID inserts, children referenced from their parents' rows.\n",
-		cfg.nbctlBatch, cfg.nbctlMax, cfg.fipNbctlMax, cfg.sgNbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
+		cfg.nbctlBatch, cfg.nbctlMax, cfg.fipNbctlMax, cfg.sgNbctlMax, cfg.v6NbctlMax, cfg.timeout, cfg.events, cfg.eventsBudget, cfg.budget)
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range notes {
