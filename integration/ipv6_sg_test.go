@@ -73,16 +73,11 @@ func TestDualStackSecurityGroups(t *testing.T) {
 	}
 	pass := func(from, to vmRef, at capture, sport, dport uint16, what string) {
 		t.Helper()
-		skip := count(t, at)
-		send(from, routed(from, to, sport, dport))
-		waitFor(t, at, what, skip, arrives(from, sport, dport))
+		flowPasses(t, e, from, to, at, sport, dport, what)
 	}
 	blocked := func(from, to vmRef, at capture, sport, dport uint16, what string, barrier func()) {
 		t.Helper()
-		skip := count(t, at)
-		send(from, routed(from, to, sport, dport))
-		barrier()
-		requireNone(t, at, what, skip, arrives(from, sport, dport))
+		flowBlocked(t, e, from, to, at, sport, dport, what, barrier)
 	}
 
 	// UDP over IPv6: allowed in, the reply out; port 81 and a new flow

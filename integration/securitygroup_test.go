@@ -80,6 +80,25 @@ spec:
 `, port, port)
 }
 
+// flowPasses sends a UDP flow routed from VM from to VM to and waits for
+// it at capture at.
+func flowPasses(t *testing.T, e *env, from, to vmRef, at capture, sport, dport uint16, what string) {
+	t.Helper()
+	skip := count(t, at)
+	require.NoError(t, e.l.Inject(from.chassis, from.port, frameBytes(t, routed(from, to, sport, dport))))
+	waitFor(t, at, what, skip, arrives(from, sport, dport))
+}
+
+// flowBlocked sends a flow that must be dropped, then barrier (a flow
+// that passes, on the same path), and watches the first never arrive.
+func flowBlocked(t *testing.T, e *env, from, to vmRef, at capture, sport, dport uint16, what string, barrier func()) {
+	t.Helper()
+	skip := count(t, at)
+	require.NoError(t, e.l.Inject(from.chassis, from.port, frameBytes(t, routed(from, to, sport, dport))))
+	barrier()
+	requireNone(t, at, what, skip, arrives(from, sport, dport))
+}
+
 // routed is a UDP frame from VM from to VM to through router1.
 func routed(from, to vmRef, sport, dport uint16) frame {
 	return frame{SrcMAC: from.mac, DstMAC: routerMAC, SrcIP: from.ip, DstIP: to.ip, TTL: 64, SPort: sport, DPort: dport}
@@ -108,18 +127,11 @@ func TestSecurityGroups(t *testing.T) {
 	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
 	pass := func(from, to vmRef, at capture, sport, dport uint16, what string) {
 		t.Helper()
-		skip := count(t, at)
-		require.NoError(t, e.l.Inject(from.chassis, from.port, frameBytes(t, routed(from, to, sport, dport))))
-		waitFor(t, at, what, skip, arrives(from, sport, dport))
+		flowPasses(t, e, from, to, at, sport, dport, what)
 	}
-	// blocked injects a flow that must be dropped, then barrier (a flow
-	// that passes, on the same path), and watches the first never arrive.
 	blocked := func(from, to vmRef, at capture, sport, dport uint16, what string, barrier func()) {
 		t.Helper()
-		skip := count(t, at)
-		require.NoError(t, e.l.Inject(from.chassis, from.port, frameBytes(t, routed(from, to, sport, dport))))
-		barrier()
-		requireNone(t, at, what, skip, arrives(from, sport, dport))
+		flowBlocked(t, e, from, to, at, sport, dport, what, barrier)
 	}
 
 	// Allowed in, and the reply out (stateful).

@@ -335,19 +335,7 @@ func (in *Input) checkFloatingIP(d *fipDecl, r *router, held Held) *InputError {
 		case ip == r.peer6:
 			return fipErr(d.Name, "spec.floatingIp", "%s is the peerRouter ipv6 of VirtualRouter %s", ip, r.Name)
 		}
-		var owner *routerDecl
-		for rd := range in.snatClaims[d.ip] {
-			if owner == nil || compareClaimOrder(rd, owner) < 0 {
-				owner = rd
-			}
-		}
-		if owner != nil {
-			return fipErr(d.Name, "spec.floatingIp", "%s is the spec.external.ipv6 of VirtualRouter %s", ip, owner.Name)
-		}
-		if o := in.fipOwner(d.ip, held); o != d {
-			return fipErr(d.Name, "spec.floatingIp", "%s is already the floating IP of FloatingIp %s", ip, o.Name)
-		}
-		return nil
+		return in.claimFloatingIP(d, ip, "spec.external.ipv6", held)
 	}
 	ip, err := parseIPv4(d.IP)
 	switch {
@@ -362,14 +350,21 @@ func (in *Input) checkFloatingIP(d *fipDecl, r *router, held Held) *InputError {
 	case r.peer.IsValid() && ip == r.peer:
 		return fipErr(d.Name, "spec.floatingIp", "%s is the peerRouter IP of VirtualRouter %s", ip, r.Name)
 	}
-	var snatOwner *routerDecl
+	return in.claimFloatingIP(d, ip, "SNAT IP", held)
+}
+
+// claimFloatingIP checks that floating IP d holds its address ip: no
+// router claims it (as its SNAT IP or spec.external.ipv6: what), and no
+// other floating IP holds it.
+func (in *Input) claimFloatingIP(d *fipDecl, ip netip.Addr, what string, held Held) *InputError {
+	var owner *routerDecl
 	for rd := range in.snatClaims[d.ip] {
-		if snatOwner == nil || compareClaimOrder(rd, snatOwner) < 0 {
-			snatOwner = rd
+		if owner == nil || compareClaimOrder(rd, owner) < 0 {
+			owner = rd
 		}
 	}
-	if snatOwner != nil {
-		return fipErr(d.Name, "spec.floatingIp", "%s is the SNAT IP of VirtualRouter %s", ip, snatOwner.Name)
+	if owner != nil {
+		return fipErr(d.Name, "spec.floatingIp", "%s is the %s of VirtualRouter %s", ip, what, owner.Name)
 	}
 	if o := in.fipOwner(d.ip, held); o != d {
 		return fipErr(d.Name, "spec.floatingIp", "%s is already the floating IP of FloatingIp %s", ip, o.Name)
