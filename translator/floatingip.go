@@ -512,36 +512,27 @@ func floatingIPRows(rp *RouterPlan, r *router, ids func() map[string]string) {
 	if r.EnableSNAT || len(r.internal) == 0 {
 		return
 	}
-	cidrs := make([]string, len(r.internal))
-	for i, n := range r.internal {
-		cidrs[i] = n.prefix.String()
-	}
-	inside := cidrs[0]
-	if len(cidrs) > 1 {
-		inside = "{" + strings.Join(cidrs, ", ") + "}"
-	}
-	rp.Policies = append(rp.Policies, &nbmodel.LogicalRouterPolicy{
-		Priority:    FloatingIPDropPriority,
-		Match:       "ip4.src == " + inside + " && ip4.dst != " + inside,
-		Action:      nbmodel.LogicalRouterPolicyActionDrop,
-		ExternalIDs: ids(),
-	})
-	// IPv6 leaves routed (no NAT66), so the same keeps it in: enableSnat
-	// false lets nothing of the VMs out but what a floating IP allows.
-	var cidrs6 []string
-	for _, n := range r.internal {
-		if n.prefix6.IsValid() {
-			cidrs6 = append(cidrs6, n.prefix6.String())
+	// IPv6 leaves routed (no NAT66), so the same keeps it in as IPv4:
+	// enableSnat false lets nothing of the VMs out but what a floating IP
+	// allows.
+	for _, ip := range []string{"ip4", "ip6"} {
+		var cidrs []string
+		for _, n := range r.internal {
+			p := n.prefix
+			if ip == "ip6" {
+				p = n.prefix6
+			}
+			if p.IsValid() {
+				cidrs = append(cidrs, p.String())
+			}
 		}
-	}
-	if len(cidrs6) > 0 {
-		inside6 := cidrs6[0]
-		if len(cidrs6) > 1 {
-			inside6 = "{" + strings.Join(cidrs6, ", ") + "}"
+		if len(cidrs) == 0 {
+			continue
 		}
+		inside := ovnSet(cidrs)
 		rp.Policies = append(rp.Policies, &nbmodel.LogicalRouterPolicy{
 			Priority:    FloatingIPDropPriority,
-			Match:       "ip6.src == " + inside6 + " && ip6.dst != " + inside6,
+			Match:       ip + ".src == " + inside + " && " + ip + ".dst != " + inside,
 			Action:      nbmodel.LogicalRouterPolicyActionDrop,
 			ExternalIDs: ids(),
 		})
@@ -559,13 +550,9 @@ func floatingIPRows(rp *RouterPlan, r *router, ids func() map[string]string) {
 		if b.lb != nil {
 			// A load balancer's replies leave from its members (the
 			// router undoes the DNAT on its way out).
-			match = "ip4.dst == " + b.ip
-			switch len(b.lb.members) {
-			case 0:
-			case 1:
-				match = "ip4.src == " + b.lb.members[0] + " || " + match
-			default:
-				match = "ip4.src == {" + strings.Join(b.lb.members, ", ") + "} || " + match
+			match = ip + ".dst == " + b.ip
+			if len(b.lb.members) > 0 {
+				match = ip + ".src == " + ovnSet(b.lb.members) + " || " + match
 			}
 		}
 		rp.Policies = append(rp.Policies, &nbmodel.LogicalRouterPolicy{
@@ -578,6 +565,14 @@ func floatingIPRows(rp *RouterPlan, r *router, ids func() map[string]string) {
 	slices.SortFunc(rp.Policies, func(a, b *nbmodel.LogicalRouterPolicy) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.Match, b.Match))
 	})
+}
+
+// ovnSet is items as an OVN match operand: the one item, or a set.
+func ovnSet(items []string) string {
+	if len(items) == 1 {
+		return items[0]
+	}
+	return "{" + strings.Join(items, ", ") + "}"
 }
 
 // finishFloatingIPs completes the floating IP status of router unit up:

@@ -536,6 +536,17 @@ func TestLoadBalancerIPv6(t *testing.T) {
 	assert.True(t, p.LoadBalancers[0].Ready)
 	assert.Contains(t, p.LoadBalancers[0].Reason, "spec.members[2] 10.10.0.5 is not of the VIP's family (fd00:10::100): left out")
 
+	// enableSnat false: the floating IP's allow policy lets the members'
+	// IPv6 replies out, in IPv6 terms.
+	s.Routers[0].EnableSNAT = false
+	var allow []string
+	for _, pol := range lbRouterPlan(t, Build(s, testInstance), "r1").Policies {
+		if pol.Action == nbmodel.LogicalRouterPolicyActionAllow {
+			allow = append(allow, pol.Match)
+		}
+	}
+	assert.Equal(t, []string{"ip6.src == {fd00:10::a2, " + vmA6 + "} || ip6.dst == 2001:db8:ff::60"}, allow)
+
 	for _, tt := range []struct {
 		edit func(lb *LoadBalancer)
 		want string
