@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,46 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
+
+const vip6, fipLB6 = "fd00:10::100", "2001:db8:ff::160"
+
+// slaacA is the SLAAC address of MAC mac on net-a's ipv6Cidr.
+func slaacA(mac string) string {
+	return translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), mac).String()
+}
+
+// web6Manifests are load balancer web6 (VIP vip6, members vm-a's and
+// vm-c's SLAAC addresses, proto port 8080, healthCheck the YAML of its
+// spec.healthCheck unless "") and its floating IP fipLB6.
+func web6Manifests(proto, healthCheck string) string {
+	if healthCheck != "" {
+		healthCheck = "  healthCheck: " + healthCheck + "\n"
+	}
+	return `---
+apiVersion: kubevirt.io/v1
+kind: LoadBalancer
+metadata:
+  name: web6
+spec:
+  name: web6
+  networkId: net-a
+  vip: "` + vip6 + `"
+  members: ["` + slaacA(vmAMAC) + `", "` + slaacA(vmLBCMAC) + `"]
+` + healthCheck + `  rules:
+  - {protocol: ` + proto + `, portRangeMin: 8080}
+---
+apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata:
+  name: fip-web6
+spec:
+  id: fip-web6
+  routerName: router1
+  networkName: public
+  floatingIp: "` + fipLB6 + `"
+  fixedIp: "` + vip6 + `"
+`
+}
 
 // TestDualStackLoadBalancer: deploy/examples-dual-stack with vm-c on net-a
 // and load balancer web's twin web6: VIP fd00:10::100, members vm-a's and
@@ -22,35 +63,9 @@ import (
 func TestDualStackLoadBalancer(t *testing.T) {
 	e := newEnv(t)
 	useDualStack(t, e, "networks.yaml", "router.yaml")
-	slaac := func(mac string) string {
-		return translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), mac).String()
-	}
-	const vip6, fipLB6 = "fd00:10::100", "2001:db8:ff::160"
+	slaac := slaacA
 	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
-	e.write("lb.yaml", lbManifests+`---
-apiVersion: kubevirt.io/v1
-kind: LoadBalancer
-metadata:
-  name: web6
-spec:
-  name: web6
-  networkId: net-a
-  vip: "`+vip6+`"
-  members: ["`+slaac(vmAMAC)+`", "`+slaac(vmLBCMAC)+`"]
-  rules:
-  - {protocol: udp, portRangeMin: 8080}
----
-apiVersion: kubevirt.io/v1
-kind: FloatingIp
-metadata:
-  name: fip-web6
-spec:
-  id: fip-web6
-  routerName: router1
-  networkName: public
-  floatingIp: "`+fipLB6+`"
-  fixedIp: "`+vip6+`"
-`)
+	e.write("lb.yaml", lbManifests+web6Manifests("udp", ""))
 	out := e.sync()
 	assert.Contains(t, out, "create Load_Balancer kv-lb-web6_udp")
 	e.ready("gw1", "hv1", "hv2")
@@ -114,4 +129,85 @@ spec:
 	}
 	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: 7330, DPort: lbPort})
 	landing(t, e, members4, skip4, "the IPv4 flow through "+lbFIP+" at a member", func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 7330 })
+}
+
+// TestDualStackLoadBalancerHealthCheck: web6 and web over TCP, each with
+// a health check (source fd00:10::fa and 10.10.0.250); vm-a answers the
+// probes of both families and vm-c answers none. OVN probes the IPv6
+// members (ip_port_mappings in brackets) as it does the IPv4 ones: vm-c
+// is offline in both, and every new flow from outside through either
+// floating IP lands on vm-a; once vm-c answers IPv6 probes it gets IPv6
+// flows again, while its IPv4 twin stays out.
+func TestDualStackLoadBalancerHealthCheck(t *testing.T) {
+	const src6, src4 = "fd00:10::fa", "10.10.0.250"
+	e := newEnv(t)
+	useDualStack(t, e, "networks.yaml", "router.yaml")
+	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
+	hc := "{sourceIp: %s, interval: 1, timeout: 1, successCount: 1, failureCount: 1}"
+	m4 := strings.Replace(lbManifests, "protocol: udp", "protocol: tcp", 1)
+	m4 = strings.Replace(m4, "  rules:\n", "  healthCheck: "+fmt.Sprintf(hc, src4)+"\n  rules:\n", 1)
+	e.write("lb.yaml", m4+web6Manifests("tcp", fmt.Sprintf(hc, `"`+src6+`"`)))
+	a6, c6 := vmRef{"hv1", "vm-a", vmAMAC, slaacA(vmAMAC)}, vmRef{"hv2", "vm-c", vmLBCMAC, slaacA(vmLBCMAC)}
+	probes6 := startProbeAnswerer(e.t, e.traffic, src6, lbPort, a6, c6)
+	probes6.set(a6, true)
+	probes4 := startProbeAnswerer(e.t, e.traffic, src4, lbPort, vmA, vmLBC)
+	probes4.set(vmA, true)
+	out := e.sync()
+	assert.Contains(t, out, "create Load_Balancer_Health_Check")
+	e.ready("gw1", "hv1", "hv2")
+	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	e.neighbour()
+
+	type family struct {
+		name, remote, fip string
+		a, c              vmRef
+		sport             uint16
+	}
+	v6 := family{"IPv6", remote6, fipLB6, a6, c6, 7300}
+	v4 := family{"IPv4", remoteIP, lbFIP, vmA, vmLBC, 7500}
+	flowAt := func(f family, sport uint16) func(seen) bool {
+		return func(s seen) bool {
+			return s.IsTCP && s.SYN && !s.ACK && s.SrcIP == f.remote && s.SPort == sport && s.DPort == lbPort
+		}
+	}
+	inject := func(f family, sport uint16) {
+		e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: f.remote, DstIP: f.fip, TTL: 64, SPort: sport, DPort: lbPort, TCP: true})
+	}
+	// onlyA: ten new flows of f from outside all land on vm-a.
+	onlyA := func(f family, what string) {
+		t.Helper()
+		skipC := count(t, e.vm(f.c.chassis, f.c.port))
+		for sport := f.sport; sport < f.sport+10; sport++ {
+			skipA := count(t, e.vm(f.a.chassis, f.a.port))
+			inject(f, sport)
+			waitFor(t, e.vm(f.a.chassis, f.a.port), fmt.Sprintf("%s flow %d at vm-a, %s", f.name, sport, what), skipA, flowAt(f, sport))
+		}
+		requireNone(t, e.vm(f.c.chassis, f.c.port), f.name+" flow at vm-c, "+what, skipC, func(s seen) bool {
+			return s.IsTCP && s.SrcIP == f.remote && s.DPort == lbPort
+		})
+	}
+
+	for _, m := range []struct {
+		ip, status string
+	}{{a6.ip, "online"}, {c6.ip, "offline"}, {vmAIP, "online"}, {vmLBCIP, "offline"}} {
+		waitMonitor(t, e, m.ip, m.status)
+	}
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+	onlyA(v6, "the only IPv6 member online")
+	onlyA(v4, "the only IPv4 member online")
+
+	// vm-c answers IPv6 probes: back in web6, still out of web.
+	probes6.set(c6, true)
+	waitMonitor(t, e, c6.ip, "online")
+	nbctl(t, e.l, "--timeout=90", "--wait=hv", "sync")
+	seenC := false
+	for sport := uint16(7400); sport < 7432 && !seenC; sport++ {
+		skip := map[string]int{a6.port: count(t, e.vm(a6.chassis, a6.port)), c6.port: count(t, e.vm(c6.chassis, c6.port))}
+		inject(v6, sport)
+		got, _ := landing(t, e, []vmRef{a6, c6}, skip, fmt.Sprintf("IPv6 flow %d at a member", sport), flowAt(v6, sport))
+		seenC = got.port == c6.port
+	}
+	assert.True(t, seenC, "an IPv6 flow reaches vm-c once it answers its probes")
+	v4.sport = 7600
+	onlyA(v4, "still not answering IPv4 probes")
 }

@@ -199,7 +199,7 @@ func waitMonitor(t *testing.T, e *env, ip, status string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		out := strings.Fields(sbctl(t, e.l, "--bare", "--columns=status", "find", "Service_Monitor", "ip="+ip))
+		out := strings.Fields(sbctl(t, e.l, "--bare", "--columns=status", "find", "Service_Monitor", `ip="`+ip+`"`))
 		if len(out) > 0 && !slices.ContainsFunc(out, func(s string) bool { return s != status }) {
 			return
 		}

@@ -150,12 +150,17 @@ func (in *Input) removeVMAddr(d *vmDecl) {
 // (reported, or the SLAAC address of its MAC: the caller checks with
 // vmIPv6).
 func (in *Input) vmsWithAddr(n *network, ip netip.Addr) []*vmDecl {
+	return in.vmsWithAddrOn(n.Name, ip)
+}
+
+// vmsWithAddrOn is vmsWithAddr of the network named network.
+func (in *Input) vmsWithAddrOn(network string, ip netip.Addr) []*vmDecl {
 	var out []*vmDecl
-	for v := range in.vmAddrs[vmAddrKey(n.Name, ip.String())] {
+	for v := range in.vmAddrs[vmAddrKey(network, ip.String())] {
 		out = append(out, v)
 	}
 	if ip.Is6() {
-		for v := range in.vmAddrs[vmAddrKey(n.Name, ifaceIDKey(ip))] {
+		for v := range in.vmAddrs[vmAddrKey(network, ifaceIDKey(ip))] {
 			if !slices.Contains(out, v) {
 				out = append(out, v)
 			}

@@ -986,9 +986,11 @@ func equalPtr[T comparable](a, b *T) bool {
 func cloneNetwork(n Network) Network {
 	n.HostRoutes = slices.Clone(n.HostRoutes)
 	n.DNSes = slices.Clone(n.DNSes)
-	if n.IPPool != nil {
-		p := *n.IPPool
-		n.IPPool = &p
+	for _, p := range []**IPPool{&n.IPPool, &n.IPv6Pool} {
+		if *p != nil {
+			c := **p
+			*p = &c
+		}
 	}
 	return n
 }

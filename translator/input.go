@@ -240,8 +240,11 @@ type Network struct {
 	IPv6AddressMode string
 	HostRoutes      []HostRoute
 	IPPool          *IPPool
-	DNSes           []string
-	DefaultRoute    bool
+	// IPv6Pool (network-config ipv6Pool, kubevirt-ovn's) is the ipPool of
+	// ipv6Cidr: informational as IPPool is.
+	IPv6Pool     *IPPool
+	DNSes        []string
+	DefaultRoute bool
 }
 
 // HostRoute is a network-config host route.

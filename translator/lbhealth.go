@@ -2,6 +2,8 @@ package translator
 
 import (
 	"maps"
+	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,20 +151,20 @@ func (in *Input) zoneLB(lb *nbmodel.LoadBalancer, zone string) *nbmodel.LoadBala
 	return out
 }
 
-// offlineElsewhere says whether backend "ip:port" of lb is offline in the
-// zone of its port, when that is not zone. Only the zone where the port
-// lives counts: a monitor's status elsewhere (a VM moved away) is stale.
-// Callers hold in.mu (read).
+// offlineElsewhere says whether backend "ip:port" ("[ip]:port" for IPv6)
+// of lb is offline in the zone of its port, when that is not zone. Only
+// the zone where the port lives counts: a monitor's status elsewhere (a
+// VM moved away) is stale. Callers hold in.mu (read).
 func (in *Input) offlineElsewhere(lb *nbmodel.LoadBalancer, backend, proto, zone string) bool {
-	ip, ps, ok := strings.Cut(backend, ":")
-	if !ok {
+	ip, ps, err := net.SplitHostPort(backend)
+	if err != nil {
 		return false
 	}
 	portNum, err := strconv.Atoi(ps)
 	if err != nil {
 		return false
 	}
-	lsp, _, _ := strings.Cut(lb.IPPortMappings[ip], ":")
+	lsp, _, _ := strings.Cut(lb.IPPortMappings[mappingAddr(ip)], ":")
 	if lsp == "" {
 		return false
 	}
@@ -178,12 +180,16 @@ func (in *Input) offlineElsewhere(lb *nbmodel.LoadBalancer, backend, proto, zone
 	return false
 }
 
-// portZone is the zone of the node of VM port lsp with address ip on the
-// network of lb's load balancer, "" when unknown. Callers hold in.mu
-// (read).
+// portZone is the zone of the node of VM port lsp with address ip (an
+// IPv6 one with or without brackets) on the network of lb's load
+// balancer, "" when unknown. Callers hold in.mu (read).
 func (in *Input) portZone(lb *nbmodel.LoadBalancer, ip, lsp string) string {
+	addr, err := netip.ParseAddr(strings.Trim(ip, "[]"))
+	if err != nil {
+		return ""
+	}
 	for d := range in.lbNames[lb.ExternalIDs[KeyLoadBalancer]] {
-		for v := range in.vmAddrs[vmAddrKey(d.Network, ip)] {
+		for _, v := range in.vmsWithAddrOn(d.Network, addr) {
 			if VMPortName(d.Network, v.Namespace, v.VMI, v.Interface) == lsp {
 				return in.nodes[v.Node].zone
 			}

@@ -277,8 +277,8 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 		return nil, lbErr(d.Name, "spec.rules", "is empty: nothing to balance")
 	}
 	if d.HealthCheck != nil {
-		if vip.Is6() {
-			return nil, lbErr(d.Name, "spec.healthCheck", "is not supported with IPv6 VIP %s yet: kubevirt-ovn health-checks IPv4 load balancers only", vip)
+		if vip.Is6() && !IPv6HealthChecks(in.release) {
+			return nil, lbErr(d.Name, "spec.healthCheck", "is not supported with IPv6 VIP %s on OVN %s: ovn-controller probes IPv6 members from OVN %s on", vip, in.release, IPv6HealthChecksSince)
 		}
 		if in.zoned && (n.Type == NetworkFlat || n.Type == NetworkVLAN) {
 			// OVN leaves a health-checked member out of a VIP when its
@@ -299,24 +299,36 @@ func (in *Input) checkLoadBalancer(d *lbDecl, n *network) (*plannedLB, *InputErr
 }
 
 // checkHealthCheck checks load balancer d's health check on network n:
-// its source IP is an address of n that is nobody else's, its numbers are
-// not negative and, with tcp or udp rules, there is something to probe.
-// It returns the health check with OVN's defaults filled in.
+// its source IP is an address of n of the VIP's family that is nobody
+// else's, its numbers are not negative and, with tcp or udp rules, there
+// is something to probe. It returns the health check with OVN's defaults
+// filled in.
 func (in *Input) checkHealthCheck(d *lbDecl, n *network, vip netip.Addr, lb *plannedLB) (*LBHealthCheck, *InputError) {
 	hc := *d.HealthCheck
 	const f = "spec.healthCheck."
-	src, err := parseIPv4(hc.SourceIP)
+	parse, prefix, gateway, poolStart, poolEnd := parseIPv4, n.prefix, n.gateway, n.poolStart, n.poolEnd
+	pfxField, gwField, poolField := "", "gatewayIp", "ipPool"
+	if vip.Is6() {
+		parse, prefix, gateway, poolStart, poolEnd = parseIPv6Host, n.prefix6, n.gateway6, n.pool6Start, n.pool6End
+		pfxField, gwField, poolField = "ipv6Cidr ", "ipv6GatewayIp", "ipv6Pool"
+	}
+	src, err := parse(hc.SourceIP)
 	switch {
+	case hc.SourceIP == "":
+		return nil, lbErr(d.Name, f+"sourceIp", "is empty")
 	case err != nil:
+		if a, aerr := netip.ParseAddr(hc.SourceIP); aerr == nil && a.Is6() != vip.Is6() {
+			return nil, lbErr(d.Name, f+"sourceIp", "%s is not of the family of VIP %s: OVN probes a member from an address of its own family", hc.SourceIP, vip)
+		}
 		return nil, lbErr(d.Name, f+"sourceIp", "%v", err)
-	case !hostIn(n.prefix, src):
-		return nil, lbErr(d.Name, f+"sourceIp", "%s is outside network %s (%s): OVN probes the members from the subnet", src, n.Name, n.prefix)
-	case n.gateway.IsValid() && src == n.gateway:
-		return nil, lbErr(d.Name, f+"sourceIp", "%s is the gatewayIp of network %s", src, n.Name)
+	case !hostIn(prefix, src):
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is outside network %s (%s%s): OVN probes the members from the subnet", src, n.Name, pfxField, prefix)
+	case gateway.IsValid() && src == gateway:
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is the %s of network %s", src, gwField, n.Name)
 	case src == vip:
 		return nil, lbErr(d.Name, f+"sourceIp", "%s is the VIP", src)
-	case n.poolStart.IsValid() && !src.Less(n.poolStart) && !n.poolEnd.Less(src):
-		return nil, lbErr(d.Name, f+"sourceIp", "%s is in the ipPool %s-%s of network %s, the range a VM may be given its address from", src, n.poolStart, n.poolEnd, n.Name)
+	case poolStart.IsValid() && !src.Less(poolStart) && !poolEnd.Less(src):
+		return nil, lbErr(d.Name, f+"sourceIp", "%s is in the %s %s-%s of network %s, the range a VM may be given its address from", src, poolField, poolStart, poolEnd, n.Name)
 	case len(lb.ports) == 0:
 		return nil, lbErr(d.Name, "spec.healthCheck", "needs a tcp or udp rule: OVN probes ports, not ICMP")
 	}
@@ -468,7 +480,7 @@ func (lb *plannedLB) row(name, proto string, addrs []string, newIDs func() map[s
 	if len(lb.members) > 0 {
 		row.IPPortMappings = map[string]string{}
 		for _, m := range lb.members {
-			row.IPPortMappings[m] = lb.memberPorts[m] + ":" + lb.hc.SourceIP
+			row.IPPortMappings[mappingAddr(m)] = lb.memberPorts[m] + ":" + mappingAddr(lb.hc.SourceIP)
 		}
 	}
 	var hcs []LBHealthCheckRow
@@ -497,6 +509,17 @@ func hostPort(a, p string) string {
 		return "[" + a + "]:" + p
 	}
 	return a + ":" + p
+}
+
+// mappingAddr is address a as a Load_Balancer's ip_port_mappings write
+// it, in its keys and as the source address of its values: an IPv6
+// address in brackets (ovn-nb.xml; ovn-northd looks an IPv6 member up as
+// "[a]").
+func mappingAddr(a string) string {
+	if strings.Contains(a, ":") {
+		return "[" + a + "]"
+	}
+	return a
 }
 
 // lbVIP checks load balancer d's VIP on network n: an IPv4 host address

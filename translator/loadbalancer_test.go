@@ -508,8 +508,8 @@ func TestLoadBalancerHealthCheck(t *testing.T) {
 // IPv6 addresses (a SLAAC one, a reported one), in OVN's bracketed form
 // on the router's and the switch's rows; a member of the other family is
 // left out with a note; an IPv6 floating IP of the VIP is a VIP key too;
-// a health check is a named limit; a VIP outside the ipv6Cidr, or on a
-// network without one, is the load balancer's error.
+// a VIP outside the ipv6Cidr, or on a network without one, is the load
+// balancer's error.
 func TestLoadBalancerIPv6(t *testing.T) {
 	s := dualStackFIPSnapshot()
 	for i, n := range s.Networks {
@@ -551,8 +551,6 @@ func TestLoadBalancerIPv6(t *testing.T) {
 		edit func(lb *LoadBalancer)
 		want string
 	}{
-		{func(lb *LoadBalancer) { lb.HealthCheck = &LBHealthCheck{SourceIP: "fd00:10::250"} },
-			"LoadBalancer web6: spec.healthCheck is not supported with IPv6 VIP fd00:10::100 yet: kubevirt-ovn health-checks IPv4 load balancers only"},
 		{func(lb *LoadBalancer) { lb.VIP = "fd00:11::100" }, "LoadBalancer web6: spec.vip fd00:11::100 is outside network net-a's ipv6Cidr fd00:10::/64"},
 		{func(lb *LoadBalancer) { lb.VIP = "fd00:10::1" }, "LoadBalancer web6: spec.vip fd00:10::1 is the ipv6GatewayIp of network net-a"},
 		{func(lb *LoadBalancer) { lb.VIP = vmA6 }, "LoadBalancer web6: spec.vip " + vmA6 + " is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
@@ -567,4 +565,122 @@ func TestLoadBalancerIPv6(t *testing.T) {
 		assert.False(t, p.LoadBalancers[0].Ready, tt.want)
 		assert.Equal(t, tt.want, p.LoadBalancers[0].Reason)
 	}
+}
+
+// TestLoadBalancerHealthCheckIPv6: a health check on an IPv6 VIP maps
+// each member as ovn-nb.xml writes IPv6 ones ("[member]" to
+// "port:[source]") and checks every VIP key, the floating IP's too; its
+// source address is an IPv6 address of the network that is nobody's
+// (named errors, ipv6Pool included); on an OVN before 23.03.0, whose
+// ovn-controller cannot probe IPv6, it is a named limit, and the release
+// becoming known re-plans the load balancer's units.
+func TestLoadBalancerHealthCheckIPv6(t *testing.T) {
+	vmA6 := SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), "50:54:00:00:00:05").String()
+	snap := func(hc LBHealthCheck) *Snapshot {
+		s := dualStackFIPSnapshot()
+		s.VMs = append(s.VMs, VMInterface{Namespace: "default", VMI: "vm-a2", Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+			MAC: "50:54:00:00:00:16", IP: "10.10.0.6", IPv6: "fd00:10::a2", Node: "hv2"})
+		s.LoadBalancers = []LoadBalancer{{Name: "web6", ID: "web6", Network: "net-a", VIP: "fd00:10::100", Members: []string{"fd00:10::a2", vmA6},
+			Rules: []LBRule{{Protocol: "tcp", PortMin: 80}}, HealthCheck: &hc, Created: t0}}
+		s.FloatingIPs = []FloatingIP{fip("fip-web6", "2001:db8:ff::60", "fd00:10::100", "")}
+		return s
+	}
+	p := Build(snap(LBHealthCheck{SourceIP: "fd00:10::fa", Interval: 1}), testInstance)
+	require.Empty(t, p.Errors)
+	rp := lbRouterPlan(t, p, "r1")
+	require.Len(t, rp.LoadBalancers, 1)
+	mappings := map[string]string{
+		"[fd00:10::a2]":  "kv-net-a_default_vm-a2_eth1:[fd00:10::fa]",
+		"[" + vmA6 + "]": "kv-net-a_default_vm-a_eth1:[fd00:10::fa]",
+	}
+	assert.Equal(t, mappings, rp.LoadBalancers[0].IPPortMappings)
+	var vips []string
+	for _, hc := range rp.LBHealthChecks {
+		vips = append(vips, hc.Row.Vip)
+		assert.Equal(t, "1", hc.Row.Options["interval"])
+	}
+	assert.Equal(t, []string{"[2001:db8:ff::60]:80", "[fd00:10::100]:80"}, vips)
+	np := lbNetworkPlan(t, p, "net-a")
+	require.Len(t, np.LBHealthChecks, 1)
+	assert.Equal(t, "[fd00:10::100]:80", np.LBHealthChecks[0].Row.Vip)
+	assert.Equal(t, mappings, np.LoadBalancers[0].IPPortMappings)
+
+	for name, c := range map[string]struct {
+		src  string
+		edit func(s *Snapshot)
+		want string
+	}{
+		"IPv4 source":   {"10.10.0.250", nil, "spec.healthCheck.sourceIp 10.10.0.250 is not of the family of VIP fd00:10::100: OVN probes a member from an address of its own family"},
+		"not an IP":     {"fd00:10::zz", nil, `spec.healthCheck.sourceIp "fd00:10::zz" is not an IPv6 address`},
+		"outside":       {"fd00:11::fa", nil, "spec.healthCheck.sourceIp fd00:11::fa is outside network net-a (ipv6Cidr fd00:10::/64): OVN probes the members from the subnet"},
+		"gateway":       {"fd00:10::1", nil, "spec.healthCheck.sourceIp fd00:10::1 is the ipv6GatewayIp of network net-a"},
+		"the VIP":       {"fd00:10::100", nil, "spec.healthCheck.sourceIp fd00:10::100 is the VIP"},
+		"a VM's SLAAC":  {vmA6, nil, "spec.healthCheck.sourceIp " + vmA6 + " is the address of VM port kv-net-a_default_vm-a_eth1 on network net-a"},
+		"a VM's status": {"fd00:10::a2", nil, "spec.healthCheck.sourceIp fd00:10::a2 is the address of VM port kv-net-a_default_vm-a2_eth1 on network net-a"},
+		"in ipv6Pool": {"fd00:10::fa", func(s *Snapshot) { s.Networks[1].IPv6Pool = &IPPool{Start: "fd00:10::10", End: "fd00:10::ffff"} },
+			"spec.healthCheck.sourceIp fd00:10::fa is in the ipv6Pool fd00:10::10-fd00:10::ffff of network net-a, the range a VM may be given its address from"},
+		"OVN 22.03": {"fd00:10::fa", func(s *Snapshot) { s.OVNRelease = "22.03.8" },
+			"spec.healthCheck is not supported with IPv6 VIP fd00:10::100 on OVN 22.03.8: ovn-controller probes IPv6 members from OVN 23.03.0 on"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := snap(LBHealthCheck{SourceIP: c.src})
+			require.Equal(t, "net-a", s.Networks[1].Name, "precondition")
+			if c.edit != nil {
+				c.edit(s)
+			}
+			p := Build(s, testInstance)
+			require.Len(t, p.LoadBalancers, 1)
+			assert.False(t, p.LoadBalancers[0].Ready)
+			assert.Equal(t, "LoadBalancer web6: "+c.want, p.LoadBalancers[0].Reason)
+			assert.Empty(t, lbRouterPlan(t, p, "r1").LoadBalancers)
+		})
+	}
+
+	// The release read from the SB: the health-checked IPv6 load
+	// balancer's units, and only when it changes whether OVN probes IPv6.
+	in := NewInputFrom(snap(LBHealthCheck{SourceIP: "fd00:10::fa"}))
+	units := []Unit{{KindNetwork, "net-a"}, {KindNetwork, "net-b"}, {KindRouter, "r1"}}
+	assert.Empty(t, in.SetOVNRelease("23.03.1"), "unknown was taken to probe IPv6")
+	assert.Equal(t, units, in.SetOVNRelease("22.03.8"))
+	r1 := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	assert.Empty(t, r1.Router.LoadBalancers, "on 22.03 the load balancer fails")
+	assert.Empty(t, in.SetOVNRelease("22.03.9"))
+	assert.Equal(t, units, in.SetOVNRelease("26.03.0"))
+	r1 = in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	assert.Len(t, r1.Router.LoadBalancers, 1)
+}
+
+// TestZoneOfflineMembersIPv6: an IPv6 member its own zone finds offline
+// is left out of the other zones' rows, as an IPv4 one (its backend is
+// "[ip]:port", its mapping key "[ip]").
+func TestZoneOfflineMembersIPv6(t *testing.T) {
+	s := dualStackFIPSnapshot()
+	s.Chassis = zoneChassis()
+	s.ChassisKnown = true
+	s.VMs = append(s.VMs, VMInterface{Namespace: "default", VMI: "vm-a2", Interface: "eth1", Network: "net-a", NetworkNamespace: "default",
+		MAC: "50:54:00:00:00:16", IP: "10.10.0.6", Node: "hv2"})
+	a2 := SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), "50:54:00:00:00:16").String()
+	vmA6 := SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), "50:54:00:00:00:05").String()
+	s.LoadBalancers = []LoadBalancer{{Name: "web6", ID: "web6", Network: "net-a", VIP: "fd00:10::100", Members: []string{a2, vmA6},
+		Rules: []LBRule{{Protocol: "tcp", PortMin: 80}}, HealthCheck: &LBHealthCheck{SourceIP: "fd00:10::fa"}, Created: t0}}
+	in := NewInputFrom(s)
+	require.True(t, in.Zoned())
+	const vip = "[fd00:10::100]:80"
+	both := "[" + vmA6 + "]:80,[" + a2 + "]:80" // sorted by address
+	require.True(t, netip.MustParseAddr(vmA6).Less(netip.MustParseAddr(a2)), "precondition")
+	switchRow := func(z string) *nbmodel.LoadBalancer {
+		na := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+		require.Empty(t, na.Errs)
+		return zoneLBRow(na.Network.Zones[z], "kv-lb-web6_tcp_switch")
+	}
+	require.NotNil(t, switchRow("gw1"))
+	assert.Equal(t, both, switchRow("gw1").Vips[vip])
+
+	down := OfflineMember{Port: VMPortName("net-a", "default", "vm-a2", "eth1"), IP: a2, Protocol: "tcp", PortNum: 80}
+	assert.NotEmpty(t, in.SetOfflineMembers("hv2", []OfflineMember{down}))
+	assert.Equal(t, "["+vmA6+"]:80", switchRow("gw1").Vips[vip], "out in a zone where it does not live")
+	assert.Equal(t, "["+vmA6+"]:80", switchRow("hv1").Vips[vip])
+	assert.Equal(t, both, switchRow("hv2").Vips[vip], "its own zone keeps it: OVN decides there")
+	r1 := in.Plan(Unit{KindRouter, "r1"}, testInstance, nil)
+	assert.Equal(t, "["+vmA6+"]:80", zoneLBRow(r1.Router.Zones["gw1"], "kv-lb-web6_tcp").Vips[vip], "the router's row in its home zone")
 }

@@ -153,8 +153,10 @@ type network struct {
 	mode6   string
 	segment int
 	// pool is the ipPool's first and last address; invalid without one.
-	// Informational (IPPool): it fences no VM address.
-	poolStart, poolEnd netip.Addr
+	// Informational (IPPool): it fences no VM address. pool6 is
+	// ipv6Pool's.
+	poolStart, poolEnd   netip.Addr
+	pool6Start, pool6End netip.Addr
 }
 
 // UnitPlan is the plan of one unit.
@@ -620,20 +622,13 @@ func validateNetwork(in *Network) (*network, []error) {
 		errs = append(errs, networkErr(in, "network-config.physicalNetworkName", "is only meaningful for FLAT and VLAN networks, not %s", n.Type))
 	}
 	if in.IPPool != nil && pfx.IsValid() {
-		start, err1 := parseIPv4(in.IPPool.Start)
-		end, err2 := parseIPv4(in.IPPool.End)
-		switch {
-		case err1 != nil:
-			errs = append(errs, networkErr(in, "network-config.ipPool.start", "%v", err1))
-		case err2 != nil:
-			errs = append(errs, networkErr(in, "network-config.ipPool.end", "%v", err2))
-		case !pfx.Contains(start) || !pfx.Contains(end):
-			errs = append(errs, networkErr(in, "network-config.ipPool", "%s-%s is not inside cidr %s", start, end, pfx))
-		case end.Less(start):
-			errs = append(errs, networkErr(in, "network-config.ipPool", "start %s is after end %s", start, end))
-		default:
-			n.poolStart, n.poolEnd = start, end
-		}
+		n.poolStart, n.poolEnd, errs = checkPool(in, "ipPool", "cidr", in.IPPool, pfx, parseIPv4, errs)
+	}
+	switch {
+	case in.IPv6Pool != nil && in.IPv6CIDR == "":
+		errs = append(errs, networkErr(in, "network-config.ipv6Pool", "is set without network-config.ipv6Cidr"))
+	case in.IPv6Pool != nil && n.prefix6.IsValid():
+		n.pool6Start, n.pool6End, errs = checkPool(in, "ipv6Pool", "ipv6Cidr", in.IPv6Pool, n.prefix6, parseIPv6Host, errs)
 	}
 	// A host route without a destination, and an empty DNS server, are
 	// skipped, as ONOS skipped them.
@@ -659,6 +654,27 @@ func validateNetwork(in *Network) (*network, []error) {
 		}
 	}
 	return n, errs
+}
+
+// checkPool checks network in's pool p (its field, the name of the
+// field of its prefix pfx, the address parser of the family): both ends
+// are addresses of the family inside pfx, in order. It returns them, or
+// invalid ones with an error appended to errs.
+func checkPool(in *Network, field, pfxField string, p *IPPool, pfx netip.Prefix, parse func(string) (netip.Addr, error), errs []error) (netip.Addr, netip.Addr, []error) {
+	field = "network-config." + field
+	start, err1 := parse(p.Start)
+	end, err2 := parse(p.End)
+	switch {
+	case err1 != nil:
+		return netip.Addr{}, netip.Addr{}, append(errs, networkErr(in, field+".start", "%v", err1))
+	case err2 != nil:
+		return netip.Addr{}, netip.Addr{}, append(errs, networkErr(in, field+".end", "%v", err2))
+	case !pfx.Contains(start) || !pfx.Contains(end):
+		return netip.Addr{}, netip.Addr{}, append(errs, networkErr(in, field, "%s-%s is not inside %s %s", start, end, pfxField, pfx))
+	case end.Less(start):
+		return netip.Addr{}, netip.Addr{}, append(errs, networkErr(in, field, "start %s is after end %s", start, end))
+	}
+	return start, end, errs
 }
 
 // validateIPv6 parses in's ipv6Cidr: an IPv6 /64, the prefix length
@@ -696,11 +712,12 @@ func SLAACAddress(prefix netip.Prefix, mac string) netip.Addr {
 }
 
 // vmIPv6 are the IPv6 addresses of v's port on network n (none on an
-// IPv4-only network), MAC mac: the addresses status reports in its
-// ipv6Cidr, else the SLAAC address of its MAC, sorted; and the link-local
-// addresses status reports, which port security must let through besides
-// (a guest with stable-privacy addresses has no EUI-64 link-local address,
-// the one OVN allows by itself).
+// IPv4-only network), MAC mac: the addresses its interfaces annotation
+// declares or status reports in its ipv6Cidr, else the SLAAC address of
+// its MAC, sorted; and the link-local addresses status reports, which
+// port security must let through besides (a guest with stable-privacy
+// addresses has no EUI-64 link-local address, the one OVN allows by
+// itself). DHCPv6 stateful offers the first.
 func vmIPv6(v *VMInterface, n *network, mac string) (global, linkLocal []string) {
 	if !n.prefix6.IsValid() {
 		return nil, nil

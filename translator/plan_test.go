@@ -1585,6 +1585,37 @@ func TestValidation(t *testing.T) {
 			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6AddressMode ", msg: `"dhcp" is none of slaac, dhcpv6-stateless, dhcpv6-stateful`,
 		},
 		{
+			name: "ipv6Pool outside the ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.IPv6CIDR, n.IPv6Pool = "fd00:10::/64", &IPPool{Start: "fd00:10::10", End: "fd00:11::10"}
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Pool ", msg: "fd00:10::10-fd00:11::10 is not inside ipv6Cidr fd00:10::/64",
+		},
+		{
+			name: "ipv6Pool start after end",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.IPv6CIDR, n.IPv6Pool = "fd00:10::/64", &IPPool{Start: "fd00:10::20", End: "fd00:10::10"}
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Pool ", msg: "start fd00:10::20 is after end fd00:10::10",
+		},
+		{
+			name: "ipv6Pool end IPv4",
+			mutate: func(t *testing.T, s *Snapshot) {
+				n := networkNamed(t, s, "net-a")
+				n.IPv6CIDR, n.IPv6Pool = "fd00:10::/64", &IPPool{Start: "fd00:10::20", End: "10.10.0.10"}
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Pool.end ", msg: `"10.10.0.10" is not an IPv6 address`,
+		},
+		{
+			name: "ipv6Pool without ipv6Cidr",
+			mutate: func(t *testing.T, s *Snapshot) {
+				networkNamed(t, s, "net-a").IPv6Pool = &IPPool{Start: "fd00:10::20", End: "fd00:10::30"}
+			},
+			unit: netAUnit, want: "NetworkAttachmentDefinition default/net-a: network-config.ipv6Pool ", msg: "is set without network-config.ipv6Cidr",
+		},
+		{
 			name: "internal networks whose ipv6Cidrs overlap",
 			mutate: func(t *testing.T, s *Snapshot) {
 				for _, name := range []string{"net-a", "net-b"} {

@@ -95,20 +95,52 @@ func StaleGatewayBug(v string) bool {
 	return series < 2309 || series == 2309 && n[2] < 1
 }
 
+// IPv6HealthChecksSince is the first OVN release whose ovn-controller
+// probes IPv6 load balancer members (40a686e8e "Add IPv6 support for lb
+// health-check"): before it, ovn-northd looks an IPv6 member up in
+// ip_port_mappings without brackets and ovn-controller parses a
+// Service_Monitor's address as IPv4 only, so an IPv6 member would never
+// be probed and would stay in rotation whatever it answered.
+const IPv6HealthChecksSince = "23.03.0"
+
+// IPv6HealthChecks says whether OVN release v health-checks IPv6 load
+// balancer members. An unknown release ("", or no number) is taken to:
+// the release is read from the SB, and a load balancer refused until then
+// would flap at every start.
+func IPv6HealthChecks(v string) bool {
+	n, ok := parseRelease(v)
+	return !ok || n[0]*100+n[1] >= 2303
+}
+
 // SetOVNRelease records the OVN release of ovn-northd ("" unknown) and
-// returns the networks of the migrating VMs whose notes that changes.
+// returns the units that changes: the networks of the migrating VMs whose
+// notes it changes, and those of the health-checked IPv6 load balancers
+// when it changes whether OVN probes them.
 func (in *Input) SetOVNRelease(release string) []Unit {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.release == release {
 		return nil
 	}
-	was, _ := MonitorConditionBug(in.release)
+	wasBug, _ := MonitorConditionBug(in.release)
+	wasHC6 := IPv6HealthChecks(in.release)
 	in.release = release
-	if now, _ := MonitorConditionBug(release); now == was {
-		return nil
+	affected := set[Unit]{}
+	if nowBug, _ := MonitorConditionBug(release); nowBug != wasBug {
+		for _, u := range in.migratingNetworks() {
+			affected.add(u)
+		}
 	}
-	return in.migratingNetworks()
+	if IPv6HealthChecks(release) != wasHC6 {
+		for _, ds := range in.lbNames {
+			for d := range ds {
+				if d.HealthCheck != nil && strings.Contains(d.VIP, ":") {
+					in.affectedByLoadBalancer(d, affected)
+				}
+			}
+		}
+	}
+	return sortedUnits(affected)
 }
 
 // risk is the note on v's port bound with opts when its target chassis

@@ -101,6 +101,8 @@ type NetworkConfig struct {
 	// IPv6AddressMode is how its VMs get their IPv6 address
 	// (translator.Network.IPv6AddressMode).
 	IPv6AddressMode string `json:"ipv6AddressMode"`
+	// IPv6Pool is the ipPool of ipv6Cidr (translator.Network.IPv6Pool).
+	IPv6Pool *IPPool `json:"ipv6Pool"`
 }
 
 // HostRoute is a network-config host route.
@@ -520,6 +522,9 @@ func NetworkFrom(nad *NetworkAttachmentDefinition) (n translator.Network, ok boo
 	}
 	if cfg.IPPool != nil {
 		n.IPPool = &translator.IPPool{Start: cfg.IPPool.Start, End: cfg.IPPool.End}
+	}
+	if cfg.IPv6Pool != nil {
+		n.IPv6Pool = &translator.IPPool{Start: cfg.IPv6Pool.Start, End: cfg.IPv6Pool.End}
 	}
 	return n, true, nil
 }
