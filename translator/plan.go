@@ -743,6 +743,9 @@ func vmIPv6(v *VMInterface, n *network, mac string) (global, linkLocal []string)
 	slices.Sort(linkLocal)
 	global, linkLocal = slices.Compact(global), slices.Compact(linkLocal)
 	switch eui := SLAACAddress(n.prefix6, mac).String(); {
+	case n.mode6 == IPv6DHCPv6Stateful && v.IPv6Field != "" && len(global) > 0:
+		// A declared address is the one an IPAM gave the port: DHCPv6
+		// offers it, and nothing else is the port's.
 	case n.mode6 == IPv6DHCPv6Stateful:
 		// DHCPv6 offers the first address in ipv6Cidr: the EUI-64 one,
 		// whatever else the guest reports.

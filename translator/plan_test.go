@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -578,21 +579,25 @@ func TestDeclaredIPv6(t *testing.T) {
 // TestBuildDHCPv6: ipv6AddressMode picks the advertisement's address
 // mode and the DHCPv6 options the VM ports refer to: stateless answers
 // information requests (DNS), stateful offers the port's EUI-64 address,
-// first in its addresses; slaac has no DHCPv6 options.
+// first in its addresses, or the address its interfaces annotation
+// declares, without the EUI-64 one; slaac has no DHCPv6 options.
 func TestBuildDHCPv6(t *testing.T) {
 	for _, tt := range []struct {
 		mode, ra string
 		opts     map[string]string
 		addrs    string
+		declared bool
 	}{
-		{"", "slaac", nil, "50:54:00:00:00:05 10.10.0.5 fd00:10::1234 fd00:10::5254:ff:fe00:5"},
-		{"SLAAC", "slaac", nil, "50:54:00:00:00:05 10.10.0.5 fd00:10::1234"},
+		{"", "slaac", nil, "50:54:00:00:00:05 10.10.0.5 fd00:10::1234 fd00:10::5254:ff:fe00:5", false},
+		{"SLAAC", "slaac", nil, "50:54:00:00:00:05 10.10.0.5 fd00:10::1234", false},
 		{"dhcpv6-stateless", "dhcpv6_stateless", map[string]string{"server_id": DHCPServerMAC("net-a"), "dns_server": "{2001:4860:4860::8888, 2001:4860:4860::8844}", "dhcpv6_stateless": "true"},
-			"50:54:00:00:00:05 10.10.0.5 fd00:10::1234"},
+			"50:54:00:00:00:05 10.10.0.5 fd00:10::1234", false},
 		{"dhcpv6-stateful", "dhcpv6_stateful", map[string]string{"server_id": DHCPServerMAC("net-a"), "dns_server": "{2001:4860:4860::8888, 2001:4860:4860::8844}"},
-			"50:54:00:00:00:05 10.10.0.5 fd00:10::5254:ff:fe00:5 fd00:10::1234"},
+			"50:54:00:00:00:05 10.10.0.5 fd00:10::5254:ff:fe00:5 fd00:10::1234", false},
+		{"dhcpv6-stateful", "dhcpv6_stateful", map[string]string{"server_id": DHCPServerMAC("net-a"), "dns_server": "{2001:4860:4860::8888, 2001:4860:4860::8844}"},
+			"50:54:00:00:00:05 10.10.0.5 fd00:10::1234", true},
 	} {
-		t.Run(tt.mode, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s declared=%v", tt.mode, tt.declared), func(t *testing.T) {
 			a := dualStack(netA())
 			a.IPv6AddressMode = tt.mode
 			a.DNSes = []string{"8.8.8.8", "2001:4860:4860::8888", "2001:4860:4860::8844"}
@@ -602,6 +607,9 @@ func TestBuildDHCPv6(t *testing.T) {
 			}
 			s := &Snapshot{Networks: []Network{a}, Routers: []Router{{Name: "r1", MAC: "02:00:00:00:00:01", Internal: []string{"net-a"}}},
 				VMs: []VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth1", Network: "net-a", NetworkNamespace: "default", MAC: "50:54:00:00:00:05", IP: "10.10.0.5", IPv6: ipv6}}}
+			if tt.declared {
+				s.VMs[0].IPv6Field = "metadata.annotations[interfaces][net-a].ipv6Address"
+			}
 			p := Build(s, testInstance)
 			require.Empty(t, p.Errors)
 			assert.Equal(t, tt.ra, findRouter(p, "r1").Ports[0].Ipv6RaConfigs["address_mode"])
