@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -79,4 +80,111 @@ func TestZonesDualStack(t *testing.T) {
 	send("hv2", "vm-b", routed(b6, a6, 5032, 90))
 	waitFor(t, atA, "barrier: vm-b -> vm-a udp6/90", skip, arrives(b6, 5032, 90))
 	requireNone(t, atA, "vm-b -> vm-a udp6/91 (no rule)", skip, arrives(b6, 5031, 91))
+}
+
+// TestZonesDualStackNATAndLoadBalancer: across interconnect zones
+// (router1 in zone gw1, vm-a in zone hv1, vm-b and vm-c in zone hv2),
+// with enableIpv6Snat: vm-a's IPv6 datagram leaves gw1 NAT66ed to
+// spec.external.ipv6 and the reply is un-NATed back into zone hv1;
+// vm-b's IPv6 floating IP takes flows from outside into zone hv2 and
+// vm-b's reply and new flow leave from it (not NAT66ed); load balancer
+// web6's floating IP spreads flows from outside over vm-a (zone hv1) and
+// vm-c (zone hv2), each flow staying on its member and DNATed to its
+// address, and vm-b reaches the VIP from net-b. The IPv4 load balancer
+// works beside it.
+func TestZonesDualStackNATAndLoadBalancer(t *testing.T) {
+	const remote6c = "2001:db8:99::9"
+	e := newZoneEnv(t)
+	useDualStack(t, e, "networks.yaml", "router.yaml")
+	e.edit("router.yaml", "enableSnat: true", "enableSnat: true\n  enableIpv6Snat: true")
+	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
+	e.write("fips.yaml", `apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata:
+  name: fip6-vm-b
+spec:
+  id: fip6-vm-b
+  routerName: router1
+  networkName: public
+  floatingIp: "`+fip6+`"
+  fixedIp: "`+vmBIPv6+`"
+  vmName: vm-b
+`)
+	e.write("lb.yaml", lbManifests+web6Manifests("udp", ""))
+	out := e.sync()
+	assert.Contains(t, out, "create NAT snat fd00:10::/64")
+	e.ready("gw1")
+	nbctl(t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	vmA6 := slaacA(vmAMAC)
+	atA, atB, gw1 := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b"), e.wire("gw1")
+	send := func(sim, port string, f frame) {
+		t.Helper()
+		require.NoError(t, e.z.Inject(sim, port, frameBytes(t, f)))
+	}
+
+	// NAT66 from zone hv1.
+	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6c, TTL: 64, SPort: 41002, DPort: 7003})
+	nat := waitFor(t, gw1, "vm-a's IPv6 datagram (zone hv1) leaving gw1 NAT66ed to "+ext6, 0, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == ext6 && s.DstIP == remote6c && s.DPort == 7003
+	})
+	skip := count(t, atA)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6c, DstIP: ext6, TTL: 64, SPort: 7003, DPort: nat.SPort})
+	back := waitFor(t, atA, "the reply to "+ext6+" un-NATed into zone hv1", skip, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == remote6c && s.DPort == 41002
+	})
+	assert.Equal(t, vmA6, back.DstIP)
+
+	// vm-b's IPv6 floating IP, into zone hv2 and out of it.
+	skip = count(t, atB)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fip6, TTL: 64, SPort: 7100, DPort: 80})
+	in := waitFor(t, atB, "outside -> "+fip6+" at vm-b (zone hv2)", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 80 })
+	assert.Equal(t, vmBIPv6, in.DstIP, "DNATed to vm-b's address")
+	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 80, DPort: 7100})
+	reply := waitFor(t, gw1, "vm-b's reply leaving gw1", 0, func(s seen) bool { return s.IsUDP && s.SPort == 80 && s.DPort == 7100 })
+	assert.Equal(t, fip6, reply.SrcIP, "from its floating IP")
+	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 7101})
+	reply = waitFor(t, gw1, "vm-b's new IPv6 flow leaving gw1", 0, func(s seen) bool { return s.IsUDP && s.DPort == 7101 })
+	assert.Equal(t, fip6, reply.SrcIP, "from its floating IP, not NAT66ed")
+
+	// web6 over members in two zones.
+	members := []vmRef{{"hv1", "vm-a", vmAMAC, vmA6}, {"hv2", "vm-c", vmLBCMAC, slaacA(vmLBCMAC)}}
+	landed := func(src string, sport uint16) vmRef {
+		t.Helper()
+		skip := map[string]int{}
+		for _, m := range members {
+			skip[m.port] = count(t, e.vm(m.chassis, m.port))
+		}
+		if src == remote6 {
+			e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fipLB6, TTL: 64, SPort: sport, DPort: lbPort})
+		} else {
+			send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vip6, TTL: 64, SPort: sport, DPort: lbPort})
+		}
+		m, p := landing(t, e, members, skip, fmt.Sprintf("IPv6 flow %d at a member", sport), func(s seen) bool {
+			return s.IsUDP && s.SrcIP == src && s.SPort == sport && s.DPort == lbPort
+		})
+		assert.Equal(t, m.ip, p.DstIP, "DNATed to the member's own IPv6 address")
+		return m
+	}
+	seenBy := map[string]int{}
+	first := map[uint16]string{}
+	for sport := uint16(7300); sport < 7316; sport++ {
+		m := landed(remote6, sport)
+		seenBy[m.port]++
+		first[sport] = m.port
+	}
+	t.Logf("IPv6 flows per member: %v", seenBy)
+	assert.Len(t, seenBy, 2, "members in both zones get flows: %v", seenBy)
+	for _, sport := range []uint16{7300, 7301, 7302} {
+		assert.Equal(t, first[sport], landed(remote6, sport).port, "flow %d stays on its member", sport)
+	}
+	landed(vmBIPv6, 7320)
+
+	// The IPv4 load balancer beside it.
+	members4 := []vmRef{vmA, vmLBC}
+	skip4 := map[string]int{}
+	for _, m := range members4 {
+		skip4[m.port] = count(t, e.vm(m.chassis, m.port))
+	}
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: 7330, DPort: lbPort})
+	landing(t, e, members4, skip4, "the IPv4 flow through "+lbFIP+" at a member", func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 7330 })
 }

@@ -3,8 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +91,7 @@ func TestZonesLoadBalancerHealthCheck(t *testing.T) {
 	probes := zonesHealthSetup(t, e)
 	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.z.ZoneFlags()...)...)
 	e.converged()
-	zonesHealth(t, e, probes, func() {})
+	zonesHealth(t, e, probes, v4Health, func() {})
 }
 
 // TestInterconnectClusterLoadBalancerHealthCheck: zonesHealth with the
@@ -104,7 +107,7 @@ func TestInterconnectClusterLoadBalancerHealthCheck(t *testing.T) {
 		k.apply(t, filepath.Join(e.manifests, f))
 	}
 	e.converged()
-	zonesHealth(t, e, probes, func() {
+	zonesHealth(t, e, probes, v4Health, func() {
 		var last any
 		require.NoError(t, pollUntil(60*time.Second, func() bool {
 			u, err := k.dyn.Resource(kube.ZoneGVR).Namespace(icNamespace).Get(context.Background(), "zone-hv2", metav1.GetOptions{})
@@ -137,6 +140,17 @@ func zonesHealthSetup(t *testing.T, e *zoneEnv) *probeAnswerer {
 	return probes
 }
 
+// healthCase is what zonesHealth checks: the router's row of a
+// health-checked TCP load balancer, its floating IP, the remote host
+// flows come from, and its members vm-a and vm-c.
+type healthCase struct {
+	row, fip, remote string
+	a, c             vmRef
+}
+
+// v4Health is zonesHealthSetup's IPv4 load balancer web.
+var v4Health = healthCase{"kv-lb-web_tcp", lbFIP, remoteIP, vmA, vmLBC}
+
 // zonesHealth: router1 lives in zone gw1, where no member is local; vm-a
 // is in zone hv1, vm-c in hv2. Flows from outside through the floating IP
 // (balanced in gw1) reach both members; vm-c stops answering its probes:
@@ -144,11 +158,13 @@ func zonesHealthSetup(t *testing.T, e *zoneEnv) *probeAnswerer {
 // from outside all go to vm-a; vm-c answers again: flows reach it again.
 // With neither answering, gw1's VIP has no backends, and a sync reading
 // the zones' SBs writes what the controllers wrote.
-func zonesHealth(t *testing.T, e *zoneEnv, probes *probeAnswerer, published func()) {
+func zonesHealth(t *testing.T, e *zoneEnv, probes *probeAnswerer, hc healthCase, published func()) {
 	e.ready("gw1")
 	nbctl(t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	vmA, vmLBC, vmAIP, vmLBCIP := hc.a, hc.c, hc.a.ip, hc.c.ip
+	hostPort := func(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(lbPort)) }
 	status := func(zone, ip string) []string {
-		return strings.Fields(sbctl(t, e.z.Zone(zone), "--bare", "--columns=status", "find", "Service_Monitor", "ip="+ip))
+		return strings.Fields(sbctl(t, e.z.Zone(zone), "--bare", "--columns=status", "find", "Service_Monitor", `ip="`+ip+`"`))
 	}
 	waitStatus := func(zone, ip, want string) {
 		t.Helper()
@@ -159,7 +175,7 @@ func zonesHealth(t *testing.T, e *zoneEnv, probes *probeAnswerer, published func
 	}
 	// gw1's router row: its VIP's (the floating IP's) backends.
 	backends := func() string {
-		return nbctl(t, e.z.Zone("gw1"), "get", "Load_Balancer", "kv-lb-web_tcp", fmt.Sprintf("vips:\"%s:%d\"", lbFIP, lbPort))
+		return nbctl(t, e.z.Zone("gw1"), "get", "Load_Balancer", hc.row, fmt.Sprintf("vips:\"%s\"", hostPort(hc.fip)))
 	}
 	waitBackends := func(want string) {
 		t.Helper()
@@ -170,16 +186,19 @@ func zonesHealth(t *testing.T, e *zoneEnv, probes *probeAnswerer, published func
 		}), "zone gw1: the floating IP's backends %s, want %q", last, want)
 		e.realized()
 	}
-	both := fmt.Sprintf("%s:%d,%s:%d", vmAIP, lbPort, vmLBCIP, lbPort)
-	onlyA := fmt.Sprintf("%s:%d", vmAIP, lbPort)
+	both := hostPort(vmAIP) + "," + hostPort(vmLBCIP)
+	if netip.MustParseAddr(vmLBCIP).Less(netip.MustParseAddr(vmAIP)) {
+		both = hostPort(vmLBCIP) + "," + hostPort(vmAIP)
+	}
+	onlyA := hostPort(vmAIP)
 
 	members := []vmRef{vmA, vmLBC}
 	toFIP := func(sport uint16) frame {
-		return frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort, TCP: true}
+		return frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: hc.remote, DstIP: hc.fip, TTL: 64, SPort: sport, DPort: lbPort, TCP: true}
 	}
 	flowAt := func(sport uint16) func(seen) bool {
 		return func(s seen) bool {
-			return s.IsTCP && s.SYN && s.SrcIP == remoteIP && s.SPort == sport && s.DPort == lbPort
+			return s.IsTCP && s.SYN && s.SrcIP == hc.remote && s.SPort == sport && s.DPort == lbPort
 		}
 	}
 	// flows sends flows from outside until want has seen one (at most
@@ -234,12 +253,12 @@ func zonesHealth(t *testing.T, e *zoneEnv, probes *probeAnswerer, published func
 		waitFor(t, e.vm(vmA.chassis, vmA.port), fmt.Sprintf("flow %d at vm-a, the only member online", sport), skipA, flowAt(sport))
 	}
 	requireNone(t, e.vm(vmLBC.chassis, vmLBC.port), "a flow from outside at vm-c, offline in its zone", skipC, func(s seen) bool {
-		return s.IsTCP && s.SrcIP == remoteIP && s.DPort == lbPort
+		return s.IsTCP && s.SrcIP == hc.remote && s.DPort == lbPort
 	})
 	// Zone hv1's switch rows leave it out too; hv2's own keep it (OVN
 	// takes it out there).
-	assert.NotContains(t, nbctl(t, e.z.Zone("hv1"), "get", "Load_Balancer", "kv-lb-web_tcp_switch", "vips"), vmLBCIP)
-	assert.Contains(t, nbctl(t, e.z.Zone("hv2"), "get", "Load_Balancer", "kv-lb-web_tcp_switch", "vips"), vmLBCIP)
+	assert.NotContains(t, nbctl(t, e.z.Zone("hv1"), "get", "Load_Balancer", hc.row+"_switch", "vips"), vmLBCIP)
+	assert.Contains(t, nbctl(t, e.z.Zone("hv2"), "get", "Load_Balancer", hc.row+"_switch", "vips"), vmLBCIP)
 
 	// vm-c answers again: back.
 	probes.set(vmLBC, true)
@@ -256,4 +275,23 @@ func zonesHealth(t *testing.T, e *zoneEnv, probes *probeAnswerer, published func
 	waitStatus("hv2", vmLBCIP, "offline")
 	waitBackends("")
 	e.converged()
+}
+
+// TestZonesLoadBalancerHealthCheckIPv6: zonesHealth on the dual stack
+// example's IPv6 load balancer web6 (members vm-a's and vm-c's SLAAC
+// addresses, source fd00:10::fa): zone hv2's monitor of an IPv6 member
+// takes it out of gw1's rows, as an IPv4 one.
+func TestZonesLoadBalancerHealthCheckIPv6(t *testing.T) {
+	const src6 = "fd00:10::fa"
+	e := newZoneEnv(t)
+	useDualStack(t, e, "networks.yaml", "router.yaml")
+	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
+	e.write("lb.yaml", lbManifests+web6Manifests("tcp", `{sourceIp: "`+src6+`", interval: 1, timeout: 1, successCount: 1, failureCount: 1}`))
+	hc := healthCase{"kv-lb-web6_tcp", fipLB6, remote6, vmRef{"hv1", "vm-a", vmAMAC, slaacA(vmAMAC)}, vmRef{"hv2", "vm-c", vmLBCMAC, slaacA(vmLBCMAC)}}
+	probes := startProbeAnswerer(t, e.traffic, src6, lbPort, hc.a, hc.c)
+	probes.set(hc.a, true)
+	probes.set(hc.c, true)
+	startController(t, "zones", append([]string{"--from-file", e.manifests}, e.z.ZoneFlags()...)...)
+	e.converged()
+	zonesHealth(t, e, probes, hc, func() {})
 }
