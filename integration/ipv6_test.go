@@ -2,6 +2,7 @@ package integration
 
 import (
 	byteorder "encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -189,4 +190,61 @@ func TestDualStackDeclaredIPv6(t *testing.T) {
 	require.NoError(t, e.l.Inject("hv1", "vm-a", frameBytes(t, frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: declared, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6802})))
 	waitFor(t, atB, "vm-a's datagram from its declared address", skip, to(declared, 6802))
 	requireNone(t, atB, "vm-a's datagram from its SLAAC address (not its port's)", skip, to(slaac, 6801))
+}
+
+// TestIPv6OnlyNetwork: deploy/examples-dual-stack with net-b made
+// IPv6-only (its network-config without cidr and gatewayIp) and vm-b
+// reporting no IPv4 address. vm-b's router solicitation gets net-b's
+// prefix; IPv6 is routed between vm-b and vm-a (dual stack net-a) both
+// ways, and out of gw1 and back; vm-b's IPv4 datagram is dropped (its port
+// has no IPv4 address), while vm-a's IPv4 still leaves SNATed.
+func TestIPv6OnlyNetwork(t *testing.T) {
+	e := newEnv(t)
+	useDualStack(t, e, "networks.yaml", "router.yaml")
+	e.edit("networks.yaml", `"cidr": "10.20.0.0/24", "gatewayIp": "10.20.0.1", `, "")
+	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, ", "      ipAddresses: [")
+	out := e.sync()
+	assert.NotContains(t, out, "10.20.0.")
+	e.ready("gw1", "hv1", "hv2")
+	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", "kv-net-b_default_vm-b_eth1", "up=true")
+	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
+	vmA6 := slaacA(vmAMAC)
+	a6, b6 := vmRef{"hv1", "vm-a", vmAMAC, vmA6}, vmRef{"hv2", "vm-b", vmBMAC, vmBIPv6}
+	send := func(sim, port string, f frame) {
+		t.Helper()
+		require.NoError(t, e.l.Inject(sim, port, frameBytes(t, f)))
+	}
+
+	skip := count(t, atB)
+	send("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
+	ra := waitFor(t, atB, "router1's advertisement on IPv6-only net-b", skip, func(s seen) bool { return s.RA != nil })
+	var prefixes []string
+	for _, o := range ra.RA.Options {
+		if o.Type == layers.ICMPv6OptPrefixInfo && len(o.Data) == 30 {
+			prefixes = append(prefixes, fmt.Sprintf("%s/%d", net.IP(o.Data[14:30]), o.Data[0]))
+		}
+	}
+	assert.Equal(t, []string{"fd00:20::/64"}, prefixes)
+
+	skip = count(t, atA)
+	send("hv2", "vm-b", routed(b6, a6, 5100, 6900))
+	waitFor(t, atA, "vm-b (IPv6-only net-b) -> vm-a", skip, arrives(b6, 5100, 6900))
+	skip = count(t, atB)
+	send("hv1", "vm-a", routed(a6, b6, 6900, 5100))
+	waitFor(t, atB, "vm-a -> vm-b (IPv6-only net-b)", skip, arrives(a6, 6900, 5100))
+
+	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 6910})
+	got := waitFor(t, e.wire("gw1"), "vm-b's IPv6 datagram leaving gw1 routed", 0, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == vmBIPv6 && s.DstIP == remote6 && s.DPort == 6910
+	})
+	assert.Equal(t, peerMAC, got.DstMAC)
+	skip = count(t, atB)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmBIPv6, TTL: 64, SPort: 6910, DPort: 41000})
+	waitFor(t, atB, "the remote's reply at vm-b", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 41000 })
+
+	// IPv4: vm-b has none; vm-a's leaves SNATed as ever (the barrier).
+	e.send("hv2", "vm-b", vmBMAC, "10.20.0.6", 41001, 6911)
+	e.send("hv1", "vm-a", vmAMAC, vmAIP, 41002, 6912)
+	waitFor(t, e.wire("gw1"), "vm-a's IPv4 datagram leaving SNATed", 0, snated(6912))
+	requireNone(t, e.wire("gw1"), "vm-b's IPv4 datagram leaving", 0, func(s seen) bool { return s.IsUDP && s.DPort == 6911 })
 }

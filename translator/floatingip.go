@@ -433,8 +433,11 @@ func fixedNetwork(d *fipDecl, r *router) (*network, netip.Addr, *InputError) {
 	}
 	if len(nets) == 0 {
 		none := "none"
-		if v6 {
+		switch {
+		case v6:
 			none = "none with an ipv6Cidr"
+		case len(r.internal) > 0:
+			none = "none with a cidr"
 		}
 		return nil, fixed, fipErr(d.Name, "spec.fixedIp", "%s is on no internal network: VirtualRouter %s has %s", fixed, r.Name, none)
 	}

@@ -543,6 +543,8 @@ func lbVIP(d *lbDecl, n *network) (netip.Addr, *InputError) {
 	switch {
 	case err != nil:
 		return vip, lbErr(d.Name, "spec.vip", "%v", err)
+	case !n.prefix.IsValid():
+		return vip, lbErr(d.Name, "spec.vip", "%s is IPv4 and network %s is IPv6-only (no cidr)", vip, n.Name)
 	case !hostIn(n.prefix, vip):
 		return vip, lbErr(d.Name, "spec.vip", "%s is outside network %s (%s)", vip, n.Name, n.prefix)
 	case n.gateway.IsValid() && vip == n.gateway:

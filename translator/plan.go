@@ -387,7 +387,7 @@ func networkPlan(n *network, vms []*VMInterface, instance string, held Held, bin
 			np.VMErrors = append(np.VMErrors, vp.err)
 			continue
 		}
-		addr := strings.Join(append([]string{vp.mac, vp.ip}, vp.ip6...), " ")
+		addr := strings.Join(slices.DeleteFunc(append([]string{vp.mac, vp.ip}, vp.ip6...), func(s string) bool { return s == "" }), " ")
 		security := strings.Join(append([]string{addr}, vp.ll6...), " ")
 		ids := OwnerIDs(instance, u)
 		ids[KeyVMI] = vp.Namespace + "/" + vp.VMI
@@ -557,12 +557,22 @@ func validateNetwork(in *Network) (*network, []error) {
 	default:
 		errs = append(errs, networkErr(in, "network-config.type", "%q is not one of FLAT, VLAN, VXLAN, GENEVE, GRE, STT", in.Type))
 	}
-	pfx, err := parseIPv4Prefix(in.CIDR)
-	if err != nil {
-		errs = append(errs, networkErr(in, "network-config.cidr", "%v", err))
+	// A network with an ipv6Cidr and no cidr is IPv6-only (kubevirt-ovn's;
+	// ONOS networks all had a cidr).
+	var pfx netip.Prefix
+	if in.CIDR != "" || in.IPv6CIDR == "" {
+		var err error
+		if pfx, err = parseIPv4Prefix(in.CIDR); err != nil {
+			errs = append(errs, networkErr(in, "network-config.cidr", "%v", err))
+		}
 	}
 	n.prefix = pfx
-	if in.GatewayIP != "" {
+	switch {
+	case in.CIDR == "" && in.IPv6CIDR != "" && in.GatewayIP != "":
+		errs = append(errs, networkErr(in, "network-config.gatewayIp", "is set without network-config.cidr"))
+	case in.CIDR == "" && in.IPv6CIDR != "" && in.IPPool != nil:
+		errs = append(errs, networkErr(in, "network-config.ipPool", "is set without network-config.cidr"))
+	case in.GatewayIP != "":
 		gw, err := parseIPv4(in.GatewayIP)
 		switch {
 		case err != nil:
@@ -779,6 +789,9 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	for _, v := range vms {
 		vp := vmPort{VMInterface: v, port: VMPortName(n.Name, v.Namespace, v.VMI, v.Interface)}
 		vp.mac, vp.ip, vp.err = validateVM(v, n)
+		if vp.err == errNoIPv4 {
+			continue // no port yet
+		}
 		if vp.err == nil {
 			vp.ip6, vp.ll6 = vmIPv6(v, n, vp.mac)
 		}
@@ -789,9 +802,9 @@ func planVMPorts(vms []*VMInterface, n *network, held Held) []vmPort {
 	// An address's key is "network MAC" or "network IP", as in held.
 	type address struct{ key, field, kind, value string }
 	addresses := func(vp *vmPort) []address {
-		out := []address{
-			{n.Name + " " + vp.mac, vp.macField(), "MAC", vp.mac},
-			{n.Name + " " + vp.ip, vp.ipField(), "IP", vp.ip},
+		out := []address{{n.Name + " " + vp.mac, vp.macField(), "MAC", vp.mac}}
+		if vp.ip != "" {
+			out = append(out, address{n.Name + " " + vp.ip, vp.ipField(), "IP", vp.ip})
 		}
 		for _, a := range vp.ip6 {
 			out = append(out, address{n.Name + " " + a, "status.interfaces[" + vp.Interface + "].ipAddresses", "IPv6 address", a})
@@ -870,6 +883,16 @@ func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 			return "", "", vmErr(v, macField, "%s differs from status.interfaces[%s].mac %s", mac, v.Interface, v.StatusMAC)
 		}
 	}
+	if !n.prefix.IsValid() {
+		// IPv6-only: its addresses are vmIPv6's.
+		if v.IPField != "" && v.IP != "" {
+			return "", "", vmErr(v, ipField, "%s is declared but network %s is IPv6-only (no cidr)", v.IP, n.Name)
+		}
+		return mac, "", checkDeclaredIPv6(v, n)
+	}
+	if v.IP == "" {
+		return "", "", errNoIPv4
+	}
 	addr, err := parseIPv4(v.IP)
 	if err != nil {
 		return "", "", vmErr(v, ipField, "%v", err)
@@ -885,24 +908,35 @@ func validateVM(v *VMInterface, n *network) (mac, ip string, err error) {
 	if n.gateway.IsValid() && addr == n.gateway {
 		return "", "", vmErr(v, ipField, "%s is the gateway IP of network %s", addr, n.Name)
 	}
+	return mac, addr.String(), checkDeclaredIPv6(v, n)
+}
+
+// errNoIPv4 is validateVM's answer for an interface on a network with a
+// cidr that has no IPv4 address yet (neither declared nor in status): it
+// has no port until it has one, and that is no error.
+var errNoIPv4 = errors.New("no IPv4 address yet")
+
+// checkDeclaredIPv6 checks the IPv6 addresses v's interfaces annotation
+// declares, if any, against network n.
+func checkDeclaredIPv6(v *VMInterface, n *network) error {
 	if v.IPv6Field != "" {
 		for _, s := range strings.Split(v.IPv6, ",") {
 			a, err := netip.ParseAddr(s)
 			switch {
 			case err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "":
-				return "", "", vmErr(v, v.IPv6Field, "%q is not an IPv6 address", s)
+				return vmErr(v, v.IPv6Field, "%q is not an IPv6 address", s)
 			case a.IsLinkLocalUnicast():
 				continue // status's, for port security
 			case !n.prefix6.IsValid():
-				return "", "", vmErr(v, v.IPv6Field, "%s is declared but network %s has no ipv6Cidr", a, n.Name)
+				return vmErr(v, v.IPv6Field, "%s is declared but network %s has no ipv6Cidr", a, n.Name)
 			case !n.prefix6.Contains(a) || a == n.prefix6.Addr():
-				return "", "", vmErr(v, v.IPv6Field, "%s is outside network %s's ipv6Cidr %s", a, n.Name, n.prefix6)
+				return vmErr(v, v.IPv6Field, "%s is outside network %s's ipv6Cidr %s", a, n.Name, n.prefix6)
 			case a == n.gateway6:
-				return "", "", vmErr(v, v.IPv6Field, "%s is the ipv6GatewayIp of network %s", a, n.Name)
+				return vmErr(v, v.IPv6Field, "%s is the ipv6GatewayIp of network %s", a, n.Name)
 			}
 		}
 	}
-	return mac, addr.String(), nil
+	return nil
 }
 
 // router is a router that passed its own checks.
@@ -1043,13 +1077,16 @@ func validateRouter(r *Router, nets func(string) (*network, bool)) (*router, []e
 		case !ok:
 			bad(field, "network %s is unknown (no valid NetworkAttachmentDefinition with network-config of that name)", name)
 			continue
-		case !n.gateway.IsValid():
+		case !n.gateway.IsValid() && !n.prefix.IsValid() && !n.gateway6.IsValid():
+			bad(field, "network %s has no ipv6GatewayIp for the router's port", name)
+			continue
+		case !n.gateway.IsValid() && n.prefix.IsValid():
 			bad(field, "network %s has no gatewayIp for the router's port", name)
 			continue
 		}
 		seenNet[name] = true
 		for _, other := range vr.internal {
-			if other.prefix.Overlaps(n.prefix) {
+			if n.prefix.IsValid() && other.prefix.IsValid() && other.prefix.Overlaps(n.prefix) {
 				bad(field, "network %s (%s) overlaps network %s (%s)", name, n.prefix, other.Name, other.prefix)
 			}
 			if n.prefix6.IsValid() && other.prefix6.IsValid() && other.prefix6.Overlaps(n.prefix6) {
@@ -1199,12 +1236,13 @@ func routerRows(r *router, instance string) RouterPlan {
 
 	for _, n := range r.internal {
 		lrp := RouterPortName(r.Name, n.Name)
-		bits := n.prefix.Bits()
 		port := &nbmodel.LogicalRouterPort{
 			Name:        lrp,
 			MAC:         r.mac,
-			Networks:    []string{fmt.Sprintf("%s/%d", n.gateway, bits)},
 			ExternalIDs: ids(),
+		}
+		if n.gateway.IsValid() {
+			port.Networks = []string{fmt.Sprintf("%s/%d", n.gateway, n.prefix.Bits())}
 		}
 		if n.gateway6.IsValid() {
 			port.Networks = append(port.Networks, fmt.Sprintf("%s/%d", n.gateway6, n.prefix6.Bits()))
@@ -1259,13 +1297,15 @@ func routerRows(r *router, instance string) RouterPlan {
 			if !r.EnableSNAT {
 				break
 			}
-			rp.NATs = append(rp.NATs, &nbmodel.NAT{
-				Type:              nbmodel.NATTypeSNAT,
-				ExternalIP:        r.snat.String(),
-				LogicalIP:         n.prefix.String(),
-				ExternalPortRange: SNATPortRange,
-				ExternalIDs:       ids(),
-			})
+			if n.prefix.IsValid() {
+				rp.NATs = append(rp.NATs, &nbmodel.NAT{
+					Type:              nbmodel.NATTypeSNAT,
+					ExternalIP:        r.snat.String(),
+					LogicalIP:         n.prefix.String(),
+					ExternalPortRange: SNATPortRange,
+					ExternalIDs:       ids(),
+				})
+			}
 			// NAT66 when asked; else IPv6 is routed.
 			if r.EnableIPv6SNAT && r.ext6.IsValid() && n.prefix6.IsValid() {
 				rp.NATs = append(rp.NATs, &nbmodel.NAT{

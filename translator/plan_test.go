@@ -2013,3 +2013,84 @@ func TestNameValidation(t *testing.T) {
 	s.VMs[0].Interface = "eth_1"
 	assert.Empty(t, Build(s, testInstance).Errors)
 }
+
+// TestIPv6OnlyNetwork: a network with an ipv6Cidr and no cidr is
+// IPv6-only. Its switch has VM ports addressed "MAC IPv6" (SLAAC, or what
+// status reports) and no DHCPv4; the router's port on it carries the IPv6
+// gateway alone, with advertisements, and no IPv4 SNAT is written for it.
+// An IPv4 address declared for it, a gatewayIp or ipPool without cidr, a
+// router port without ipv6GatewayIp, an IPv4 VIP or fixed IP on it are
+// named errors. A VM interface without an IPv4 address on a network with
+// a cidr has no port yet, and no error.
+func TestIPv6OnlyNetwork(t *testing.T) {
+	snap := func() *Snapshot {
+		s := dualStackFIPSnapshot()
+		b := networkNamed(t, s, "net-b")
+		b.CIDR, b.GatewayIP, b.IPPool = "", "", nil
+		s.VMs[1].IP = ""
+		return s
+	}
+	p := Build(snap(), testInstance)
+	require.Empty(t, p.Errors)
+	nb := findNetwork(p, "net-b")
+	require.NotNil(t, nb)
+	require.Len(t, nb.Ports, 1, "vm-b's")
+	var vmPort *nbmodel.LogicalSwitchPort
+	for _, lsp := range nb.Ports {
+		if lsp.Name == VMPortName("net-b", "default", "vm-b", "eth1") {
+			vmPort = lsp
+		}
+	}
+	require.NotNil(t, vmPort)
+	assert.Equal(t, []string{"50:54:00:00:00:06 fd00:20::a1b2:c3d4:e5f6:789"}, vmPort.Addresses)
+	assert.Nil(t, nb.DHCP, "no DHCPv4")
+	r1 := findRouter(p, "r1")
+	i := slices.IndexFunc(r1.Ports, func(lrp *nbmodel.LogicalRouterPort) bool { return lrp.Name == RouterPortName("r1", "net-b") })
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, []string{"fd00:20::1/64"}, r1.Ports[i].Networks)
+	assert.Equal(t, "slaac", r1.Ports[i].Ipv6RaConfigs["address_mode"])
+	var snats []string
+	for _, nat := range r1.NATs {
+		snats = append(snats, nat.LogicalIP)
+	}
+	assert.Equal(t, []string{"10.10.0.0/24"}, snats, "net-a's IPv4 only")
+
+	// No IPv4 address yet on net-a: no port, no error.
+	s := snap()
+	s.VMs[0].IP = ""
+	p = Build(s, testInstance)
+	require.Empty(t, p.Errors)
+	assert.Empty(t, findNetwork(p, "net-a").Ports)
+
+	for name, c := range map[string]struct {
+		edit func(s *Snapshot)
+		want string
+	}{
+		"gatewayIp without cidr": {func(s *Snapshot) { networkNamed(t, s, "net-b").GatewayIP = "10.20.0.1" },
+			"NetworkAttachmentDefinition default/net-b: network-config.gatewayIp is set without network-config.cidr"},
+		"ipPool without cidr": {func(s *Snapshot) { networkNamed(t, s, "net-b").IPPool = &IPPool{Start: "10.20.0.2", End: "10.20.0.9"} },
+			"NetworkAttachmentDefinition default/net-b: network-config.ipPool is set without network-config.cidr"},
+		"no ipv6GatewayIp": {func(s *Snapshot) { networkNamed(t, s, "net-b").IPv6GatewayIP = "" },
+			"VirtualRouter r1: spec.internal[1] network net-b has no ipv6GatewayIp for the router's port"},
+		"declared IPv4": {func(s *Snapshot) {
+			s.VMs[1].IP, s.VMs[1].IPField = "10.20.0.6", "metadata.annotations[interfaces][net-b].ipAddress"
+		}, "VirtualMachineInstance default/vm-b: metadata.annotations[interfaces][net-b].ipAddress 10.20.0.6 is declared but network net-b is IPv6-only (no cidr)"},
+		"IPv4 VIP": {func(s *Snapshot) {
+			s.LoadBalancers = []LoadBalancer{{Name: "web", ID: "web", Network: "net-b", VIP: "10.20.0.100", Rules: []LBRule{{Protocol: "tcp", PortMin: 80}}, Created: t0}}
+		}, "LoadBalancer web: spec.vip 10.20.0.100 is IPv4 and network net-b is IPv6-only (no cidr)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := snap()
+			c.edit(s)
+			p := Build(s, testInstance)
+			var got []string
+			got = append(got, errTexts(p.Errors)...)
+			for _, lb := range p.LoadBalancers {
+				if !lb.Ready {
+					got = append(got, lb.Reason)
+				}
+			}
+			assert.Contains(t, got, c.want)
+		})
+	}
+}

@@ -586,6 +586,9 @@ func (in *Input) plannedVMPorts(n *network, held Held) (ports *netVMPorts, memoi
 			continue
 		}
 		for _, k := range []string{"MAC " + vp.mac, "IP " + vp.ip} {
+			if k == "IP " {
+				continue // IPv6-only
+			}
 			if _, dup := claimed[k]; dup {
 				clean = false
 			}

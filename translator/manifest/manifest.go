@@ -546,8 +546,9 @@ func (s *Set) applyVMI(where string, vmi *VirtualMachineInstance) {
 	s.Objects.VMs = append(s.Objects.VMs, ifaces...)
 }
 
-// VMInterfacesFrom returns the multus interfaces of a VMI whose MAC and IP
-// are known; notes say which were skipped and why. A VM needs its address
+// VMInterfacesFrom returns the multus interfaces of a VMI whose MAC is
+// known (its IPv4 address may not be: an IPv6-only network needs none);
+// notes say which were skipped and why. A VM needs its address
 // before it boots, for DHCP: the IP is the interfaces annotation's entry of
 // the interface's network, the MAC the spec's macAddress of the
 // interface; status.interfaces gives either when they are not declared.
@@ -636,8 +637,12 @@ func VMInterfacesFrom(vmi *VirtualMachineInstance) ([]translator.VMInterface, []
 			v.IPv6 = strings.Join(v6, ",")
 			v.IPv6Field = "metadata.annotations[" + InterfacesAnnotation + "][" + netName + "].ipv6Address"
 		}
-		if v.MAC == "" || v.IP == "" {
-			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: no MAC or IP yet (neither declared nor in status), no port", KindVMI, ns, vmi.Name, net.Name))
+		// Without an IPv4 address the interface is passed on: a port on
+		// an IPv6-only network needs none (its SLAAC address follows from
+		// the MAC), and the planner leaves out one on a network with a
+		// cidr until it has one.
+		if v.MAC == "" {
+			notes = append(notes, fmt.Sprintf("%s %s/%s interface %s: no MAC yet (neither declared nor in status), no port", KindVMI, ns, vmi.Name, net.Name))
 			continue
 		}
 		out = append(out, v)

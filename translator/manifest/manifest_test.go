@@ -589,6 +589,8 @@ status:
 `,
 		},
 		{
+			// One without an IPv4 address is passed on: on an IPv6-only
+			// network it needs none, elsewhere the planner leaves it out.
 			name: "interfaces without status are skipped with notes",
 			doc: `apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
@@ -613,11 +615,13 @@ status:
     - {name: noip, mac: "50:54:00:00:00:08"}
     - {name: eth1, mac: "50:54:00:00:00:05", ipAddress: 10.0.0.5}
 `,
-			want: []translator.VMInterface{iface(same)},
+			want: []translator.VMInterface{
+				iface(func(v *translator.VMInterface) { v.Interface, v.MAC, v.IP = "noip", "50:54:00:00:00:08", "" }),
+				iface(same),
+			},
 			notes: [][]string{
-				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface nomac", "no MAC or IP"},
-				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface noip", "no MAC or IP"},
-				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface nostatus", "no MAC or IP"},
+				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface nomac", "no MAC yet"},
+				{"vmi.yaml: document 1", KindVMI, "tenant/vm", "interface nostatus", "no MAC yet"},
 			},
 		},
 		{
