@@ -188,3 +188,38 @@ spec:
 	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: 7330, DPort: lbPort})
 	landing(t, e, members4, skip4, "the IPv4 flow through "+lbFIP+" at a member", func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 7330 })
 }
+
+// TestZonesIPv6OnlyNetwork: TestIPv6OnlyNetwork across interconnect
+// zones: net-b IPv6-only, vm-b in zone hv2, vm-a in zone hv1, router1 in
+// zone gw1. The advertisement reaches vm-b, IPv6 is routed between the
+// VMs both ways and out of gw1 and back to vm-b.
+func TestZonesIPv6OnlyNetwork(t *testing.T) {
+	e := newZoneEnv(t)
+	useDualStack(t, e, "networks.yaml", "router.yaml")
+	e.edit("networks.yaml", `"cidr": "10.20.0.0/24", "gatewayIp": "10.20.0.1", `, "")
+	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, ", "      ipAddresses: [")
+	e.sync()
+	e.ready("gw1")
+	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
+	a6, b6 := vmRef{"hv1", "vm-a", vmAMAC, slaacA(vmAMAC)}, vmRef{"hv2", "vm-b", vmBMAC, vmBIPv6}
+	send := func(sim, port string, f frame) {
+		t.Helper()
+		require.NoError(t, e.z.Inject(sim, port, frameBytes(t, f)))
+	}
+	skip := count(t, atB)
+	send("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
+	waitFor(t, atB, "router1's advertisement (zone gw1) on IPv6-only net-b (zone hv2)", skip, func(s seen) bool { return s.RA != nil })
+	skip = count(t, atA)
+	send("hv2", "vm-b", routed(b6, a6, 5200, 6920))
+	waitFor(t, atA, "vm-b (zone hv2) -> vm-a (zone hv1)", skip, arrives(b6, 5200, 6920))
+	skip = count(t, atB)
+	send("hv1", "vm-a", routed(a6, b6, 6920, 5200))
+	waitFor(t, atB, "vm-a (zone hv1) -> vm-b (zone hv2)", skip, arrives(a6, 6920, 5200))
+	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 6921})
+	waitFor(t, e.wire("gw1"), "vm-b's IPv6 datagram leaving gw1 routed", 0, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == vmBIPv6 && s.DstIP == remote6 && s.DPort == 6921
+	})
+	skip = count(t, atB)
+	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmBIPv6, TTL: 64, SPort: 6921, DPort: 41000})
+	waitFor(t, atB, "the remote's reply at vm-b (zone hv2)", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 41000 })
+}
