@@ -4,6 +4,7 @@ import (
 	byteorder "encoding/binary"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/gopacket/layers"
@@ -41,25 +42,8 @@ func TestDualStackDHCPv6(t *testing.T) {
 	useDualStack(t, e, "networks.yaml")
 	e.edit("networks.yaml", `"ipv6GatewayIp": "fd00:10::1"}`, `"ipv6GatewayIp": "fd00:10::1", "ipv6AddressMode": "dhcpv6-stateful"}`)
 	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
-	e.write("vm-c.yaml", `apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: vm-c
-  namespace: default
-  annotations:
-    interfaces: '[{"network": "net-a", "ipAddress": "`+vmLBCIP+`", "ipv6Address": "`+declaredC+`"}]'
-spec:
-  networks:
-    - name: eth1
-      multus:
-        networkName: net-a
-status:
-  nodeName: hv2
-  interfaces:
-    - name: eth1
-      mac: "`+vmLBCMAC+`"
-      ipAddress: `+vmLBCIP+`
-`)
+	e.write("vm-c.yaml", strings.Replace(vmCManifest, "  namespace: default\n", "  namespace: default\n  annotations:\n"+
+		`    interfaces: '[{"network": "net-a", "ipAddress": "`+vmLBCIP+`", "ipv6Address": "`+declaredC+`"}]'`+"\n", 1))
 	e.sync()
 	e.ready("gw1", "hv1", "hv2")
 	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")

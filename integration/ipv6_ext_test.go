@@ -115,8 +115,23 @@ func TestDualStackExternal(t *testing.T) {
 	requireNone(t, gw1, "vm-a's IPv6 datagram leaving with enableSnat false", 0, func(s seen) bool { return s.IsUDP && s.DPort == 7004 })
 }
 
-// fip6 is vm-b's IPv6 floating IP in TestDualStackFloatingIP.
-const fip6 = "2001:db8:ff::150"
+// fip6 is vm-b's IPv6 floating IP in TestDualStackFloatingIP, fip6VMB
+// its manifest.
+const (
+	fip6    = "2001:db8:ff::150"
+	fip6VMB = `apiVersion: kubevirt.io/v1
+kind: FloatingIp
+metadata:
+  name: fip6-vm-b
+spec:
+  id: fip6-vm-b
+  routerName: router1
+  networkName: public
+  floatingIp: "` + fip6 + `"
+  fixedIp: "` + vmBIPv6 + `"
+  vmName: vm-b
+`
+)
 
 // TestDualStackFloatingIP: an IPv6 floating IP bound to the address vm-b's
 // VMI reports. A neighbor solicitation for it is answered by the active
@@ -127,19 +142,7 @@ const fip6 = "2001:db8:ff::150"
 func TestDualStackFloatingIP(t *testing.T) {
 	e := newEnv(t)
 	useDualStack(t, e, "networks.yaml", "router.yaml")
-	e.write("fips.yaml", fipsManifest+`---
-apiVersion: kubevirt.io/v1
-kind: FloatingIp
-metadata:
-  name: fip6-vm-b
-spec:
-  id: fip6-vm-b
-  routerName: router1
-  networkName: public
-  floatingIp: "`+fip6+`"
-  fixedIp: "`+vmBIPv6+`"
-  vmName: vm-b
-`)
+	e.write("fips.yaml", fipsManifest+"---\n"+fip6VMB)
 	e.sync()
 	e.ready("gw1", "hv1", "hv2")
 	atB, gw1, gw2 := e.vm("hv2", "vm-b"), e.wire("gw1"), e.wire("gw2")

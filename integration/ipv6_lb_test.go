@@ -52,6 +52,46 @@ spec:
 `
 }
 
+// web6Spread checks web6 (members on tr's chassis): sixteen flows from
+// outside through fipLB6 spread over every member, each DNATed to its
+// member's own IPv6 address, and the first three stay on their member
+// when sent again; vm-b's flow to the VIP from net-b reaches a member. It
+// returns the member of the first flow (UDP 7300 -> lbPort).
+func web6Spread(t *testing.T, tr traffic, members []vmRef) vmRef {
+	t.Helper()
+	landed := func(src string, sport uint16) vmRef {
+		t.Helper()
+		skip := map[string]int{}
+		for _, m := range members {
+			skip[m.port] = count(t, tr.vm(m.chassis, m.port))
+		}
+		if src == remote6 {
+			tr.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fipLB6, TTL: 64, SPort: sport, DPort: lbPort})
+		} else {
+			require.NoError(t, tr.c.Inject("hv2", "vm-b", frameBytes(t, frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vip6, TTL: 64, SPort: sport, DPort: lbPort})))
+		}
+		m, p := landing(t, tr, members, skip, fmt.Sprintf("IPv6 flow %d at a member", sport), func(s seen) bool {
+			return s.IsUDP && s.SrcIP == src && s.SPort == sport && s.DPort == lbPort
+		})
+		assert.Equal(t, m.ip, p.DstIP, "DNATed to the member's own IPv6 address")
+		return m
+	}
+	seenBy := map[string]int{}
+	first := map[uint16]vmRef{}
+	for sport := uint16(7300); sport < 7316; sport++ {
+		m := landed(remote6, sport)
+		seenBy[m.port]++
+		first[sport] = m
+	}
+	t.Logf("IPv6 flows per member: %v", seenBy)
+	assert.Len(t, seenBy, len(members), "every member gets flows: %v", seenBy)
+	for _, sport := range []uint16{7300, 7301, 7302} {
+		assert.Equal(t, first[sport].port, landed(remote6, sport).port, "flow %d stays on its member", sport)
+	}
+	landed(vmBIPv6, 7320)
+	return first[7300]
+}
+
 // TestDualStackLoadBalancer: deploy/examples-dual-stack with vm-c on net-a
 // and load balancer web's twin web6: VIP fd00:10::100, members vm-a's and
 // vm-c's SLAAC addresses, UDP 8080, exposed through IPv6 floating IP
@@ -63,7 +103,6 @@ spec:
 func TestDualStackLoadBalancer(t *testing.T) {
 	e := newEnv(t)
 	useDualStack(t, e, "networks.yaml", "router.yaml")
-	slaac := slaacA
 	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
 	e.write("lb.yaml", lbManifests+web6Manifests("udp", ""))
 	out := e.sync()
@@ -71,45 +110,10 @@ func TestDualStackLoadBalancer(t *testing.T) {
 	e.ready("gw1", "hv1", "hv2")
 	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
 
-	members := []vmRef{{"hv1", "vm-a", vmAMAC, slaac(vmAMAC)}, {"hv2", "vm-c", vmLBCMAC, slaac(vmLBCMAC)}}
-	// landed is the member flow sport (from src) reached, DNATed to its
-	// own address.
-	landed := func(src string, sport uint16) vmRef {
-		t.Helper()
-		skip := map[string]int{}
-		for _, m := range members {
-			skip[m.port] = count(t, e.vm(m.chassis, m.port))
-		}
-		if src == remote6 {
-			e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fipLB6, TTL: 64, SPort: sport, DPort: lbPort})
-		} else {
-			require.NoError(t, e.l.Inject("hv2", "vm-b", frameBytes(t, frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vip6, TTL: 64, SPort: sport, DPort: lbPort})))
-		}
-		m, p := landing(t, e, members, skip, fmt.Sprintf("flow %d at a member", sport), func(s seen) bool {
-			return s.IsUDP && s.SrcIP == src && s.SPort == sport && s.DPort == lbPort
-		})
-		assert.Equal(t, m.ip, p.DstIP, "DNATed to the member's own IPv6 address")
-		return m
-	}
-
-	seenBy := map[string]int{}
-	first := map[uint16]string{}
-	for sport := uint16(7300); sport < 7316; sport++ {
-		m := landed(remote6, sport)
-		seenBy[m.port]++
-		first[sport] = m.port
-	}
-	t.Logf("IPv6 flows per member: %v", seenBy)
-	assert.Len(t, seenBy, 2, "every member gets flows: %v", seenBy)
-	for _, sport := range []uint16{7300, 7301, 7302} {
-		assert.Equal(t, first[sport], landed(remote6, sport).port, "flow %d stays on its member", sport)
-	}
+	members := []vmRef{{"hv1", "vm-a", vmAMAC, slaacA(vmAMAC)}, {"hv2", "vm-c", vmLBCMAC, slaacA(vmLBCMAC)}}
+	m := web6Spread(t, e.traffic, members)
 
 	// A member's reply leaves from the floating IP and the VIP's port.
-	m := members[0]
-	if first[7300] == members[1].port {
-		m = members[1]
-	}
 	skip := count(t, e.wire("gw1"))
 	require.NoError(t, e.l.Inject(m.chassis, m.port, frameBytes(t, frame{SrcMAC: m.mac, DstMAC: routerMAC, SrcIP: m.ip, DstIP: remote6, TTL: 64, SPort: lbPort, DPort: 7300})))
 	got := waitFor(t, e.wire("gw1"), "the member's IPv6 reply leaving", skip, func(s seen) bool {
@@ -118,17 +122,20 @@ func TestDualStackLoadBalancer(t *testing.T) {
 	assert.Equal(t, fipLB6, got.SrcIP, "the reply leaves from the floating IP")
 	assert.Equal(t, uint16(lbPort), got.SPort)
 
-	// From inside, another network: vm-b to the VIP.
-	landed(vmBIPv6, 7320)
+	webLands(t, e.traffic, 7330)
+}
 
-	// The IPv4 load balancer beside it, through its floating IP.
-	members4 := []vmRef{vmA, vmLBC}
-	skip4 := map[string]int{}
-	for _, m := range members4 {
-		skip4[m.port] = count(t, e.vm(m.chassis, m.port))
+// webLands checks the IPv4 load balancer web beside web6: a UDP flow
+// (sport) from outside through lbFIP reaches vm-a or vm-c.
+func webLands(t *testing.T, tr traffic, sport uint16) {
+	t.Helper()
+	members := []vmRef{vmA, vmLBC}
+	skip := map[string]int{}
+	for _, m := range members {
+		skip[m.port] = count(t, tr.vm(m.chassis, m.port))
 	}
-	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: 7330, DPort: lbPort})
-	landing(t, e, members4, skip4, "the IPv4 flow through "+lbFIP+" at a member", func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 7330 })
+	tr.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort})
+	landing(t, tr, members, skip, "the IPv4 flow through "+lbFIP+" at a member", func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == sport })
 }
 
 // TestDualStackLoadBalancerHealthCheck: web6 and web over TCP, each with

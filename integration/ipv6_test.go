@@ -192,6 +192,13 @@ func TestDualStackDeclaredIPv6(t *testing.T) {
 	requireNone(t, atB, "vm-a's datagram from its SLAAC address (not its port's)", skip, to(slaac, 6801))
 }
 
+// ipv6OnlyNetB makes useDualStack's net-b IPv6-only: its network-config
+// without cidr and gatewayIp, and vm-b reporting no IPv4 address.
+func ipv6OnlyNetB(m manifests) {
+	m.edit("networks.yaml", `"cidr": "10.20.0.0/24", "gatewayIp": "10.20.0.1", `, "")
+	m.edit("vmis.yaml", "      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, ", "      ipAddresses: [")
+}
+
 // TestIPv6OnlyNetwork: deploy/examples-dual-stack with net-b made
 // IPv6-only (its network-config without cidr and gatewayIp) and vm-b
 // reporting no IPv4 address. vm-b's router solicitation gets net-b's
@@ -201,8 +208,7 @@ func TestDualStackDeclaredIPv6(t *testing.T) {
 func TestIPv6OnlyNetwork(t *testing.T) {
 	e := newEnv(t)
 	useDualStack(t, e, "networks.yaml", "router.yaml")
-	e.edit("networks.yaml", `"cidr": "10.20.0.0/24", "gatewayIp": "10.20.0.1", `, "")
-	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, ", "      ipAddresses: [")
+	ipv6OnlyNetB(e)
 	out := e.sync()
 	assert.NotContains(t, out, "10.20.0.")
 	e.ready("gw1", "hv1", "hv2")

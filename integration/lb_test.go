@@ -26,7 +26,9 @@ const (
 
 var vmLBC = vmRef{"hv2", "vm-c", vmLBCMAC, vmLBCIP}
 
-const lbManifests = `apiVersion: kubevirt.io/v1
+// vmCManifest is VMI vm-c on net-a, on hv2; lbManifests are it, load
+// balancer web and its floating IP.
+const vmCManifest = `apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
 metadata:
   name: vm-c
@@ -42,7 +44,9 @@ status:
     - name: eth1
       mac: "` + vmLBCMAC + `"
       ipAddress: ` + vmLBCIP + `
----
+`
+
+const lbManifests = vmCManifest + `---
 apiVersion: kubevirt.io/v1
 kind: LoadBalancer
 metadata:

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"net/netip"
 	"testing"
 
@@ -98,18 +97,7 @@ func TestZonesDualStackNATAndLoadBalancer(t *testing.T) {
 	useDualStack(t, e, "networks.yaml", "router.yaml")
 	e.edit("router.yaml", "enableSnat: true", "enableSnat: true\n  enableIpv6Snat: true")
 	require.NoError(t, e.z.AddVMPort("hv2", "vm-c", vmLBCPort))
-	e.write("fips.yaml", `apiVersion: kubevirt.io/v1
-kind: FloatingIp
-metadata:
-  name: fip6-vm-b
-spec:
-  id: fip6-vm-b
-  routerName: router1
-  networkName: public
-  floatingIp: "`+fip6+`"
-  fixedIp: "`+vmBIPv6+`"
-  vmName: vm-b
-`)
+	e.write("fips.yaml", fip6VMB)
 	e.write("lb.yaml", lbManifests+web6Manifests("udp", ""))
 	out := e.sync()
 	assert.Contains(t, out, "create NAT snat fd00:10::/64")
@@ -147,46 +135,8 @@ spec:
 	assert.Equal(t, fip6, reply.SrcIP, "from its floating IP, not NAT66ed")
 
 	// web6 over members in two zones.
-	members := []vmRef{{"hv1", "vm-a", vmAMAC, vmA6}, {"hv2", "vm-c", vmLBCMAC, slaacA(vmLBCMAC)}}
-	landed := func(src string, sport uint16) vmRef {
-		t.Helper()
-		skip := map[string]int{}
-		for _, m := range members {
-			skip[m.port] = count(t, e.vm(m.chassis, m.port))
-		}
-		if src == remote6 {
-			e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fipLB6, TTL: 64, SPort: sport, DPort: lbPort})
-		} else {
-			send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vip6, TTL: 64, SPort: sport, DPort: lbPort})
-		}
-		m, p := landing(t, e, members, skip, fmt.Sprintf("IPv6 flow %d at a member", sport), func(s seen) bool {
-			return s.IsUDP && s.SrcIP == src && s.SPort == sport && s.DPort == lbPort
-		})
-		assert.Equal(t, m.ip, p.DstIP, "DNATed to the member's own IPv6 address")
-		return m
-	}
-	seenBy := map[string]int{}
-	first := map[uint16]string{}
-	for sport := uint16(7300); sport < 7316; sport++ {
-		m := landed(remote6, sport)
-		seenBy[m.port]++
-		first[sport] = m.port
-	}
-	t.Logf("IPv6 flows per member: %v", seenBy)
-	assert.Len(t, seenBy, 2, "members in both zones get flows: %v", seenBy)
-	for _, sport := range []uint16{7300, 7301, 7302} {
-		assert.Equal(t, first[sport], landed(remote6, sport).port, "flow %d stays on its member", sport)
-	}
-	landed(vmBIPv6, 7320)
-
-	// The IPv4 load balancer beside it.
-	members4 := []vmRef{vmA, vmLBC}
-	skip4 := map[string]int{}
-	for _, m := range members4 {
-		skip4[m.port] = count(t, e.vm(m.chassis, m.port))
-	}
-	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: 7330, DPort: lbPort})
-	landing(t, e, members4, skip4, "the IPv4 flow through "+lbFIP+" at a member", func(s seen) bool { return s.IsUDP && s.SrcIP == remoteIP && s.SPort == 7330 })
+	web6Spread(t, e.traffic, []vmRef{{"hv1", "vm-a", vmAMAC, vmA6}, {"hv2", "vm-c", vmLBCMAC, slaacA(vmLBCMAC)}})
+	webLands(t, e.traffic, 7330)
 }
 
 // TestZonesIPv6OnlyNetwork: TestIPv6OnlyNetwork across interconnect
@@ -196,8 +146,7 @@ spec:
 func TestZonesIPv6OnlyNetwork(t *testing.T) {
 	e := newZoneEnv(t)
 	useDualStack(t, e, "networks.yaml", "router.yaml")
-	e.edit("networks.yaml", `"cidr": "10.20.0.0/24", "gatewayIp": "10.20.0.1", `, "")
-	e.edit("vmis.yaml", "      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, ", "      ipAddresses: [")
+	ipv6OnlyNetB(e)
 	e.sync()
 	e.ready("gw1")
 	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
