@@ -20,7 +20,7 @@ build:
 # bin/kubevirt-ovn-image.tar (IMAGE, default kubevirt-ovn:latest; a static
 # binary for IMAGE_ARCH, default this machine's) for `docker load -i`,
 # `podman load -i` or `kind load image-archive`. deploy/Containerfile builds
-# the same image with an engine (README, "The image").
+# the same image with an engine (deploy/README.md, "The image").
 IMAGE      ?= kubevirt-ovn:latest
 IMAGE_ARCH ?=
 image:

@@ -335,7 +335,7 @@ var ovnkFacts = []struct {
 	// fails on one without ("port group doesn't have expected
 	// ExternalID[name]"), failing the start. SyncACLs also moves every
 	// ACL of tier 0 to tier 2: nbmodel has no tier (23.03's schema), so
-	// the neighbour does not (README). v1.1.0 on have none of these.
+	// the neighbour does not (deploy/ovn-kubernetes-audit.md). v1.1.0 on have none of these.
 	{"syncDb v1.0.0", func(v *ovnkView, _ ovnkZone, a *ovnkActs) {
 		for _, as := range v.addrSets {
 			if as.ExternalIDs[ovnkControllerKey] != "" {

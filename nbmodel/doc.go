@@ -14,7 +14,7 @@
 // connect, has it (see translator/ovn).
 //
 // The generated files are never edited by hand: `make generate` rewrites
-// them and `make test` fails when they drift. See README.md.
+// them and `make test` fails when they drift. See nbmodel/README.md.
 package nbmodel
 
 //go:generate sh -c "jq -n '[inputs] | .[0].tables.Static_MAC_Binding = .[1].tables.Static_MAC_Binding | .[0]' ../integration/testdata/schemas/ovn-nb-22.03.ovsschema ../integration/testdata/schemas/ovn-nb-22.12.ovsschema > ovn-nb.ovsschema"

@@ -44,8 +44,8 @@ const (
 // interconnect mode ours carry other_config:requested-tnl-key. Every
 // reader of the key in ovn-kubernetes v1.0.0 to master either compares it
 // with one of its networks' names or also needs k8s.ovn.org/role or
-// k8s.ovn.org/topology, which we never set (README, "Beside
-// ovn-kubernetes").
+// k8s.ovn.org/topology, which we never set (deploy/README.md,
+// "Beside ovn-kubernetes").
 const (
 	KeyOVNKNetwork   = "k8s.ovn.org/network"
 	NotAnOVNKNetwork = "kubevirt-ovn/not-ovn-kubernetes"
@@ -64,7 +64,7 @@ const (
 // syncer failed on our groups, failing its start. Every reader
 // of the key in ovn-kubernetes v1.0.0 to master compares it with one of
 // its controllers' names, or needs a k8s.ovn.org/owner-type we never set
-// (README, "What ovn-kubernetes' own code does to our rows").
+// (deploy/ovn-kubernetes-audit.md).
 const KeyOVNKOwnerController = "k8s.ovn.org/owner-controller"
 
 // PolicyIDs are the external_ids of a Port_Group, ACL or Address_Set of

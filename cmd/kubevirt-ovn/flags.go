@@ -217,7 +217,7 @@ func defaultDenyFlag(fs *pflag.FlagSet, v *bool) {
 
 func moveNudgeFlag(fs *pflag.FlagSet, v *bool) {
 	fs.BoolVar(v, "move-nudge", true, "after moving gateway ports away from chassis that still run, wait until the SB binds each on its new chassis and rewrite NB_Global options:"+kvnb.BFDMultOption+
-		" with the same value, so that the old gateways drop the ports' flows; only on an OVN whose ovn-controller keeps a moved port's flows on its old gateway (before 23.09.1 and 24.03.0; see README); false: never")
+		" with the same value, so that the old gateways drop the ports' flows; only on an OVN whose ovn-controller keeps a moved port's flows on its old gateway (before 23.09.1 and 24.03.0; see translator/gateways.md); false: never")
 }
 
 // klogFlags defines klog's flags (--v, --vmodule, --log-file, ...), with
