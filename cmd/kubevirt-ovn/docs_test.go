@@ -225,6 +225,7 @@ var otherTools = []string{
 	"wait",         // ovn-nbctl
 	"enable-dummy", // ovs-vswitchd
 	"library-path", // ld.so
+	"set",          // helm
 }
 
 // TestMarkdownFlags: a flag the documentation names as kubevirt-ovn's is
