@@ -243,6 +243,20 @@ func TestMarkdownFlags(t *testing.T) {
 	}
 }
 
+// TestMarkdownNamesNoDeveloperPath: the documentation names no path of a
+// developer's machine (a home, /root, a workspace): a reader has none.
+func TestMarkdownNamesNoDeveloperPath(t *testing.T) {
+	for _, file := range markdownFiles(t) {
+		for _, l := range readMarkdown(t, file) {
+			if m := developerPathRE.FindString(l.text); m != "" {
+				t.Errorf("%s:%d: names %s, a path of a developer's machine", file, l.n, m)
+			}
+		}
+	}
+}
+
+var developerPathRE = regexp.MustCompile("(^|[\\s(`\"'])(/home/|/root/|/work/|/Users/)[^\\s)`\"']*")
+
 // TestDocChecksCatch: the checks see a dead link, a missing heading and a
 // flag the binary does not have.
 func TestDocChecksCatch(t *testing.T) {
@@ -256,4 +270,6 @@ func TestDocChecksCatch(t *testing.T) {
 	assert.False(t, binaryFlags()["no-such-flag"])
 	assert.True(t, binaryFlags()["from-file"])
 	assert.Equal(t, "see ", stripCode("see `[x](y)`"))
+	assert.Equal(t, "(/work/shared/x.md", developerPathRE.FindString("as in (/work/shared/x.md) says"))
+	assert.Empty(t, developerPathRE.FindString("unix:/proc/PID/root/run/ovn/ovnnb_db.sock and /tmp/x"))
 }
