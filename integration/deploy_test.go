@@ -36,8 +36,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
@@ -367,14 +365,7 @@ func decodeDocs(t *testing.T, decoder runtime.Decoder, where string, data []byte
 // more, no fewer, field for field: the checks above hold for what
 // `kubectl apply -k` sends.
 func sameAsKustomize(t *testing.T, decoder runtime.Decoder, dir string, objs []object) {
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	require.NoError(t, err, "kustomize build %s", dir)
-	out, err := res.AsYaml()
-	require.NoError(t, err)
-	built := map[string]runtime.Object{}
-	for _, d := range decodeDocs(t, decoder, "kustomize build "+dir, out) {
-		built[d.id] = d.obj
-	}
+	built := objectsByID(t, decoder, "kustomize build "+dir, kustomizeBuild(t, dir))
 	ours := map[string]runtime.Object{}
 	for _, o := range objs {
 		ours[o.kind+" "+o.namespace+"/"+o.name] = o.obj
