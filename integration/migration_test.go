@@ -167,6 +167,17 @@ func startMigration(t *testing.T) *env {
 	st := kubevirtOVN(t, "status", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint())
 	require.Equal(t, 0, st.code, st.stderr)
 	assert.Regexp(t, `VM ports on two chassis \(live migrations\):\n +PORT +VMI +SOURCE +TARGET +ON THE TARGET *\n +`+vmAPort+` +default/vm-a +hv1 +hv2 +blocked until the VM's RARP there`, st.stdout)
+	js := kubevirtOVN(t, "status", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "-o", "json")
+	require.Equal(t, 0, js.code, js.stderr)
+	assert.Contains(t, js.stdout, `"migrations": [
+    {
+      "port": "`+vmAPort+`",
+      "vmi": "default/vm-a",
+      "source": "hv1",
+      "target": "hv2",
+      "blockedUntilRARP": true
+    }
+  ]`)
 	skip, skipSrc := count(t, dst), count(t, src)
 	e.toVMA(5702)
 	waitFor(t, src, "vm-a's traffic at its source during the migration", skipSrc, toPort(5702))

@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/stdr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gatewaystate"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
@@ -58,6 +55,7 @@ func (f *gatewayFlags) open(cmd *cobra.Command) (*gatewaystate.State, context.Co
 
 func newStatusCmd() *cobra.Command {
 	var f gatewayFlags
+	var output string
 	cmd := &cobra.Command{
 		Use:     "status --nb ADDR --sb ADDR [flags]",
 		GroupID: "gateways",
@@ -69,13 +67,16 @@ routers whose internal IPv6 is routed (no enableIpv6Snat), the routes the upstre
 (each internal ipv6Cidr via the router's spec.external.ipv6); then the routers per gateway chassis (primary / active) and the physical networks each maps; then the
 VM ports bound to two chassis (live migrations: source, target, and whether the target waits
 for the VM's RARP), and, on an OVN release whose ovn-controller may miss a migration's dual
-binding, the chassis that are exposed to it. It reads one central NB and SB.`,
-		Example: `  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642`,
-		Args:    noArgs,
-		RunE:    runE(func(cmd *cobra.Command) error { return runStatus(cmd, &f) }),
+binding, the chassis that are exposed to it. It reads one central NB and SB. -o json or
+-o yaml prints the same as one object for tools.`,
+		Example: `  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642
+  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642 -o json`,
+		Args: noArgs,
+		RunE: runE(func(cmd *cobra.Command) error { return runStatus(cmd, &f, output) }),
 	}
 	var g flagGroups
-	f.add(&g)
+	opts := f.add(&g)
+	opts.StringVarP(&output, "output", "o", "text", "print as `FORMAT`: text, json or yaml (the same fields)")
 	g.install(cmd)
 	return cmd
 }
@@ -105,85 +106,19 @@ and writes one central NB and reads its SB.`,
 
 // runStatus prints, per router, its gateway order as the NB holds it and
 // the chassis its gateway port is active on now (SB), then the primaries
-// per gateway chassis.
-func runStatus(cmd *cobra.Command, f *gatewayFlags) error {
-	stdout := cmd.OutOrStdout()
+// per gateway chassis and the live migrations (statusReport), as text,
+// JSON or YAML.
+func runStatus(cmd *cobra.Command, f *gatewayFlags, output string) error {
+	if !slices.Contains(statusOutputs, output) {
+		return usageErrorf("--output %q is none of %s", output, strings.Join(statusOutputs, ", "))
+	}
 	g, _, cancel, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 	defer g.Close()
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTER\tSNAT IP\tPRIMARY\tFAILOVER\tACTIVE\t")
-	for _, a := range g.Routers {
-		primary := a.Order[0]
-		if a.Pinned {
-			primary += " (spec.gateway)"
-		}
-		failover := strings.Join(a.Order[1:], ",")
-		if failover == "" {
-			failover = "-"
-		}
-		active := g.Active[a.Router]
-		switch {
-		case active == "":
-			active = "- (not bound)"
-		case active != a.Order[0]:
-			active += " (failed over)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", a.Router, g.SNATIP[a.Router], primary, failover, active)
-	}
-	tw.Flush()
-	if len(g.Upstream) > 0 {
-		fmt.Fprintln(stdout)
-		fmt.Fprintln(stdout, "IPv6 routed (no NAT66): routes the upstream router needs:")
-		for _, r := range slices.Sorted(maps.Keys(g.Upstream)) {
-			u := g.Upstream[r]
-			for _, p := range u.Prefixes {
-				fmt.Fprintf(stdout, "  %-20s %s via %s\n", r, p, u.Via)
-			}
-		}
-	}
-	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "routers per gateway chassis (primary / active):")
-	for _, c := range g.Loads() {
-		maps := strings.Join(c.Physnets, ",")
-		if maps == "" {
-			maps = "no physical network"
-		}
-		fmt.Fprintf(stdout, "  %-20s %d / %d   maps %s\n", c.Name, c.Primaries, c.Active, maps)
-	}
-	if len(g.Migrations) > 0 {
-		fmt.Fprintln(stdout)
-		fmt.Fprintln(stdout, "VM ports on two chassis (live migrations):")
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  PORT\tVMI\tSOURCE\tTARGET\tON THE TARGET\t")
-		for _, m := range g.Migrations {
-			on := "receives (no activation strategy)"
-			if m.Blocked {
-				on = "blocked until the VM's RARP there"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", m.Port, m.VMI, m.Source, m.Target, on)
-		}
-		tw.Flush()
-	}
-	if bug, fixed := translator.MonitorConditionBug(g.Release); bug {
-		var exposed []string
-		for _, c := range g.Chassis {
-			if !c.MonitorAll {
-				exposed = append(exposed, c.Name)
-			}
-		}
-		if len(exposed) > 0 {
-			fmt.Fprintln(stdout)
-			fmt.Fprintf(stdout, "OVN %s (ovn-northd): a live migration's target whose interface was plugged before its dual\n"+
-				"binding may never see it, and the VM is unreachable until the migration completes (fixed in\n"+
-				"%s). Set external_ids:ovn-monitor-all=true in the Open_vSwitch table of these chassis, or\n"+
-				"upgrade OVN: %s\n", g.Release, fixed, strings.Join(exposed, ", "))
-		}
-	}
-	return nil
+	return newStatusReport(g).write(cmd.OutOrStdout(), output)
 }
 
 // runRebalance computes the moves that even out the primaries over the

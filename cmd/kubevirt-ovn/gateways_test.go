@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
@@ -93,6 +94,28 @@ routers per gateway chassis (primary / active):
   gw1                  4 / 1   maps physnet1
   gw2                  0 / 2   maps physnet1
 `, st.stdout)
+
+	// The same for tools: -o json and -o yaml, one object.
+	want := statusReport{
+		Routers: []routerStatus{
+			{Name: "ra", SNATIP: "172.16.0.10", Primary: "gw1", Pinned: true, Failover: []string{"gw2"}, Active: "gw1"},
+			{Name: "rb", SNATIP: "172.16.0.11", Primary: "gw1", Failover: []string{"gw2"}, Active: "gw2", FailedOver: true},
+			{Name: "rc", SNATIP: "172.16.0.12", Primary: "gw1", Failover: []string{"gw2"}, Active: "gw2", FailedOver: true},
+			{Name: "rd", SNATIP: "172.16.0.13", Primary: "gw1", Failover: []string{"gw2"}},
+		},
+		GatewayChassis: []chassisStatus{{Name: "gw1", Primaries: 4, Active: 1, Physnets: []string{"physnet1"}}, {Name: "gw2", Active: 2, Physnets: []string{"physnet1"}}},
+	}
+	for _, format := range []string{"json", "yaml"} {
+		out := cliBounded(t, "status", "--nb", nb, "--sb", sb, "-o", format)
+		require.Equal(t, 0, out.code, out.stderr)
+		var got statusReport
+		require.NoError(t, yaml.UnmarshalStrict([]byte(out.stdout), &got), "%s:\n%s", format, out.stdout)
+		assert.Equal(t, want, got, format)
+	}
+	assert.Contains(t, cliBounded(t, "status", "--nb", nb, "--sb", sb, "-o", "json").stdout, `"failedOver": true`)
+	bad := cliBounded(t, "status", "--nb", nb, "--sb", sb, "--output", "xml")
+	assert.Equal(t, exitUsage, bad.code)
+	assert.Contains(t, bad.stderr, `--output "xml" is none of text, json, yaml`)
 
 	dry := cliBounded(t, "rebalance", "--nb", nb, "--sb", sb, "--dry-run")
 	require.Equal(t, 0, dry.code, dry.stderr)

@@ -5,7 +5,7 @@
 //	kubevirt-ovn run        --nb ADDR [--sb ADDR] [--kubeconfig PATH | --from-file PATH...]
 //	kubevirt-ovn allocator  [--kubeconfig PATH] --namespace NS
 //	kubevirt-ovn zone-agent --zone-nb ADDR --zone-sb ADDR [--kubeconfig PATH]
-//	kubevirt-ovn status     --nb ADDR --sb ADDR
+//	kubevirt-ovn status     --nb ADDR --sb ADDR [-o text|json|yaml]
 //	kubevirt-ovn rebalance  --nb ADDR --sb ADDR [--dry-run]
 //	kubevirt-ovn version
 //	kubevirt-ovn completion bash|zsh|fish|powershell
