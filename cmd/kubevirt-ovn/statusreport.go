@@ -85,23 +85,14 @@ func newStatusReport(g *gatewaystate.State) *statusReport {
 		rs := routerStatus{Name: a.Router, SNATIP: g.SNATIP[a.Router], Primary: a.Order[0], Pinned: a.Pinned,
 			Failover: slices.Clone(a.Order[1:]), Active: g.Active[a.Router]}
 		rs.FailedOver = rs.Active != "" && rs.Active != rs.Primary
-		if u, ok := g.Upstream[a.Router]; ok {
-			for _, p := range u.Prefixes {
-				rs.UpstreamRoutes = append(rs.UpstreamRoutes, upstreamRoute{Prefix: p, Via: u.Via})
-			}
-		}
+		rs.UpstreamRoutes = upstreamRoutes(g, a.Router)
 		r.Routers = append(r.Routers, rs)
 	}
 	// A router with routed IPv6 but no gateway order yet still needs its
 	// upstream routes said.
 	for _, name := range slices.Sorted(maps.Keys(g.Upstream)) {
 		if !slices.ContainsFunc(r.Routers, func(rs routerStatus) bool { return rs.Name == name }) {
-			u := g.Upstream[name]
-			rs := routerStatus{Name: name, SNATIP: g.SNATIP[name]}
-			for _, p := range u.Prefixes {
-				rs.UpstreamRoutes = append(rs.UpstreamRoutes, upstreamRoute{Prefix: p, Via: u.Via})
-			}
-			r.Routers = append(r.Routers, rs)
+			r.Routers = append(r.Routers, routerStatus{Name: name, SNATIP: g.SNATIP[name], UpstreamRoutes: upstreamRoutes(g, name)})
 		}
 	}
 	for _, c := range g.Loads() {
@@ -122,6 +113,17 @@ func newStatusReport(g *gatewaystate.State) *statusReport {
 		}
 	}
 	return r
+}
+
+// upstreamRoutes are the routes the upstream router needs for router's
+// routed internal IPv6, none when it has none.
+func upstreamRoutes(g *gatewaystate.State, router string) []upstreamRoute {
+	var out []upstreamRoute
+	u := g.Upstream[router]
+	for _, p := range u.Prefixes {
+		out = append(out, upstreamRoute{Prefix: p, Via: u.Via})
+	}
+	return out
 }
 
 // statusOutputs are the values of status -o.
