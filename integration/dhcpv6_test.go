@@ -48,18 +48,14 @@ func TestDualStackDHCPv6(t *testing.T) {
 	e.ready("gw1", "hv1", "hv2")
 	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
 	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
-	send := func(sim, port string, f frame) {
-		t.Helper()
-		require.NoError(t, e.l.Inject(sim, port, frameBytes(t, f)))
-	}
 
 	// The advertisements' flags.
 	skip := count(t, atA)
-	send("hv1", "vm-a", wire.RouterSolicitation(vmAMAC))
+	e.vmSends("hv1", "vm-a", wire.RouterSolicitation(vmAMAC))
 	ra := waitFor(t, atA, "router1's advertisement on net-a", skip, func(s seen) bool { return s.RA != nil })
 	assert.Equal(t, uint8(0x80), ra.RA.Flags&0xc0, "net-a (dhcpv6-stateful): managed")
 	skip = count(t, atB)
-	send("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
+	e.vmSends("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
 	ra = waitFor(t, atB, "router1's advertisement on net-b", skip, func(s seen) bool { return s.RA != nil })
 	assert.Equal(t, uint8(0x40), ra.RA.Flags&0xc0, "net-b (dhcpv6-stateless): other configuration")
 
@@ -90,20 +86,20 @@ func TestDualStackDHCPv6(t *testing.T) {
 	}
 
 	skip = count(t, atA)
-	send("hv1", "vm-a", wire.DHCPv6(vmAMAC, layers.DHCPv6MsgTypeSolicit, 0x0a0b0c, 7))
+	e.vmSends("hv1", "vm-a", wire.DHCPv6(vmAMAC, layers.DHCPv6MsgTypeSolicit, 0x0a0b0c, 7))
 	checkAddress("advertise", reply(atA, "the advertise to vm-a's solicit", skip, layers.DHCPv6MsgTypeAdverstise, 0x0a0b0c), vmAMAC, vmA6, 7)
 	skip = count(t, atA)
-	send("hv1", "vm-a", wire.DHCPv6(vmAMAC, layers.DHCPv6MsgTypeRequest, 0x0a0b0d, 7))
+	e.vmSends("hv1", "vm-a", wire.DHCPv6(vmAMAC, layers.DHCPv6MsgTypeRequest, 0x0a0b0d, 7))
 	checkAddress("reply", reply(atA, "the reply to vm-a's request", skip, layers.DHCPv6MsgTypeReply, 0x0a0b0d), vmAMAC, vmA6, 7)
 
 	// vm-c's declared address, not its EUI-64 one.
 	atC := e.vm("hv2", "vm-c")
 	skip = count(t, atC)
-	send("hv2", "vm-c", wire.DHCPv6(vmLBCMAC, layers.DHCPv6MsgTypeSolicit, 0x0c0d0e, 9))
+	e.vmSends("hv2", "vm-c", wire.DHCPv6(vmLBCMAC, layers.DHCPv6MsgTypeSolicit, 0x0c0d0e, 9))
 	checkAddress("advertise to vm-c", reply(atC, "the advertise to vm-c's solicit", skip, layers.DHCPv6MsgTypeAdverstise, 0x0c0d0e), vmLBCMAC, declaredC, 9)
 
 	skip = count(t, atB)
-	send("hv2", "vm-b", wire.DHCPv6(vmBMAC, layers.DHCPv6MsgTypeInformationRequest, 0x0b0c0d, 0))
+	e.vmSends("hv2", "vm-b", wire.DHCPv6(vmBMAC, layers.DHCPv6MsgTypeInformationRequest, 0x0b0c0d, 0))
 	info := reply(atB, "the reply to vm-b's information request", skip, layers.DHCPv6MsgTypeReply, 0x0b0c0d)
 	assert.Equal(t, translator.DHCPServerMAC("net-b"), info.SrcMAC)
 	assert.Equal(t, "2001:4860:4860::8844", net.IP(dhcpv6Option(info.DHCPv6, layers.DHCPv6OptDNSServers)).String(), "net-b's DNS server")

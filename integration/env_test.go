@@ -226,6 +226,12 @@ func (p traffic) send(sim, port, srcMAC, srcIP string, sport, dport uint16) {
 	require.NoError(p.t, p.c.Inject(sim, port, frameBytes(p.t, f)))
 }
 
+// vmSends puts frame f on VM port port of chassis sim, as the VM sends it.
+func (p traffic) vmSends(sim, port string, f frame) {
+	p.t.Helper()
+	require.NoError(p.t, p.c.Inject(sim, port, frameBytes(p.t, f)))
+}
+
 // inject puts a frame on gateway gw's external wire.
 func (p traffic) inject(gw string, f frame) {
 	p.t.Helper()

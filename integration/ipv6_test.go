@@ -135,35 +135,31 @@ func TestDualStackRouting(t *testing.T) {
 	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
 	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
 
-	send := func(sim, port string, f frame) {
-		t.Helper()
-		require.NoError(t, e.l.Inject(sim, port, frameBytes(t, f)))
-	}
 	to := func(src, dst string, dport uint16) func(seen) bool {
 		return func(s seen) bool { return s.IsUDP && s.SrcIP == src && s.DstIP == dst && s.DPort == dport }
 	}
 
 	skip := count(t, atB)
-	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6601})
+	e.vmSends("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6601})
 	got := waitFor(t, atB, "vm-a's IPv6 datagram at vm-b", skip, to(vmA6, vmBIPv6, 6601))
 	assert.Equal(t, routerMAC, got.SrcMAC)
 	assert.Equal(t, vmBMAC, got.DstMAC)
 	assert.Equal(t, uint8(63), got.TTL, "hop limit decremented once")
 
 	skip = count(t, atA)
-	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vmA6, TTL: 64, SPort: 41000, DPort: 6602})
+	e.vmSends("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vmA6, TTL: 64, SPort: 41000, DPort: 6602})
 	waitFor(t, atA, "vm-b's IPv6 datagram, from the address its VMI reports, at vm-a", skip, to(vmBIPv6, vmA6, 6602))
 
 	// The IPv4 half, on the same VMs.
 	skip = count(t, atB)
-	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmAIP, DstIP: vmBIP, TTL: 64, SPort: 41000, DPort: 6603})
+	e.vmSends("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmAIP, DstIP: vmBIP, TTL: 64, SPort: 41000, DPort: 6603})
 	waitFor(t, atB, "vm-a's IPv4 datagram at vm-b", skip, to(vmAIP, vmBIP, 6603))
 
 	// Port security: another source address of the /64 is dropped.
 	const spoofed = "fd00:10::bad"
 	skip = count(t, atB)
-	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: spoofed, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6604})
-	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6605})
+	e.vmSends("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: spoofed, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6604})
+	e.vmSends("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6605})
 	waitFor(t, atB, "vm-a's datagram after the spoofed one", skip, to(vmA6, vmBIPv6, 6605))
 	requireNone(t, atB, "a datagram from an address that is not vm-a's", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == spoofed })
 }
@@ -199,6 +195,31 @@ func ipv6OnlyNetB(m manifests) {
 	m.edit("vmis.yaml", "      ipAddress: 10.20.0.6\n      ipAddresses: [10.20.0.6, ", "      ipAddresses: [")
 }
 
+// ipv6OnlyPaths: with net-b IPv6-only (ipv6OnlyNetB), IPv6 is routed
+// between vm-b and vm-a both ways, and vm-b's datagram leaves gw1 routed
+// to the peer and the remote's reply reaches vm-b (flows to ports base
+// and base+1).
+func ipv6OnlyPaths(t *testing.T, tr traffic, base uint16) {
+	t.Helper()
+	atA, atB := tr.vm("hv1", "vm-a"), tr.vm("hv2", "vm-b")
+	a6, b6 := vmRef{"hv1", "vm-a", vmAMAC, slaacA(vmAMAC)}, vmRef{"hv2", "vm-b", vmBMAC, vmBIPv6}
+	skip := count(t, atA)
+	tr.vmSends("hv2", "vm-b", routed(b6, a6, 5100, base))
+	waitFor(t, atA, "vm-b (IPv6-only net-b) -> vm-a", skip, arrives(b6, 5100, base))
+	skip = count(t, atB)
+	tr.vmSends("hv1", "vm-a", routed(a6, b6, base, 5100))
+	waitFor(t, atB, "vm-a -> vm-b (IPv6-only net-b)", skip, arrives(a6, base, 5100))
+
+	tr.vmSends("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: base + 1})
+	got := waitFor(t, tr.wire("gw1"), "vm-b's IPv6 datagram leaving gw1 routed", 0, func(s seen) bool {
+		return s.IsUDP && s.SrcIP == vmBIPv6 && s.DstIP == remote6 && s.DPort == base+1
+	})
+	assert.Equal(t, peerMAC, got.DstMAC)
+	skip = count(t, atB)
+	tr.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmBIPv6, TTL: 64, SPort: base + 1, DPort: 41000})
+	waitFor(t, atB, "the remote's reply at vm-b", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 41000 })
+}
+
 // TestIPv6OnlyNetwork: deploy/examples-dual-stack with net-b made
 // IPv6-only (its network-config without cidr and gatewayIp) and vm-b
 // reporting no IPv4 address. vm-b's router solicitation gets net-b's
@@ -213,16 +234,9 @@ func TestIPv6OnlyNetwork(t *testing.T) {
 	assert.NotContains(t, out, "10.20.0.")
 	e.ready("gw1", "hv1", "hv2")
 	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", "kv-net-b_default_vm-b_eth1", "up=true")
-	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
-	vmA6 := slaacA(vmAMAC)
-	a6, b6 := vmRef{"hv1", "vm-a", vmAMAC, vmA6}, vmRef{"hv2", "vm-b", vmBMAC, vmBIPv6}
-	send := func(sim, port string, f frame) {
-		t.Helper()
-		require.NoError(t, e.l.Inject(sim, port, frameBytes(t, f)))
-	}
-
+	atB := e.vm("hv2", "vm-b")
 	skip := count(t, atB)
-	send("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
+	e.vmSends("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
 	ra := waitFor(t, atB, "router1's advertisement on IPv6-only net-b", skip, func(s seen) bool { return s.RA != nil })
 	var prefixes []string
 	for _, o := range ra.RA.Options {
@@ -232,21 +246,7 @@ func TestIPv6OnlyNetwork(t *testing.T) {
 	}
 	assert.Equal(t, []string{"fd00:20::/64"}, prefixes)
 
-	skip = count(t, atA)
-	send("hv2", "vm-b", routed(b6, a6, 5100, 6900))
-	waitFor(t, atA, "vm-b (IPv6-only net-b) -> vm-a", skip, arrives(b6, 5100, 6900))
-	skip = count(t, atB)
-	send("hv1", "vm-a", routed(a6, b6, 6900, 5100))
-	waitFor(t, atB, "vm-a -> vm-b (IPv6-only net-b)", skip, arrives(a6, 6900, 5100))
-
-	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 6910})
-	got := waitFor(t, e.wire("gw1"), "vm-b's IPv6 datagram leaving gw1 routed", 0, func(s seen) bool {
-		return s.IsUDP && s.SrcIP == vmBIPv6 && s.DstIP == remote6 && s.DPort == 6910
-	})
-	assert.Equal(t, peerMAC, got.DstMAC)
-	skip = count(t, atB)
-	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmBIPv6, TTL: 64, SPort: 6910, DPort: 41000})
-	waitFor(t, atB, "the remote's reply at vm-b", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 41000 })
+	ipv6OnlyPaths(t, e.traffic, 6900)
 
 	// IPv4: vm-b has none; vm-a's leaves SNATed as ever (the barrier).
 	e.send("hv2", "vm-b", vmBMAC, "10.20.0.6", 41001, 6911)

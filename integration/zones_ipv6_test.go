@@ -25,13 +25,9 @@ func TestZonesDualStack(t *testing.T) {
 	e.ready("gw1")
 	vmA6 := translator.SLAACAddress(netip.MustParsePrefix("fd00:10::/64"), vmAMAC).String()
 	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
-	send := func(sim, port string, f frame) {
-		t.Helper()
-		require.NoError(t, e.z.Inject(sim, port, frameBytes(t, f)))
-	}
 
 	skip := count(t, atA)
-	send("hv1", "vm-a", wire.RouterSolicitation(vmAMAC))
+	e.vmSends("hv1", "vm-a", wire.RouterSolicitation(vmAMAC))
 	ra := waitFor(t, atA, "router1's advertisement (zone gw1) to vm-a (zone hv1)", skip, func(s seen) bool { return s.RA != nil })
 	assert.Equal(t, routerMAC, ra.SrcMAC)
 
@@ -39,15 +35,15 @@ func TestZonesDualStack(t *testing.T) {
 		return func(s seen) bool { return s.IsUDP && s.SrcIP == src && s.DstIP == dst && s.DPort == dport }
 	}
 	skip = count(t, atB)
-	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6701})
+	e.vmSends("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: vmBIPv6, TTL: 64, SPort: 41000, DPort: 6701})
 	got := waitFor(t, atB, "vm-a's IPv6 datagram (zone hv1) at vm-b (zone hv2)", skip, udp6(vmA6, vmBIPv6, 6701))
 	assert.Equal(t, routerMAC, got.SrcMAC)
 	assert.Equal(t, uint8(63), got.TTL)
 	skip = count(t, atA)
-	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vmA6, TTL: 64, SPort: 41000, DPort: 6702})
+	e.vmSends("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vmA6, TTL: 64, SPort: 41000, DPort: 6702})
 	waitFor(t, atA, "vm-b's IPv6 datagram (zone hv2) at vm-a (zone hv1)", skip, udp6(vmBIPv6, vmA6, 6702))
 
-	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6, TTL: 64, SPort: 41001, DPort: 6703})
+	e.vmSends("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6, TTL: 64, SPort: 41001, DPort: 6703})
 	out := waitFor(t, e.wire("gw1"), "vm-a's IPv6 datagram leaving gw1 routed", 0, udp6(vmA6, remote6, 6703))
 	assert.Equal(t, peerMAC, out.DstMAC)
 	skip = count(t, atA)
@@ -69,14 +65,14 @@ func TestZonesDualStack(t *testing.T) {
 	a6 := vmRef{"hv1", "vm-a", vmAMAC, vmA6}
 	b6 := vmRef{"hv2", "vm-b", vmBMAC, vmBIPv6}
 	skip = count(t, atA)
-	send("hv2", "vm-b", routed(b6, a6, 5030, 90))
+	e.vmSends("hv2", "vm-b", routed(b6, a6, 5030, 90))
 	waitFor(t, atA, "vm-b (zone hv2, sg-client) -> vm-a (zone hv1) udp6/90", skip, arrives(b6, 5030, 90))
 	skip = count(t, atB)
-	send("hv1", "vm-a", routed(a6, b6, 90, 5030))
+	e.vmSends("hv1", "vm-a", routed(a6, b6, 90, 5030))
 	waitFor(t, atB, "vm-a's IPv6 reply into zone hv2", skip, arrives(a6, 90, 5030))
 	skip = count(t, atA)
-	send("hv2", "vm-b", routed(b6, a6, 5031, 91))
-	send("hv2", "vm-b", routed(b6, a6, 5032, 90))
+	e.vmSends("hv2", "vm-b", routed(b6, a6, 5031, 91))
+	e.vmSends("hv2", "vm-b", routed(b6, a6, 5032, 90))
 	waitFor(t, atA, "barrier: vm-b -> vm-a udp6/90", skip, arrives(b6, 5032, 90))
 	requireNone(t, atA, "vm-b -> vm-a udp6/91 (no rule)", skip, arrives(b6, 5031, 91))
 }
@@ -105,13 +101,9 @@ func TestZonesDualStackNATAndLoadBalancer(t *testing.T) {
 	nbctl(t, e.z.Zone("hv2"), "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
 	vmA6 := slaacA(vmAMAC)
 	atA, atB, gw1 := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b"), e.wire("gw1")
-	send := func(sim, port string, f frame) {
-		t.Helper()
-		require.NoError(t, e.z.Inject(sim, port, frameBytes(t, f)))
-	}
 
 	// NAT66 from zone hv1.
-	send("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6c, TTL: 64, SPort: 41002, DPort: 7003})
+	e.vmSends("hv1", "vm-a", frame{SrcMAC: vmAMAC, DstMAC: routerMAC, SrcIP: vmA6, DstIP: remote6c, TTL: 64, SPort: 41002, DPort: 7003})
 	nat := waitFor(t, gw1, "vm-a's IPv6 datagram (zone hv1) leaving gw1 NAT66ed to "+ext6, 0, func(s seen) bool {
 		return s.IsUDP && s.SrcIP == ext6 && s.DstIP == remote6c && s.DPort == 7003
 	})
@@ -127,10 +119,10 @@ func TestZonesDualStackNATAndLoadBalancer(t *testing.T) {
 	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: fip6, TTL: 64, SPort: 7100, DPort: 80})
 	in := waitFor(t, atB, "outside -> "+fip6+" at vm-b (zone hv2)", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 80 })
 	assert.Equal(t, vmBIPv6, in.DstIP, "DNATed to vm-b's address")
-	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 80, DPort: 7100})
+	e.vmSends("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 80, DPort: 7100})
 	reply := waitFor(t, gw1, "vm-b's reply leaving gw1", 0, func(s seen) bool { return s.IsUDP && s.SPort == 80 && s.DPort == 7100 })
 	assert.Equal(t, fip6, reply.SrcIP, "from its floating IP")
-	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 7101})
+	e.vmSends("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 7101})
 	reply = waitFor(t, gw1, "vm-b's new IPv6 flow leaving gw1", 0, func(s seen) bool { return s.IsUDP && s.DPort == 7101 })
 	assert.Equal(t, fip6, reply.SrcIP, "from its floating IP, not NAT66ed")
 
@@ -149,26 +141,9 @@ func TestZonesIPv6OnlyNetwork(t *testing.T) {
 	ipv6OnlyNetB(e)
 	e.sync()
 	e.ready("gw1")
-	atA, atB := e.vm("hv1", "vm-a"), e.vm("hv2", "vm-b")
-	a6, b6 := vmRef{"hv1", "vm-a", vmAMAC, slaacA(vmAMAC)}, vmRef{"hv2", "vm-b", vmBMAC, vmBIPv6}
-	send := func(sim, port string, f frame) {
-		t.Helper()
-		require.NoError(t, e.z.Inject(sim, port, frameBytes(t, f)))
-	}
+	atB := e.vm("hv2", "vm-b")
 	skip := count(t, atB)
-	send("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
+	e.vmSends("hv2", "vm-b", wire.RouterSolicitation(vmBMAC))
 	waitFor(t, atB, "router1's advertisement (zone gw1) on IPv6-only net-b (zone hv2)", skip, func(s seen) bool { return s.RA != nil })
-	skip = count(t, atA)
-	send("hv2", "vm-b", routed(b6, a6, 5200, 6920))
-	waitFor(t, atA, "vm-b (zone hv2) -> vm-a (zone hv1)", skip, arrives(b6, 5200, 6920))
-	skip = count(t, atB)
-	send("hv1", "vm-a", routed(a6, b6, 6920, 5200))
-	waitFor(t, atB, "vm-a (zone hv1) -> vm-b (zone hv2)", skip, arrives(a6, 6920, 5200))
-	send("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: remote6, TTL: 64, SPort: 41000, DPort: 6921})
-	waitFor(t, e.wire("gw1"), "vm-b's IPv6 datagram leaving gw1 routed", 0, func(s seen) bool {
-		return s.IsUDP && s.SrcIP == vmBIPv6 && s.DstIP == remote6 && s.DPort == 6921
-	})
-	skip = count(t, atB)
-	e.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remote6, DstIP: vmBIPv6, TTL: 64, SPort: 6921, DPort: 41000})
-	waitFor(t, atB, "the remote's reply at vm-b (zone hv2)", skip, func(s seen) bool { return s.IsUDP && s.SrcIP == remote6 && s.DPort == 41000 })
+	ipv6OnlyPaths(t, e.traffic, 6920)
 }

@@ -131,15 +131,21 @@ func addFloatingIPRouters(affected set[Unit], decls set[*fipDecl]) {
 
 func vmAddrKey(network, ip string) string { return network + " " + ip }
 
+// addVMAddr and removeVMAddr keep vmAddrs: an interface under its IPv4
+// address (none on an IPv6-only network) and its IPv6 keys.
 func (in *Input) addVMAddr(d *vmDecl) {
-	addTo(in.vmAddrs, vmAddrKey(d.Network, normalizeIP(d.IP)), d)
+	if d.IP != "" {
+		addTo(in.vmAddrs, vmAddrKey(d.Network, normalizeIP(d.IP)), d)
+	}
 	for _, k := range vmIPv6Keys(&d.VMInterface) {
 		addTo(in.vmAddrs, vmAddrKey(d.Network, k), d)
 	}
 }
 
 func (in *Input) removeVMAddr(d *vmDecl) {
-	removeFrom(in.vmAddrs, vmAddrKey(d.Network, normalizeIP(d.IP)), d)
+	if d.IP != "" {
+		removeFrom(in.vmAddrs, vmAddrKey(d.Network, normalizeIP(d.IP)), d)
+	}
 	for _, k := range vmIPv6Keys(&d.VMInterface) {
 		removeFrom(in.vmAddrs, vmAddrKey(d.Network, k), d)
 	}

@@ -986,13 +986,16 @@ func equalPtr[T comparable](a, b *T) bool {
 func cloneNetwork(n Network) Network {
 	n.HostRoutes = slices.Clone(n.HostRoutes)
 	n.DNSes = slices.Clone(n.DNSes)
-	for _, p := range []**IPPool{&n.IPPool, &n.IPv6Pool} {
-		if *p != nil {
-			c := **p
-			*p = &c
-		}
-	}
+	n.IPPool, n.IPv6Pool = clonePool(n.IPPool), clonePool(n.IPv6Pool)
 	return n
+}
+
+func clonePool(p *IPPool) *IPPool {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // invalidErr is the decoding error of unit u, from the first source by

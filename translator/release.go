@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -109,7 +110,8 @@ const IPv6HealthChecksSince = "23.03.0"
 // would flap at every start.
 func IPv6HealthChecks(v string) bool {
 	n, ok := parseRelease(v)
-	return !ok || n[0]*100+n[1] >= 2303
+	since, _ := parseRelease(IPv6HealthChecksSince)
+	return !ok || slices.Compare(n[:], since[:]) >= 0
 }
 
 // SetOVNRelease records the OVN release of ovn-northd ("" unknown) and

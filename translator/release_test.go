@@ -84,3 +84,14 @@ func TestMigrationAtRisk(t *testing.T) {
 	notes, _ = plan()
 	assert.Empty(t, notes, "no migration")
 }
+
+// TestIPv6HealthChecks: releases from 23.03.0 (and an unknown one) probe
+// IPv6 members; older ones do not.
+func TestIPv6HealthChecks(t *testing.T) {
+	for release, ok := range map[string]bool{
+		"": true, "garbage": true, "22.03.8": false, "22.12.9": false, "23.03.0": true,
+		"23.03.1-20.27.0-70.6": true, "26.03.1": true,
+	} {
+		assert.Equal(t, ok, IPv6HealthChecks(release), release)
+	}
+}

@@ -585,10 +585,11 @@ func (in *Input) plannedVMPorts(n *network, held Held) (ports *netVMPorts, memoi
 		if vp.mac == "" { // invalid on its own: claims nothing
 			continue
 		}
-		for _, k := range []string{"MAC " + vp.mac, "IP " + vp.ip} {
-			if k == "IP " {
-				continue // IPv6-only
-			}
+		keys := []string{"MAC " + vp.mac}
+		if vp.ip != "" { // none on an IPv6-only network
+			keys = append(keys, "IP "+vp.ip)
+		}
+		for _, k := range keys {
 			if _, dup := claimed[k]; dup {
 				clean = false
 			}
