@@ -47,7 +47,7 @@ func cliBounded(t *testing.T, args ...string) result {
 	}
 }
 
-var commands = []string{"sync", "run", "allocator", "zone-agent", "status", "rebalance", "version", "completion"}
+var commands = []string{"sync", "run", "allocator", "zone-agent", "status", "rebalance", "trace", "version", "completion"}
 
 // --help, on every command, exits 0 and prints to stdout a synopsis,
 // examples and double-dash flags in groups; -h and -help too.
@@ -152,6 +152,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"zone-agent"}, "--zone-nb is required"},
 		{[]string{"status", "--nb", "unix:/a"}, "--nb and --sb are required"},
 		{[]string{"snyc"}, `unknown command "snyc" (did you mean sync?)`},
+		{[]string{"trace", "--nb", "unix:/a", "--sb", "unix:/b", "--to", "10.0.0.1"}, "--from and --to are required"},
+		{[]string{"trace", "--nb", "unix:/a", "--from", "default/vm-a", "--to", "10.0.0.1"}, "--sb is required with --nb: ovn-trace reads the SB"},
+		{[]string{"trace", "--from", "default/vm-a", "--to", "10.0.0.1"}, "either --nb and --sb or --zone are required"},
+		{[]string{"trace", "--nb", "unix:/a", "--sb", "unix:/b", "--from", "default/vm-a", "--to", "10.0.0.1", "-o", "yaml"}, `--output "yaml" is none of text, json`},
 	} {
 		r := cli(c.args...)
 		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
@@ -162,6 +166,14 @@ func TestUsageErrors(t *testing.T) {
 	r := cli()
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "Usage:\n  kubevirt-ovn [flags]\n  kubevirt-ovn [command]")
+}
+
+// trace without ovn-trace fails at once, saying what is missing and how
+// to get it, before it connects to anything.
+func TestTraceWithoutOVNTrace(t *testing.T) {
+	r := cliBounded(t, "trace", "--nb", "unix:/nonexistent/nb.sock", "--sb", "unix:/nonexistent/sb.sock", "--from", "default/vm-a", "--to", "10.0.0.1", "--ovn-trace", "/nonexistent/ovn-trace")
+	assert.Equal(t, 1, r.code)
+	assert.Equal(t, "kubevirt-ovn trace: ovn-trace is not installed: /nonexistent/ovn-trace is not on PATH or not executable (install OVN's ovn-common package, ovn-trace's home, or name it with --ovn-trace)\n", r.stderr)
 }
 
 // The single-dash spellings of long flags (Go's flag package accepted

@@ -7,6 +7,7 @@
 //	kubevirt-ovn zone-agent --zone-nb ADDR --zone-sb ADDR [--kubeconfig PATH]
 //	kubevirt-ovn status     --nb ADDR --sb ADDR [-o text|json|yaml]
 //	kubevirt-ovn rebalance  --nb ADDR --sb ADDR [--dry-run]
+//	kubevirt-ovn trace      (--nb ADDR --sb ADDR | --zone NAME=NB,SB...) --from VM|IP --to DEST
 //	kubevirt-ovn version
 //	kubevirt-ovn completion bash|zsh|fish|powershell
 //
@@ -194,7 +195,8 @@ owner keys in external_ids; a row without them is never updated or deleted.
 
 Once, from manifests on disk: sync. Continuously, from a cluster or from files: run. In a
 cluster whose OVN has one NB per zone (ovn-kubernetes' interconnect mode): one allocator
-and a zone agent on every node. Gateways: status and rebalance.`,
+and a zone agent on every node. Gateways: status and rebalance. A VM's packet's path, in
+these objects: trace.`,
 		Example: `  # Write the examples into a local NB, reading gateway chassis from the SB
   kubevirt-ovn sync --nb unix:/var/run/ovn/ovnnb_db.sock --sb unix:/var/run/ovn/ovnsb_db.sock --from-file deploy/examples
 
@@ -221,8 +223,8 @@ and a zone agent on every node. Gateways: status and rebalance.`,
 	// which keeps every exported method in the binary (29 MB more).
 	root.Flags().BoolP("version", "v", false, "print kubevirt-ovn's version, as 'kubevirt-ovn version' does")
 	root.AddGroup(&cobra.Group{ID: "sync", Title: "Write the NB:"}, &cobra.Group{ID: "cluster", Title: "Interconnect roles in a cluster:"},
-		&cobra.Group{ID: "gateways", Title: "Gateways:"})
-	for _, c := range []*cobra.Command{newSyncCmd(), newRunCmd(), newAllocatorCmd(), newZoneAgentCmd(), newStatusCmd(), newRebalanceCmd(), newVersionCmd()} {
+		&cobra.Group{ID: "gateways", Title: "Gateways:"}, &cobra.Group{ID: "troubleshoot", Title: "Troubleshoot:"})
+	for _, c := range []*cobra.Command{newSyncCmd(), newRunCmd(), newAllocatorCmd(), newZoneAgentCmd(), newStatusCmd(), newRebalanceCmd(), newTraceCmd(), newVersionCmd()} {
 		root.AddCommand(c)
 	}
 	return root

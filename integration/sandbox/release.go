@@ -250,3 +250,24 @@ func (l *Local) Versions() (map[string]string, error) {
 	}
 	return out, err
 }
+
+// ToolScript writes in dir an executable script that runs prog of the OVN
+// the sandbox runs (Tool) with the script's arguments, and returns its
+// path: for a command that takes a program's path, as kubevirt-ovn
+// trace's --ovn-trace.
+func ToolScript(dir, prog string) (string, error) {
+	cmd := Tool(prog)
+	quoted := make([]string, len(cmd.Args))
+	for i, a := range cmd.Args {
+		if i == 0 {
+			a = cmd.Path
+		}
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	path := filepath.Join(dir, prog)
+	script := "#!/bin/sh\nexec " + strings.Join(quoted, " ") + ` "$@"` + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return "", err
+	}
+	return path, nil
+}
