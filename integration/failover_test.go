@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/trace"
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
 )
 
@@ -96,6 +97,15 @@ func TestFailoverByBFD(t *testing.T) {
 	assert.Equal(t, gwPortMAC, garp.ARPSHA)
 	assert.Equal(t, "ff:ff:ff:ff:ff:ff", garp.DstMAC)
 	assert.Contains(t, boundChassis(t, e.l, crPort), backup, "SB: the chassisredirect port is bound to the backup")
+
+	// kubevirt-ovn trace says where the packet leaves now, and why there.
+	p := e.trace("--from", "default/vm-a", "--to", remoteIP, "--protocol", "udp", "--port", "53")
+	t.Log(p.Text())
+	gw := hop(t, p, trace.HopGateway)
+	assert.Equal(t, backup, gw.Refs["activeChassis"])
+	assert.Contains(t, gw.Detail, fmt.Sprintf("active on %s now: failed over from %s", backup, primary))
+	assert.Equal(t, trace.Left, p.Verdict.Result)
+	assert.Equal(t, backup, p.Verdict.Chassis)
 
 	msg := fmt.Sprintf("failover by BFD: %s killed (pids %v) -> first SNATed packet on backup %s's wire seen after %s "+
 		"(the first flow through was sent %s after the kill, the last lost one %s after; %d flows sent); GARP for %s seen after %s",
