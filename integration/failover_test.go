@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
-	"github.com/kubevirt-ovn/kubevirt-ovn/translator/trace"
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/trace"
 )
 
 // Issue 10, failover on the wire: a gateway chassis dies (its ovs-vswitchd

@@ -166,7 +166,7 @@ func startMigration(t *testing.T) *env {
 	e.waitBinding("hv2 bound as vm-a's additional chassis", binding{chassis: "hv1", additional: "hv2"})
 	st := kubevirtOVN(t, "status", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint())
 	require.Equal(t, 0, st.code, st.stderr)
-	assert.Regexp(t, `VM ports on two chassis \(live migrations\):\n +PORT +VMI +SOURCE +TARGET +ON THE TARGET *\n +`+vmAPort+` +default/vm-a +hv1 +hv2 +blocked until the VM's RARP there`, st.stdout)
+	assert.Regexp(t, `VM ports on two chassis \(live migrations\):\n +PORT +VMI +SOURCE +TARGET +ON THE TARGET +ACTIVATED ON *\n +`+vmAPort+` +default/vm-a +hv1 +hv2 +blocked until the VM's RARP there +- *\n`, st.stdout)
 	js := kubevirtOVN(t, "status", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint(), "-o", "json")
 	require.Equal(t, 0, js.code, js.stderr)
 	assert.Contains(t, js.stdout, `"migrations": [
@@ -202,6 +202,9 @@ func TestLiveMigration(t *testing.T) {
 	e.sentUntilAt(dst, "vm-a's traffic at its target after its RARP", 5703)
 	report(t, fmt.Sprintf("central: first frame at the target %s after the RARP (control-plane latency on dummy datapaths, one frame every 20 ms)", time.Since(rarp).Round(time.Millisecond)))
 	e.waitBinding("hv2 activated", binding{chassis: "hv1", additional: "hv2", activated: "hv2"})
+	st := kubevirtOVN(t, "status", "--nb", e.l.NBEndpoint(), "--sb", e.l.SBEndpoint())
+	require.Equal(t, 0, st.code, st.stderr)
+	assert.Regexp(t, `\n +`+vmAPort+` +default/vm-a +hv1 +hv2 +blocked until the VM's RARP there +hv2 *\n`, st.stdout, "status: activated on hv2")
 
 	// Completed: hv2 alone.
 	e.write("vmis.yaml", vmAMigrating("hv2", "    completed: true"))

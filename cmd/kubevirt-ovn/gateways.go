@@ -11,8 +11,10 @@ import (
 	"github.com/go-logr/stdr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gatewaystate"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
 )
 
@@ -55,12 +57,19 @@ func (f *gatewayFlags) open(cmd *cobra.Command) (*gatewaystate.State, context.Co
 
 func newStatusCmd() *cobra.Command {
 	var f gatewayFlags
-	var output string
+	var output, kubeconfig string
 	cmd := &cobra.Command{
 		Use:     "status --nb ADDR --sb ADDR [flags]",
 		GroupID: "gateways",
-		Short:   "Print each router's gateway chassis, and where its gateway port is active now",
-		Long: `status prints, per router, its SNAT IP, its gateway chassis in order as the NB holds them
+		Short:   "Print each object's state: routers, floating IPs, security groups, load balancers, migrations",
+		Long: `status prints the objects an operator reads first: each router, floating IP, security group
+and load balancer with Ready and Realized, the chassis involved and the error that keeps it out,
+then the gateways and the live migrations. From the NB and SB alone an object is Ready when its
+rows are committed and Realized when the chassis have every commit (NB_Global hv_cfg against
+nb_cfg); with --kubeconfig they are the conditions kubevirt-ovn's controller wrote on the
+cluster's objects, and the objects kept out by an error (no rows) are listed with it.
+
+Per router, its SNAT IP, its gateway chassis in order as the NB holds them
 (the primary, marked when spec.gateway pins it, then the failover candidates) and the
 chassis its gateway port is active on now (SB), marked when BFD has failed it over; then, for
 routers whose internal IPv6 is routed (no enableIpv6Snat), the routes the upstream router needs
@@ -70,13 +79,15 @@ for the VM's RARP), and, on an OVN release whose ovn-controller may miss a migra
 binding, the chassis that are exposed to it. It reads one central NB and SB. -o json or
 -o yaml prints the same as one object for tools.`,
 		Example: `  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642
-  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642 -o json`,
+  kubevirt-ovn status --nb tcp:192.0.2.10:6641 --sb tcp:192.0.2.10:6642 --kubeconfig ~/.kube/config -o json`,
 		Args: noArgs,
-		RunE: runE(func(cmd *cobra.Command) error { return runStatus(cmd, &f, output) }),
+		RunE: runE(func(cmd *cobra.Command) error { return runStatus(cmd, &f, output, kubeconfig) }),
 	}
 	var g flagGroups
 	opts := f.add(&g)
 	opts.StringVarP(&output, "output", "o", "text", "print as `FORMAT`: text, json or yaml (the same fields)")
+	opts.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster whose objects' conditions (Ready, Realized, the error) to print; without it, the state the NB and SB say")
+	_ = cmd.MarkFlagFilename("kubeconfig")
 	g.install(cmd)
 	return cmd
 }
@@ -108,17 +119,33 @@ and writes one central NB and reads its SB.`,
 // the chassis its gateway port is active on now (SB), then the primaries
 // per gateway chassis and the live migrations (statusReport), as text,
 // JSON or YAML.
-func runStatus(cmd *cobra.Command, f *gatewayFlags, output string) error {
+func runStatus(cmd *cobra.Command, f *gatewayFlags, output, kubeconfig string) error {
 	if !slices.Contains(statusOutputs, output) {
 		return usageErrorf("--output %q is none of %s", output, strings.Join(statusOutputs, ", "))
 	}
-	g, _, cancel, err := f.open(cmd)
+	g, ctx, cancel, err := f.open(cmd)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 	defer g.Close()
-	return newStatusReport(g).write(cmd.OutOrStdout(), output)
+	var objs *kube.ObjectStates
+	if kubeconfig != "" {
+		cfg, err := restConfig(kubeconfig)
+		if err != nil {
+			return err
+		}
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		states, err := kube.ReadObjectStates(ctx, dyn)
+		if err != nil {
+			return err
+		}
+		objs = &states
+	}
+	return newStatusReport(g, objs).write(cmd.OutOrStdout(), output)
 }
 
 // runRebalance computes the moves that even out the primaries over the

@@ -84,11 +84,11 @@ func TestStatusAndRebalance(t *testing.T) {
 
 	st := cliBounded(t, "status", "--nb", nb, "--sb", sb)
 	require.Equal(t, 0, st.code, st.stderr)
-	assert.Equal(t, `ROUTER  SNAT IP      PRIMARY             FAILOVER  ACTIVE             
-ra      172.16.0.10  gw1 (spec.gateway)  gw2       gw1                
-rb      172.16.0.11  gw1                 gw2       gw2 (failed over)  
-rc      172.16.0.12  gw1                 gw2       gw2 (failed over)  
-rd      172.16.0.13  gw1                 gw2       - (not bound)      
+	assert.Equal(t, `ROUTER  READY  REALIZED  SNAT IP      PRIMARY             FAILOVER  ACTIVE             ERROR  
+ra      True   Unknown   172.16.0.10  gw1 (spec.gateway)  gw2       gw1                -      
+rb      True   Unknown   172.16.0.11  gw1                 gw2       gw2 (failed over)  -      
+rc      True   Unknown   172.16.0.12  gw1                 gw2       gw2 (failed over)  -      
+rd      True   Unknown   172.16.0.13  gw1                 gw2       - (not bound)      -      
 
 routers per gateway chassis (primary / active):
   gw1                  4 / 1   maps physnet1
@@ -96,12 +96,15 @@ routers per gateway chassis (primary / active):
 `, st.stdout)
 
 	// The same for tools: -o json and -o yaml, one object.
+	// The test NB has no NB_Global (no ovn-northd ran): Realized is
+	// Unknown.
+	fromNB := objectState{Ready: "True", Realized: "Unknown"}
 	want := statusReport{
 		Routers: []routerStatus{
-			{Name: "ra", SNATIP: "172.16.0.10", Primary: "gw1", Pinned: true, Failover: []string{"gw2"}, Active: "gw1"},
-			{Name: "rb", SNATIP: "172.16.0.11", Primary: "gw1", Failover: []string{"gw2"}, Active: "gw2", FailedOver: true},
-			{Name: "rc", SNATIP: "172.16.0.12", Primary: "gw1", Failover: []string{"gw2"}, Active: "gw2", FailedOver: true},
-			{Name: "rd", SNATIP: "172.16.0.13", Primary: "gw1", Failover: []string{"gw2"}},
+			{Name: "ra", objectState: fromNB, SNATIP: "172.16.0.10", Primary: "gw1", Pinned: true, Failover: []string{"gw2"}, Active: "gw1"},
+			{Name: "rb", objectState: fromNB, SNATIP: "172.16.0.11", Primary: "gw1", Failover: []string{"gw2"}, Active: "gw2", FailedOver: true},
+			{Name: "rc", objectState: fromNB, SNATIP: "172.16.0.12", Primary: "gw1", Failover: []string{"gw2"}, Active: "gw2", FailedOver: true},
+			{Name: "rd", objectState: fromNB, SNATIP: "172.16.0.13", Primary: "gw1", Failover: []string{"gw2"}},
 		},
 		GatewayChassis: []chassisStatus{{Name: "gw1", Primaries: 4, Active: 1, Physnets: []string{"physnet1"}}, {Name: "gw2", Active: 2, Physnets: []string{"physnet1"}}},
 	}
@@ -206,8 +209,8 @@ spec:
 
 	st := cliBounded(t, "status", "--nb", nb, "--sb", sb)
 	require.Equal(t, 0, st.code, st.stderr)
-	assert.Contains(t, st.stdout, "natted  172.16.0.11  gw1 (spec.gateway)")
-	assert.Contains(t, st.stdout, "routed  172.16.0.10  gw1 (spec.gateway)")
+	assert.Contains(t, st.stdout, "natted  True   Unknown   172.16.0.11  gw1 (spec.gateway)")
+	assert.Contains(t, st.stdout, "routed  True   Unknown   172.16.0.10  gw1 (spec.gateway)")
 	assert.Contains(t, st.stdout, "IPv6 routed (no NAT66): routes the upstream router needs:\n  routed               fd00:10::/64 via 2001:db8:ff::10\n\n")
 	assert.NotContains(t, st.stdout, "fd00:11::/64 via")
 }

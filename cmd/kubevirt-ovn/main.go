@@ -5,7 +5,7 @@
 //	kubevirt-ovn run        --nb ADDR [--sb ADDR] [--kubeconfig PATH | --from-file PATH...]
 //	kubevirt-ovn allocator  [--kubeconfig PATH] --namespace NS
 //	kubevirt-ovn zone-agent --zone-nb ADDR --zone-sb ADDR [--kubeconfig PATH]
-//	kubevirt-ovn status     --nb ADDR --sb ADDR [-o text|json|yaml]
+//	kubevirt-ovn status     --nb ADDR --sb ADDR [--kubeconfig PATH] [-o text|json|yaml]
 //	kubevirt-ovn rebalance  --nb ADDR --sb ADDR [--dry-run]
 //	kubevirt-ovn trace      (--nb ADDR --sb ADDR | --zone NAME=NB,SB...) --from VM|IP --to DEST
 //	kubevirt-ovn version

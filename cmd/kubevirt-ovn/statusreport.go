@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gatewaystate"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 )
 
 // statusReport is what `kubevirt-ovn status` prints: as text, or as JSON
@@ -21,6 +22,11 @@ type statusReport struct {
 	// OVNRelease is ovn-northd's release ("" unknown).
 	OVNRelease string         `json:"ovnRelease,omitempty"`
 	Routers    []routerStatus `json:"routers"`
+	// FloatingIPs, SecurityGroups and LoadBalancers are the objects whose
+	// rows the NB holds and, with --kubeconfig, those of the cluster.
+	FloatingIPs    []fipStatus `json:"floatingIPs,omitempty"`
+	SecurityGroups []sgStatus  `json:"securityGroups,omitempty"`
+	LoadBalancers  []lbStatus  `json:"loadBalancers,omitempty"`
 	// GatewayChassis are the SB's gateway chassis with their loads.
 	GatewayChassis []chassisStatus `json:"gatewayChassis"`
 	// Migrations are the VM ports bound to two chassis now.
@@ -30,8 +36,21 @@ type statusReport struct {
 	MigrationRisk *migrationRisk `json:"migrationRisk,omitempty"`
 }
 
+// objectState is an object's Ready and Realized (True, False or
+// Unknown) and the error that keeps it out. Without the cluster's
+// objects (--kubeconfig) Ready is True for an object whose rows the NB
+// holds and Realized says whether the chassis have every commit
+// (NB_Global hv_cfg against nb_cfg); with them, they are the conditions
+// kubevirt-ovn's controller wrote.
+type objectState struct {
+	Ready    string `json:"ready"`
+	Realized string `json:"realized"`
+	Error    string `json:"error,omitempty"`
+}
+
 type routerStatus struct {
-	Name   string `json:"name"`
+	Name string `json:"name"`
+	objectState
 	SNATIP string `json:"snatIP,omitempty"`
 	// Primary is the first of its gateway chassis, Pinned when its
 	// spec.gateway names it; Failover the others, in order.
@@ -45,6 +64,45 @@ type routerStatus struct {
 	// UpstreamRoutes are the routes the upstream router needs for its
 	// routed internal IPv6 (no NAT66).
 	UpstreamRoutes []upstreamRoute `json:"upstreamRoutes,omitempty"`
+}
+
+// fipStatus is a floating IP: its address, the fixed IP it maps, the
+// router, the VM port or load balancer it is bound to, and the chassis
+// involved (its router's active gateway, its VM's).
+type fipStatus struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	objectState
+	Address      string   `json:"address,omitempty"`
+	FixedIP      string   `json:"fixedIP,omitempty"`
+	Router       string   `json:"router,omitempty"`
+	Port         string   `json:"port,omitempty"`
+	LoadBalancer string   `json:"loadBalancer,omitempty"`
+	Chassis      []string `json:"chassis,omitempty"`
+}
+
+// sgStatus is a security group: its member ports, its rules, and the
+// chassis its members are bound to.
+type sgStatus struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	objectState
+	Members []string `json:"members,omitempty"`
+	Rules   int      `json:"rules"`
+	Chassis []string `json:"chassis,omitempty"`
+}
+
+// lbStatus is a load balancer: its VIPs, members (those failing their
+// health check too), router, and the chassis involved (its router's
+// active gateway, its members').
+type lbStatus struct {
+	Name string `json:"name"`
+	objectState
+	Router  string   `json:"router,omitempty"`
+	VIPs    []string `json:"vips,omitempty"`
+	Members []string `json:"members,omitempty"`
+	Offline []string `json:"offline,omitempty"`
+	Chassis []string `json:"chassis,omitempty"`
 }
 
 type upstreamRoute struct {
@@ -67,8 +125,10 @@ type migrationStatus struct {
 	Source string `json:"source"`
 	Target string `json:"target"`
 	// BlockedUntilRARP: the target receives nothing until the VM's RARP
-	// there (activation-strategy=rarp).
-	BlockedUntilRARP bool `json:"blockedUntilRARP"`
+	// there (activation-strategy=rarp); Activated are the chassis the SB
+	// says the port was activated on.
+	BlockedUntilRARP bool     `json:"blockedUntilRARP"`
+	Activated        []string `json:"activated,omitempty"`
 }
 
 type migrationRisk struct {
@@ -78,11 +138,13 @@ type migrationRisk struct {
 	Chassis []string `json:"chassis"`
 }
 
-// newStatusReport is the report of gateway state g.
-func newStatusReport(g *gatewaystate.State) *statusReport {
+// newStatusReport is the report of state g and, when not nil, of the
+// cluster's objects k.
+func newStatusReport(g *gatewaystate.State, k *kube.ObjectStates) *statusReport {
 	r := &statusReport{OVNRelease: g.Release, Routers: []routerStatus{}, GatewayChassis: []chassisStatus{}}
+	nb := nbState(g)
 	for _, a := range g.Routers {
-		rs := routerStatus{Name: a.Router, SNATIP: g.SNATIP[a.Router], Primary: a.Order[0], Pinned: a.Pinned,
+		rs := routerStatus{Name: a.Router, objectState: nb, SNATIP: g.SNATIP[a.Router], Primary: a.Order[0], Pinned: a.Pinned,
 			Failover: slices.Clone(a.Order[1:]), Active: g.Active[a.Router]}
 		rs.FailedOver = rs.Active != "" && rs.Active != rs.Primary
 		rs.UpstreamRoutes = upstreamRoutes(g, a.Router)
@@ -92,14 +154,18 @@ func newStatusReport(g *gatewaystate.State) *statusReport {
 	// upstream routes said.
 	for _, name := range slices.Sorted(maps.Keys(g.Upstream)) {
 		if !slices.ContainsFunc(r.Routers, func(rs routerStatus) bool { return rs.Name == name }) {
-			r.Routers = append(r.Routers, routerStatus{Name: name, SNATIP: g.SNATIP[name], UpstreamRoutes: upstreamRoutes(g, name)})
+			r.Routers = append(r.Routers, routerStatus{Name: name, objectState: nb, SNATIP: g.SNATIP[name], UpstreamRoutes: upstreamRoutes(g, name)})
 		}
 	}
 	for _, c := range g.Loads() {
 		r.GatewayChassis = append(r.GatewayChassis, chassisStatus{Name: c.Name, Primaries: c.Primaries, Active: c.Active, Physnets: c.Physnets})
 	}
 	for _, m := range g.Migrations {
-		r.Migrations = append(r.Migrations, migrationStatus{Port: m.Port, VMI: m.VMI, Source: m.Source, Target: m.Target, BlockedUntilRARP: m.Blocked})
+		r.Migrations = append(r.Migrations, migrationStatus{Port: m.Port, VMI: m.VMI, Source: m.Source, Target: m.Target, BlockedUntilRARP: m.Blocked, Activated: m.Activated})
+	}
+	r.addObjects(g, nb)
+	if k != nil {
+		r.merge(k)
 	}
 	if bug, fixed := translator.MonitorConditionBug(g.Release); bug {
 		var exposed []string
@@ -154,27 +220,23 @@ func (r *statusReport) write(w io.Writer, output string) error {
 // writeText is the report as a person reads it.
 func (r *statusReport) writeText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTER\tSNAT IP\tPRIMARY\tFAILOVER\tACTIVE\t")
+	fmt.Fprintln(tw, "ROUTER\tREADY\tREALIZED\tSNAT IP\tPRIMARY\tFAILOVER\tACTIVE\tERROR\t")
 	for _, rs := range r.Routers {
-		if rs.Primary == "" {
-			continue // upstream routes only
-		}
-		primary := rs.Primary
+		primary := dash(rs.Primary)
 		if rs.Pinned {
 			primary += " (spec.gateway)"
 		}
-		failover := strings.Join(rs.Failover, ",")
-		if failover == "" {
-			failover = "-"
-		}
 		active := rs.Active
 		switch {
+		case rs.Primary == "":
+			active = "-"
 		case active == "":
 			active = "- (not bound)"
 		case rs.FailedOver:
 			active += " (failed over)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", rs.Name, rs.SNATIP, primary, failover, active)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rs.Name, rs.Ready, rs.Realized, dash(rs.SNATIP), primary,
+			dash(strings.Join(rs.Failover, ",")), active, dash(rs.Error))
 	}
 	tw.Flush()
 	routed := slices.DeleteFunc(slices.Clone(r.Routers), func(rs routerStatus) bool { return len(rs.UpstreamRoutes) == 0 })
@@ -188,6 +250,7 @@ func (r *statusReport) writeText(w io.Writer) {
 			}
 		}
 	}
+	r.writeObjects(w)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "routers per gateway chassis (primary / active):")
 	for _, c := range r.GatewayChassis {
@@ -201,13 +264,13 @@ func (r *statusReport) writeText(w io.Writer) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "VM ports on two chassis (live migrations):")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  PORT\tVMI\tSOURCE\tTARGET\tON THE TARGET\t")
+		fmt.Fprintln(tw, "  PORT\tVMI\tSOURCE\tTARGET\tON THE TARGET\tACTIVATED ON\t")
 		for _, m := range r.Migrations {
 			on := "receives (no activation strategy)"
 			if m.BlockedUntilRARP {
 				on = "blocked until the VM's RARP there"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", m.Port, m.VMI, m.Source, m.Target, on)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", m.Port, m.VMI, m.Source, m.Target, on, dash(strings.Join(m.Activated, ",")))
 		}
 		tw.Flush()
 	}

@@ -8,13 +8,16 @@ package gatewaystate
 
 import (
 	"context"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/ovn"
@@ -43,6 +46,20 @@ type State struct {
 	Migrations []Migration
 	// Release is ovn-northd's OVN release ("" unknown).
 	Release string
+	// RouterNames are every router whose Logical_Router the NB holds,
+	// with a gateway or not, sorted.
+	RouterNames []string
+	// FloatingIPs, SecurityGroups and LoadBalancers are the objects whose
+	// rows the NB holds, sorted by spec.id (load balancers by name).
+	FloatingIPs    []FloatingIP
+	SecurityGroups []SecurityGroup
+	LoadBalancers  []LoadBalancer
+	// Bound maps each VM port (and other port) of ours the SB binds to
+	// the chassis it is bound to.
+	Bound map[string]string
+	// NBCfg and HvCfg are NB_Global's: the chassis have every commit that
+	// asked for it once HvCfg reaches NBCfg.
+	NBCfg, HvCfg int
 
 	instance string
 	nb, sb   client.Client
@@ -60,7 +77,7 @@ func Read(ctx context.Context, nb, sb ovn.Endpoint, instance string, log logr.Lo
 		nbc.Close()
 		return nil, err
 	}
-	sbc, err := ovn.ConnectSB(ctx, sb, log)
+	sbc, err := ovn.ConnectWatchSB(ctx, sb, instance, log)
 	if err != nil {
 		nbc.Close()
 		return nil, err
@@ -90,7 +107,45 @@ func Read(ctx context.Context, nb, sb ovn.Endpoint, instance string, log logr.Lo
 	s.Upstream = kvnb.UpstreamRoutes(nbc, instance)
 	s.Migrations = migrations(nbc, instance)
 	s.Release = ovn.NorthdRelease(sbc)
+	if err := s.readSB(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// readSB reads where the ports are bound, the health checks, NB_Global's
+// realization counters, and the objects.
+func (s *State) readSB(ctx context.Context) error {
+	var err error
+	if s.Bound, err = ovn.BoundPorts(ctx, s.sb, s.instance); err != nil {
+		return err
+	}
+	offline := map[string]bool{}
+	members, err := ovn.OfflineMembers(ctx, s.sb)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		offline[net.JoinHostPort(m.IP, strconv.Itoa(m.PortNum))] = true
+	}
+	if s.NBCfg, s.HvCfg, err = ovn.Realization(ctx, s.nb); err != nil {
+		return err
+	}
+	for i, m := range s.Migrations {
+		s.Migrations[i].Activated = s.activated(ctx, m.Port)
+	}
+	return s.readObjects(ctx, s.nb, offline)
+}
+
+// activated are the chassis where a migrating port was activated (the
+// VM's RARP seen there), from its SB binding.
+func (s *State) activated(ctx context.Context, port string) []string {
+	pb := &sbmodel.PortBinding{LogicalPort: port}
+	if err := s.sb.Get(ctx, pb); err != nil {
+		return nil
+	}
+	return ovn.Activated(pb)
 }
 
 // Migration is a VM port of ours that names two chassis: its VMI is
@@ -100,6 +155,8 @@ type Migration struct {
 	Port, VMI      string
 	Source, Target string
 	Blocked        bool
+	// Activated are the chassis the SB says the port was activated on.
+	Activated []string
 }
 
 // migrations are instance's VM ports in nbc's cache that name two chassis.

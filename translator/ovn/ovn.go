@@ -514,3 +514,22 @@ func isGateway(cmsOptions string) bool {
 	}
 	return false
 }
+
+// BoundPorts maps each of instance's ports that the SB binds to a
+// chassis to that chassis's name (from a client of ConnectWatchSB or
+// ConnectZoneSB, which monitor those bindings).
+func BoundPorts(ctx context.Context, sb client.Client, instance string) (map[string]string, error) {
+	var bindings []*sbmodel.PortBinding
+	if err := sb.List(ctx, &bindings); err != nil {
+		return nil, fmt.Errorf("listing SB port bindings: %w", err)
+	}
+	out := map[string]string{}
+	for _, b := range bindings {
+		if b.ExternalIDs[translator.KeyManagedBy] == instance {
+			if ch := boundChassis(ctx, sb, b); ch != "" {
+				out[b.LogicalPort] = ch
+			}
+		}
+	}
+	return out, nil
+}

@@ -385,3 +385,37 @@ func arrayElems(b []byte) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// Realization reads the NB's NB_Global nb_cfg and hv_cfg: the chassis
+// have every commit that asked for it once hv_cfg reaches nb_cfg. Both
+// are -1 when the NB has no NB_Global yet (no ovn-northd has run).
+func Realization(ctx context.Context, c client.Client) (nbCfg, hvCfg int, err error) {
+	cc, ok := c.(*conn)
+	if !ok {
+		return 0, 0, fmt.Errorf("Realization needs a client of package ovn, not %T", c)
+	}
+	addr := c.CurrentEndpoint()
+	if addr == "" {
+		return 0, 0, fmt.Errorf("reading NB_Global: %w", nb.ErrNotConnected)
+	}
+	req, err := selectRequest([]ovsdb.Operation{{Op: ovsdb.OperationSelect, Table: nbmodel.NBGlobalTable}},
+		func(int) []any { return nil }, func(int) []string { return []string{"nb_cfg", "hv_cfg"} })
+	if err != nil {
+		return 0, 0, err
+	}
+	results, err := cc.rawTransact(ctx, addr, req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading NB_Global from NB %s: %w", addr, err)
+	}
+	if len(results) != 1 {
+		return 0, 0, fmt.Errorf("reading NB_Global from NB %s: %d results for 1 select", addr, len(results))
+	}
+	if len(results[0].Rows) == 0 {
+		return -1, -1, nil
+	}
+	row := results[0].Rows[0]
+	if err := json.Unmarshal(row["nb_cfg"], &nbCfg); err != nil {
+		return 0, 0, err
+	}
+	return nbCfg, hvCfg, json.Unmarshal(row["hv_cfg"], &hvCfg)
+}

@@ -12,8 +12,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
-	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel/sbmodel"
-	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 	kvnb "github.com/kubevirt-ovn/kubevirt-ovn/translator/nb"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/trace"
 )
@@ -62,7 +60,7 @@ func (r *TraceRunner) Open(ctx context.Context, name string, nbEP, sbEP Endpoint
 	if z.proxy, err = StartTraceProxy(ctx, sbEP, z.sb.CurrentEndpoint()); err != nil {
 		return nil, err
 	}
-	out := &trace.Zone{Name: name, Bound: map[string]string{}, Offline: map[string]bool{}, Order: map[string][]string{}}
+	out := &trace.Zone{Name: name, Offline: map[string]bool{}, Order: map[string][]string{}}
 	if err := readTraceRows(ctx, nbc, &out.Rows); err != nil {
 		return nil, err
 	}
@@ -72,16 +70,8 @@ func (r *TraceRunner) Open(ctx context.Context, name string, nbEP, sbEP Endpoint
 	if out.Active, err = ActiveGateways(ctx, z.sb); err != nil {
 		return nil, err
 	}
-	var bindings []*sbmodel.PortBinding
-	if err := z.sb.List(ctx, &bindings); err != nil {
-		return nil, fmt.Errorf("listing SB port bindings: %w", err)
-	}
-	for _, b := range bindings {
-		if b.ExternalIDs[translator.KeyManagedBy] == instance {
-			if ch := boundChassis(ctx, z.sb, b); ch != "" {
-				out.Bound[b.LogicalPort] = ch
-			}
-		}
+	if out.Bound, err = BoundPorts(ctx, z.sb, instance); err != nil {
+		return nil, err
 	}
 	offline, err := OfflineMembers(ctx, z.sb)
 	if err != nil {
