@@ -388,13 +388,18 @@ func (e *explainer) gatewayHop(dp string) {
 	order := e.x.zone.Order[router]
 	active := e.x.zone.Active[router]
 	e.gateway = active
-	detail := fmt.Sprintf("leaves by its gateway port, active on %s now (gateway chassis in order: %s)", active, strings.Join(order, ", "))
+	inOrder := "gateway chassis in order: " + strings.Join(order, ", ")
+	if z := e.x.zone.Name; z != "" {
+		// A zone holds the Gateway_Chassis of its own chassis only.
+		inOrder = "gateway chassis of zone " + z + " in order: " + strings.Join(order, ", ")
+	}
+	detail := fmt.Sprintf("leaves by its gateway port, active on %s now (%s)", active, inOrder)
 	switch {
 	case active == "":
-		detail = fmt.Sprintf("would leave by its gateway port, which is active on no chassis now (gateway chassis in order: %s): the packet goes nowhere", strings.Join(order, ", "))
+		detail = fmt.Sprintf("would leave by its gateway port, which is active on no chassis now (%s): the packet goes nowhere", inOrder)
 		e.gateway = "-"
 	case len(order) > 0 && order[0] != active:
-		detail = fmt.Sprintf("leaves by its gateway port, active on %s now: failed over from %s (gateway chassis in order: %s)", active, order[0], strings.Join(order, ", "))
+		detail = fmt.Sprintf("leaves by its gateway port, active on %s now: failed over from %s (%s)", active, order[0], inOrder)
 	}
 	e.add(HopGateway, "router "+router, detail, active, "router", router, "activeChassis", active, "gatewayChassis", strings.Join(order, ","))
 }

@@ -161,10 +161,26 @@ func run(bin, examples string, keep, zones bool) error {
 	}
 	step("vm-b on hv2 receives, the floating IP 172.16.0.150 DNATed to its address:")
 	fmt.Println("  " + s.String())
+
+	// The same path, explained in the user's objects by ovn-trace.
+	ovnTrace, err := sandbox.ToolScript(dir, "ovn-trace")
+	if err != nil {
+		return err
+	}
+	traceArgs := append(append([]string{"trace"}, d.syncArgs()...), "--from", "default/vm-a", "--to", "198.51.100.7", "--protocol", "udp", "--port", "53")
+	step("why vm-a's packet leaves as it does, in these objects: kubevirt-ovn trace (ovn-trace underneath)")
+	fmt.Printf("$ kubevirt-ovn %s\n", strings.Join(traceArgs, " "))
+	cmd := exec.Command(bin, append(traceArgs, "--ovn-trace", ovnTrace)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubevirt-ovn trace: %w", err)
+	}
 	if keep {
 		step("OVN keeps running; explore it with:")
 		d.explore(dir)
 		fmt.Printf("%s sync %s --from-file %s --dry-run\n", bin, strings.Join(d.syncArgs(), " "), examples)
+		fmt.Printf("%s trace %s --ovn-trace %s --from 198.51.100.7 --to fip:default/vm-b --protocol udp --port 8080\n", bin, strings.Join(d.syncArgs(), " "), ovnTrace)
+		fmt.Printf("%s status %s\n", bin, strings.Join(d.syncArgs(), " "))
 		fmt.Printf("OVS_RUNDIR=%s/gw1 ovs-vsctl show    # a chassis (gw1 gw2 hv1 hv2)\n", dir)
 		fmt.Printf("ovs-ofctl parse-pcap %s/gw1/ext0-tx.pcap    # what gw1 sent on the external wire\n", dir)
 		fmt.Println("stop every daemon (by control socket):")
