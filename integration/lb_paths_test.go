@@ -58,11 +58,7 @@ func skips(t *testing.T, e vmCaptures, members []vmRef) map[string]int {
 // lands on vm-c arrives from vm-a's own address.
 func TestLoadBalancerHairpin(t *testing.T) {
 	e := newEnv(t)
-	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
-	e.write("lb.yaml", lbManifests)
-	e.sync()
-	e.ready("gw1", "hv1", "hv2")
-	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	e.withLB(lbManifests)
 
 	members := []vmRef{vmA, vmLBC}
 	by := map[string]int{}
@@ -97,12 +93,7 @@ func TestLoadBalancerHairpin(t *testing.T) {
 // ARPs for the VIP on net-a, unanswered.)
 func TestLoadBalancerFromOtherNetwork(t *testing.T) {
 	e := newEnv(t)
-	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
-	e.write("lb.yaml", lbManifests)
-	out := e.sync()
-	assert.Contains(t, out, "create Load_Balancer kv-lb-web_udp_from_net-b")
-	e.ready("gw1", "hv1", "hv2")
-	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	assert.Contains(t, e.withLB(lbManifests), "create Load_Balancer kv-lb-web_udp_from_net-b")
 
 	members := []vmRef{vmA, vmLBC}
 	by := map[string]int{}

@@ -71,6 +71,19 @@ spec:
   fixedIp: ` + lbVIP + `
 `
 
+// withLB plugs vm-c on hv2, writes manifests (lbManifests or a variant)
+// as lb.yaml, syncs, and waits for the gateway on gw1 and vm-c's port; it
+// returns what the sync printed.
+func (e *env) withLB(manifests string) string {
+	e.t.Helper()
+	require.NoError(e.t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
+	e.write("lb.yaml", manifests)
+	out := e.sync()
+	e.ready("gw1", "hv1", "hv2")
+	nbctl(e.t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	return out
+}
+
 // TestLoadBalancerFromOutside: flows from outside to the floating IP on
 // the VIP spread over the members (each member sees some, DNATed to its
 // own address, the VIP's port), a flow stays on its member, a member's
@@ -88,13 +101,9 @@ func testLoadBalancerFromOutside(t *testing.T, snat bool) {
 	if !snat {
 		e.edit("router.yaml", "enableSnat: true", "enableSnat: false")
 	}
-	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
-	e.write("lb.yaml", lbManifests)
-	out := e.sync()
+	out := e.withLB(lbManifests)
 	assert.Contains(t, out, "create Load_Balancer kv-lb-web_udp")
 	assert.NotContains(t, out, "dnat_and_snat", "a floating IP on a VIP has no NAT row")
-	e.ready("gw1", "hv1", "hv2")
-	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
 	e.neighbour()
 
 	members := []vmRef{vmA, vmLBC}

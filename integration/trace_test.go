@@ -96,11 +96,7 @@ func TestTraceSNATAndFloatingIP(t *testing.T) {
 // member too. vm-b's own flow lands on a member the trace lists.
 func TestTraceLoadBalancer(t *testing.T) {
 	e := newEnv(t)
-	require.NoError(t, e.l.AddVMPort("hv2", "vm-c", vmLBCPort))
-	e.write("lb.yaml", lbManifests)
-	e.sync()
-	e.ready("gw1", "hv1", "hv2")
-	nbctl(t, e.l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmLBCPort, "up=true")
+	e.withLB(lbManifests)
 
 	vip := fmt.Sprintf("%s:%d", lbVIP, lbPort)
 	for _, m := range []vmRef{vmA, vmLBC} {

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -113,21 +114,23 @@ func (t *tracer) findVM(ref string, prefer string) (vmPort, *index, error) {
 		v vmPort
 		x *index
 	}
-	var all []found
+	// A VM port is in one zone as itself and in others as a remote twin:
+	// one per interface, the bound one when a zone given has it.
+	byIface := map[string]found{}
 	for _, x := range t.xs {
 		for _, v := range x.vmPorts() {
 			if v.vmi != vmi || (len(parts) == 3 && v.iface != parts[2]) {
 				continue
 			}
-			all = append(all, found{v, x})
+			if f, ok := byIface[v.iface]; !ok || f.v.port.Type == "remote" {
+				byIface[v.iface] = found{v, x}
+			}
 		}
 	}
-	// A VM port is in one zone as itself and in others as a remote twin:
-	// one per interface, the local one first.
-	slices.SortStableFunc(all, func(a, b found) int {
-		return strings.Compare(a.v.iface, b.v.iface)*2 + boolCmp(a.v.port.Type == "remote", b.v.port.Type == "remote")
-	})
-	all = slices.CompactFunc(all, func(a, b found) bool { return a.v.iface == b.v.iface })
+	var all []found
+	for _, iface := range slices.Sorted(maps.Keys(byIface)) {
+		all = append(all, byIface[iface])
+	}
 	switch {
 	case len(all) == 0:
 		return vmPort{}, nil, fmt.Errorf("no port of VM %s%s is in the NB (a VirtualMachineInstance with an interface on a network of ours, with its MAC and address)", vmi, ifaceSuffix(parts))
@@ -144,16 +147,6 @@ func (t *tracer) findVM(ref string, prefer string) (vmPort, *index, error) {
 		names = append(names, f.v.iface+" ("+f.v.network+")")
 	}
 	return vmPort{}, nil, fmt.Errorf("VM %s has interfaces %s: name one (%s/%s)", vmi, strings.Join(names, ", "), vmi, all[0].v.iface)
-}
-
-func boolCmp(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 func ifaceSuffix(parts []string) string {

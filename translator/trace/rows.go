@@ -92,9 +92,7 @@ func newIndex(z *Zone) *index {
 			}
 		}
 	}
-	natByUUID := map[string]*nbmodel.NAT{}
 	for _, n := range r.NATs {
-		natByUUID[n.UUID] = n
 		hint(n.UUID, n)
 	}
 	for _, lr := range r.Routers {

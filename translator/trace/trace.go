@@ -86,7 +86,6 @@ const (
 	HopSecurityGroup = "security-group"
 	HopACL           = "acl"
 	HopGateway       = "gateway"
-	HopNeighbor      = "neighbor"
 	HopZone          = "zone"
 )
 
