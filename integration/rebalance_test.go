@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,13 +89,16 @@ func TestRebalanceEvensOutAndSyncKeepsIt(t *testing.T) {
 	// status: the planned order and where each port is bound (the SB).
 	for rt, gw := range after {
 		require.NoError(t, sandbox.Poll(90e9, "cr-kv-rtoe-"+rt+" bound to "+gw, func() (bool, error) {
-			st := kubevirtOVN(t, "status", "--nb", nb, "--sb", sb)
-			for _, line := range strings.Split(st.stdout, "\n") {
-				f := strings.Fields(line)
-				if len(f) >= 5 && f[0] == rt {
-					// PRIMARY is the third column; ACTIVE, when bound
-					// where planned, the last.
-					return f[2] == gw && f[len(f)-1] == gw, nil
+			st := kubevirtOVN(t, "status", "--nb", nb, "--sb", sb, "-o", "json")
+			var report struct {
+				Routers []struct{ Name, Primary, Active string }
+			}
+			if err := json.Unmarshal([]byte(st.stdout), &report); err != nil {
+				return false, err
+			}
+			for _, r := range report.Routers {
+				if r.Name == rt {
+					return r.Primary == gw && r.Active == gw, nil
 				}
 			}
 			return false, nil
@@ -103,7 +107,7 @@ func TestRebalanceEvensOutAndSyncKeepsIt(t *testing.T) {
 	st := kubevirtOVN(t, "status", "--nb", nb, "--sb", sb)
 	t.Logf("kubevirt-ovn status:\n%s", st.stdout)
 	assert.Contains(t, st.stdout, "ROUTER")
-	assert.Regexp(t, `rt-005 +172\.16\.1\.7 +gw1 \(spec\.gateway\)`, st.stdout)
+	assert.Regexp(t, `rt-005 +True +True +172\.16\.1\.7 +gw1 \(spec\.gateway\)`, st.stdout)
 	assert.Regexp(t, `gw1 +3 / 3 +maps physnet1`, st.stdout)
 	assert.Regexp(t, `gw2 +3 / 3 +maps physnet1`, st.stdout)
 }

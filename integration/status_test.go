@@ -139,6 +139,14 @@ func TestStatusPerObject(t *testing.T) {
 	assert.NotContains(t, nbOnly.stdout, "fip-bad")
 	assert.True(t, strings.Contains(nbOnly.stdout, "\nsg-web "), nbOnly.stdout)
 
+	// From the cluster alone (interconnect: no central NB): every object
+	// and its conditions, no chassis.
+	kubeOnly := kubevirtOVN(t, "status", "--kubeconfig", k.kubeconfig)
+	require.Equal(t, 0, kubeOnly.code, kubeOnly.stderr)
+	assert.Regexp(t, `\nrouter1 +True +True +- +- +- +- +- *\n`, kubeOnly.stdout)
+	assert.Regexp(t, `\nfip-bad +False +False +- +- +- +- +- +FloatingIp fip-bad: spec.floatingIp 198.18.0.9 is outside network public`, kubeOnly.stdout)
+	assert.NotContains(t, kubeOnly.stdout, "routers per gateway chassis")
+
 	// The floating IP's chassis are where its packets go: in at gw1, to
 	// vm-b on hv2.
 	e.dnatToVM("gw1", vmB, vmA, 33100, 8080)

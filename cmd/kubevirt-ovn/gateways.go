@@ -59,7 +59,7 @@ func newStatusCmd() *cobra.Command {
 	var f gatewayFlags
 	var output, kubeconfig string
 	cmd := &cobra.Command{
-		Use:     "status --nb ADDR --sb ADDR [flags]",
+		Use:     "status (--nb ADDR --sb ADDR [--kubeconfig FILE] | --kubeconfig FILE) [flags]",
 		GroupID: "gateways",
 		Short:   "Print each object's state: routers, floating IPs, security groups, load balancers, migrations",
 		Long: `status prints the objects an operator reads first: each router, floating IP, security group
@@ -67,7 +67,9 @@ and load balancer with Ready and Realized, the chassis involved and the error th
 then the gateways and the live migrations. From the NB and SB alone an object is Ready when its
 rows are committed and Realized when the chassis have every commit (NB_Global hv_cfg against
 nb_cfg); with --kubeconfig they are the conditions kubevirt-ovn's controller wrote on the
-cluster's objects, and the objects kept out by an error (no rows) are listed with it.
+cluster's objects, and the objects kept out by an error (no rows) are listed with it. With
+--kubeconfig alone it prints the cluster's objects and conditions without reading any NB (in
+interconnect mode each zone's databases are on its own node).
 
 Per router, its SNAT IP, its gateway chassis in order as the NB holds them
 (the primary, marked when spec.gateway pins it, then the failover candidates) and the
@@ -86,7 +88,7 @@ binding, the chassis that are exposed to it. It reads one central NB and SB. -o 
 	var g flagGroups
 	opts := f.add(&g)
 	opts.StringVarP(&output, "output", "o", "text", "print as `FORMAT`: text, json or yaml (the same fields)")
-	opts.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster whose objects' conditions (Ready, Realized, the error) to print; without it, the state the NB and SB say")
+	opts.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster whose objects' conditions (Ready, Realized, the error) to print; without it, the state the NB and SB say; alone (no --nb, --sb), the cluster's objects only")
 	_ = cmd.MarkFlagFilename("kubeconfig")
 	g.install(cmd)
 	return cmd
@@ -123,9 +125,16 @@ func runStatus(cmd *cobra.Command, f *gatewayFlags, output, kubeconfig string) e
 	if !slices.Contains(statusOutputs, output) {
 		return usageErrorf("--output %q is none of %s", output, strings.Join(statusOutputs, ", "))
 	}
-	g, ctx, cancel, err := f.open(cmd)
-	if err != nil {
-		return err
+	// With --kubeconfig alone, the cluster's objects without any NB: in
+	// interconnect mode each zone's databases are on its own node.
+	g, ctx, cancel := gatewaystate.Unread(), cmd.Context(), context.CancelFunc(func() {})
+	if kubeconfig == "" || f.nb.Address != "" || f.sb.Address != "" {
+		var err error
+		if g, ctx, cancel, err = f.open(cmd); err != nil {
+			return err
+		}
+	} else {
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
 	}
 	defer cancel()
 	defer g.Close()

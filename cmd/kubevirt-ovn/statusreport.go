@@ -251,8 +251,10 @@ func (r *statusReport) writeText(w io.Writer) {
 		}
 	}
 	r.writeObjects(w)
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "routers per gateway chassis (primary / active):")
+	if len(r.GatewayChassis) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "routers per gateway chassis (primary / active):")
+	}
 	for _, c := range r.GatewayChassis {
 		physnets := strings.Join(c.Physnets, ",")
 		if physnets == "" {

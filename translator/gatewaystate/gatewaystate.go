@@ -178,10 +178,20 @@ func migrations(nbc client.Client, instance string) []Migration {
 	return out
 }
 
+// Unread is the state of no NB and SB: nothing read (status from the
+// cluster's objects alone).
+func Unread() *State {
+	return &State{NBCfg: -1, HvCfg: -1, SNATIP: map[string]string{}, Active: map[string]string{}, Bound: map[string]string{}}
+}
+
 // Close closes the clients of the NB and the SB.
 func (s *State) Close() {
-	s.nb.Close()
-	s.sb.Close()
+	if s.nb != nil {
+		s.nb.Close()
+	}
+	if s.sb != nil {
+		s.sb.Close()
+	}
 }
 
 // Load is a gateway chassis and the routers it serves.
