@@ -26,24 +26,33 @@ type explainer struct {
 	// drops it may come later (OVN 23.09 on decide in an ACL stage and
 	// drop in another).
 	dropACL *nbmodel.ACL
-	// dpHop is the hop of the datapath the packet is in, dpIn the port
-	// it came in by.
-	dpHop       int
-	dpIn, dpKey string
+	// dpHop is the hop of the datapath the packet is in, dpKey its
+	// pipeline's datapath and ports.
+	dpHop int
+	dpKey string
 }
 
 // datapathHop adds a hop for each datapath the packet enters (the port
 // it comes in by) and completes it with the port it leaves by once the
 // egress pipeline starts.
 func (e *explainer) datapathHop(ev *Event) {
-	kind := HopSwitch
+	kind, refs := HopSwitch, map[string]string{}
+	if r := e.x.routerRef(ev.Datapath); r != "" {
+		refs["router"] = r
+	}
+	if s := e.x.switchName[ev.Datapath]; s != nil && ours(s.ExternalIDs) {
+		refs["network"] = networkName(s)
+	}
 	if e.x.routerName[ev.Datapath] != nil {
 		kind = HopRouter
 	}
+	if len(refs) == 0 {
+		refs = nil
+	}
 	switch {
 	case ev.Pipeline == "ingress" && ev.Datapath+"\x00"+ev.InPort != e.dpKey:
-		e.dpKey, e.dpIn = ev.Datapath+"\x00"+ev.InPort, ev.InPort
-		e.hops = append(e.hops, Hop{Zone: e.x.zone.Name, Kind: kind, Object: e.x.describeDatapath(ev.Datapath), Detail: "in from " + e.x.describePort(ev.InPort)})
+		e.dpKey = ev.Datapath + "\x00" + ev.InPort
+		e.hops = append(e.hops, Hop{Zone: e.x.zone.Name, Kind: kind, Object: e.x.describeDatapath(ev.Datapath), Detail: "in from " + e.x.describePort(ev.InPort), Refs: refs})
 		e.dpHop = len(e.hops) - 1
 	case ev.Pipeline == "egress" && ev.Datapath+"\x00"+ev.InPort+"\x00"+ev.OutPort != e.dpKey:
 		in := e.dpKey
@@ -53,7 +62,7 @@ func (e *explainer) datapathHop(ev *Event) {
 			return
 		}
 		// A trace that starts in egress, or a flood's next port.
-		e.hops = append(e.hops, Hop{Zone: e.x.zone.Name, Kind: kind, Object: e.x.describeDatapath(ev.Datapath), Detail: e.x.describePort(ev.InPort) + " → " + e.x.describePort(ev.OutPort)})
+		e.hops = append(e.hops, Hop{Zone: e.x.zone.Name, Kind: kind, Object: e.x.describeDatapath(ev.Datapath), Detail: e.x.describePort(ev.InPort) + " → " + e.x.describePort(ev.OutPort), Refs: refs})
 		e.dpHop = len(e.hops) - 1
 	}
 }

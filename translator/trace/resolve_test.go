@@ -35,7 +35,7 @@ func testZone() *Zone {
 			},
 			SwitchPorts: []*nbmodel.LogicalSwitchPort{
 				vm("p1", "net-a", "vm-a", "eth1", "50:54:00:00:00:05 10.10.0.5"),
-				vm("p2", "net-a", "vm-x", "eth1", "50:54:00:00:00:09 10.10.0.9"),
+				vm("p2", "net-a", "vm-x", "eth1", "50:54:00:00:00:09 10.10.0.9 fd00:10::9"),
 				{UUID: "p3", Name: "kv-stor-net-a_router1", Type: "router", Options: map[string]string{"router-port": "kv-rtos-router1_net-a"}, ExternalIDs: ids(translator.KindRouter, "router1")},
 				vm("p4", "net-b", "vm-x", "eth2", "50:54:00:00:00:0a 10.20.0.9"),
 			},
@@ -87,6 +87,12 @@ func TestTraceMicroflow(t *testing.T) {
 	assert.Equal(t, `inport == "kv-net-a_default_vm-x_eth1" && eth.src == 50:54:00:00:00:09 && eth.dst == 50:54:00:00:00:05 && ip4.src == 10.10.0.9 && ip4.dst == 10.10.0.5 && ip.ttl == 64 && tcp && tcp.src == 40000 && tcp.dst == 22`, r.microflow)
 	assert.Equal(t, Verdict{Result: Delivered, Chassis: "hv1", Detail: "delivered to VM default/vm-a eth1 on hv1, as tcp 10.10.0.9:40000 > 10.10.0.5:22"}, p.Verdict)
 	assert.Equal(t, "VM default/vm-x eth1", p.From)
+	assert.Equal(t, Hop{Kind: HopSwitch, Object: "network net-a", Detail: "port x → VM default/vm-a eth1", Refs: map[string]string{"network": "net-a"}}, p.Hops[0])
+
+	// An IPv6 destination: the VM's IPv6 address, ICMPv6 echo.
+	_, err = Trace(context.Background(), []*Zone{testZone()}, Request{From: "default/vm-x/eth1", To: "2001:db8::7"}, r)
+	require.NoError(t, err)
+	assert.Equal(t, `inport == "kv-net-a_default_vm-x_eth1" && eth.src == 50:54:00:00:00:09 && eth.dst == fa:16:3e:00:00:01 && ip6.src == fd00:10::9 && ip6.dst == 2001:db8::7 && ip.ttl == 64 && icmp6 && icmp6.type == 128 && icmp6.code == 0`, r.microflow)
 
 	_, err = Trace(context.Background(), []*Zone{testZone()}, Request{From: "default/vm-x/eth1", To: "lb:web"}, r)
 	require.NoError(t, err)

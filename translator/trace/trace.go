@@ -70,8 +70,9 @@ type Hop struct {
 	Detail  string `json:"detail"`
 	Chassis string `json:"chassis,omitempty"`
 	// Refs name the objects of the hop for tools: router, network,
-	// securityGroup and rule, loadBalancer, vip and member, floatingIP,
-	// snatIP, prefix and nexthop, activeChassis and gatewayChassis.
+	// securityGroup, rule and action, loadBalancer, vip and member,
+	// floatingIP, externalIP and logicalIP, snatIP, prefix and nexthop,
+	// activeChassis and gatewayChassis.
 	Refs map[string]string `json:"refs,omitempty"`
 }
 
