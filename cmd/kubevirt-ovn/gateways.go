@@ -55,6 +55,17 @@ func (f *gatewayFlags) open(cmd *cobra.Command) (*gatewaystate.State, context.Co
 	return g, ctx, cancel, nil
 }
 
+// openUnlessCluster is open, but with --kubeconfig alone (no --nb, --sb)
+// the state of no NB: the cluster's objects alone, as in interconnect mode,
+// where each zone's databases are on its own node.
+func (f *gatewayFlags) openUnlessCluster(cmd *cobra.Command, kubeconfig string) (*gatewaystate.State, context.Context, context.CancelFunc, error) {
+	if kubeconfig == "" || f.nb.Address != "" || f.sb.Address != "" {
+		return f.open(cmd)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	return gatewaystate.Unread(), ctx, cancel, nil
+}
+
 func newStatusCmd() *cobra.Command {
 	var f gatewayFlags
 	var output, kubeconfig string
@@ -117,24 +128,16 @@ and writes one central NB and reads its SB.`,
 	return cmd
 }
 
-// runStatus prints, per router, its gateway order as the NB holds it and
-// the chassis its gateway port is active on now (SB), then the primaries
-// per gateway chassis and the live migrations (statusReport), as text,
-// JSON or YAML.
+// runStatus prints each object (routers, floating IPs, security groups,
+// load balancers) with its state, then the primaries per gateway chassis
+// and the live migrations (statusReport), as text, JSON or YAML.
 func runStatus(cmd *cobra.Command, f *gatewayFlags, output, kubeconfig string) error {
 	if !slices.Contains(statusOutputs, output) {
 		return usageErrorf("--output %q is none of %s", output, strings.Join(statusOutputs, ", "))
 	}
-	// With --kubeconfig alone, the cluster's objects without any NB: in
-	// interconnect mode each zone's databases are on its own node.
-	g, ctx, cancel := gatewaystate.Unread(), cmd.Context(), context.CancelFunc(func() {})
-	if kubeconfig == "" || f.nb.Address != "" || f.sb.Address != "" {
-		var err error
-		if g, ctx, cancel, err = f.open(cmd); err != nil {
-			return err
-		}
-	} else {
-		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+	g, ctx, cancel, err := f.openUnlessCluster(cmd, kubeconfig)
+	if err != nil {
+		return err
 	}
 	defer cancel()
 	defer g.Close()
