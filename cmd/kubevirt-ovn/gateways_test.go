@@ -139,6 +139,31 @@ routers per gateway chassis (primary / active):
 	assert.Empty(t, said(again.stderr))
 }
 
+// rebalance nudges the chassis (NB_Global options:bfd-mult) after its
+// moves only on an OVN whose old gateways may keep a moved port's flows,
+// as sync and run do (TestStatusAndRebalance: an unknown release, taken
+// to have the bug, is nudged): on a fixed release it writes nothing but
+// the Gateway_Chassis rows, and says nothing.
+func TestRebalanceDoesNotNudgeAFixedRelease(t *testing.T) {
+	gw := func(name string) *sbmodel.Chassis {
+		return &sbmodel.Chassis{Name: name, Hostname: name, OtherConfig: map[string]string{"ovn-cms-options": "enable-chassis-as-gw", "ovn-bridge-mappings": "physnet1:br-ex"}}
+	}
+	nbSock, sbSock := nbtest.Serve(t), nbtest.ServeSB(t, gw("gw1"), gw("gw2"))
+	nbtest.SetNorthdRelease(t, sbSock, "24.03.0-20.33.0-72.6")
+	nb, sb := "unix:"+nbSock, "unix:"+sbSock
+	dir := t.TempDir()
+	routersOnGW1(t, dir, true)
+	require.Equal(t, 0, cliBounded(t, "sync", "--nb", nb, "--sb", sb, "--from-file", dir).code)
+	routersOnGW1(t, dir, false)
+	require.Equal(t, 0, cliBounded(t, "sync", "--nb", nb, "--sb", sb, "--from-file", dir).code)
+	r := cliBounded(t, "rebalance", "--nb", nb, "--sb", sb)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "move rb: gw1 -> gw2 (gateway chassis now gw2, gw1)\nmove rc: gw1 -> gw2 (gateway chassis now gw2, gw1)\n2 routers moved\n", r.stdout)
+	// The test NB has no NB_Global: a nudge would say it could not read
+	// it (after waiting for the moved ports' bindings).
+	assert.Empty(t, said(r.stderr), "a fixed release: no nudge")
+}
+
 // TestStatusSaysMigrationsAtRisk: on an OVN release with the
 // monitor-condition bug, status names the chassis whose ovn-controller
 // does not monitor all of the SB, and what to do; on a fixed one, nothing.

@@ -253,8 +253,13 @@ func (s *State) Move(ctx context.Context, m translator.Move) error {
 // FinishMoves finishes the moves committed, those of moves but for the
 // routers of failed: it waits for their gateway ports to be bound on
 // their new primaries and nudges the chassis (syncer.FinishMoves), saying
-// what it did to note (may be nil).
+// what it did to note (may be nil). Only an OVN whose old gateways may keep
+// a moved port's flows needs it (translator.StaleGatewayBug): on a fixed
+// release it writes nothing, as sync and run do.
 func (s *State) FinishMoves(ctx context.Context, moves []translator.Move, failed []string, note func(string)) {
+	if !translator.StaleGatewayBug(s.Release) {
+		return
+	}
 	moved := map[string]string{}
 	for _, m := range moves {
 		moved[m.Router] = m.To
