@@ -1,9 +1,11 @@
-// Package gatewaystate reads where a central NB places our routers'
-// gateway ports, and changes it: State holds each router's gateway order
-// (its Gateway_Chassis rows), the SB's chassis and where each gateway port
-// is bound now (`kubevirt-ovn status`); Rebalance and Move even out the
-// primaries, one router per transaction (`kubevirt-ovn rebalance`). The
-// CLI parses the flags and prints.
+// Package gatewaystate reads what a central NB and its SB hold of our
+// objects and where they run, and moves gateways: State holds each
+// router's gateway order (its Gateway_Chassis rows), the SB's chassis and
+// where each gateway port and VM port is bound now, the floating IPs,
+// security groups and load balancers whose rows the NB holds, and whether
+// the chassis have every commit (`kubevirt-ovn status`); Rebalance and
+// Move even out the primaries, one router per transaction (`kubevirt-ovn
+// rebalance`). The CLI parses the flags and prints.
 package gatewaystate
 
 import (
