@@ -17,6 +17,7 @@ import (
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/wire"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/trace"
 )
 
 // Dual stack internal networks (issue 33): deploy/examples with
@@ -149,6 +150,15 @@ func TestDualStackRouting(t *testing.T) {
 	skip = count(t, atA)
 	e.vmSends("hv2", "vm-b", frame{SrcMAC: vmBMAC, DstMAC: routerMAC, SrcIP: vmBIPv6, DstIP: vmA6, TTL: 64, SPort: 41000, DPort: 6602})
 	waitFor(t, atA, "vm-b's IPv6 datagram, from the address its VMI reports, at vm-a", skip, to(vmBIPv6, vmA6, 6602))
+
+	// kubevirt-ovn trace explains the same IPv6 path.
+	p := e.trace("--from", "default/vm-a", "--to", vmBIPv6, "--protocol", "udp", "--port", "6601")
+	t.Log(p.Text())
+	assert.Equal(t, "udp ["+vmA6+"]:40000 > ["+vmBIPv6+"]:6601", p.Packet, "from vm-a's SLAAC address")
+	assert.Equal(t, trace.Delivered, p.Verdict.Result)
+	assert.Equal(t, "hv2", p.Verdict.Chassis)
+	assert.Contains(t, p.Verdict.Detail, "delivered to VM default/vm-b eth1")
+	assert.Equal(t, "fd00:20::/64", hop(t, p, trace.HopRoute).Refs["prefix"], "net-b's subnet, directly connected")
 
 	// The IPv4 half, on the same VMs.
 	skip = count(t, atB)
