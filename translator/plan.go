@@ -529,6 +529,25 @@ func DHCPServerMAC(network string) string {
 	return fmt.Sprintf("0a:%02x:%02x:%02x:%02x:%02x", byte(s>>32), byte(s>>24), byte(s>>16), byte(s>>8), byte(s))
 }
 
+// VMPortAddresses reads a VM port's addresses column as planVMPorts
+// writes it, "MAC [IPv4] [IPv6...]": its MAC and its addresses.
+func VMPortAddresses(p *nbmodel.LogicalSwitchPort) (string, []netip.Addr) {
+	if len(p.Addresses) == 0 {
+		return "", nil
+	}
+	f := strings.Fields(p.Addresses[0])
+	if len(f) == 0 {
+		return "", nil
+	}
+	var out []netip.Addr
+	for _, s := range f[1:] {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return f[0], out
+}
+
 // KeyVMI is the external_ids key naming the VirtualMachineInstance
 // (namespace/name) of a VM port.
 const KeyVMI = "kubevirt-ovn/vmi"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -75,7 +76,7 @@ func (r *statusReport) addObjects(g *gatewaystate.State, nb objectState) {
 // Ready. The NB's Realized stands for a kind without a Realized
 // condition.
 func fromCluster(st kube.ObjectState, nb objectState) objectState {
-	out := objectState{Ready: cmpOr(st.Ready, condUnknown), Realized: cmpOr(st.Realized, nb.Realized)}
+	out := objectState{Ready: cmp.Or(st.Ready, condUnknown), Realized: cmp.Or(st.Realized, nb.Realized)}
 	if st.Ready != condTrue {
 		out.Error = st.Message
 	}
@@ -87,13 +88,6 @@ func fromCluster(st kube.ObjectState, nb objectState) objectState {
 		out.Realized = condFalse
 	}
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // notInCluster is the state of an object whose rows the NB holds but the

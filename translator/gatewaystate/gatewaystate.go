@@ -10,9 +10,7 @@ package gatewaystate
 
 import (
 	"context"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -123,13 +121,9 @@ func (s *State) readSB(ctx context.Context) error {
 	if s.Bound, err = ovn.BoundPorts(ctx, s.sb, s.instance); err != nil {
 		return err
 	}
-	offline := map[string]bool{}
-	members, err := ovn.OfflineMembers(ctx, s.sb)
+	offline, err := ovn.OfflineBackends(ctx, s.sb)
 	if err != nil {
 		return err
-	}
-	for _, m := range members {
-		offline[net.JoinHostPort(m.IP, strconv.Itoa(m.PortNum))] = true
 	}
 	if s.NBCfg, s.HvCfg, err = ovn.Realization(ctx, s.nb); err != nil {
 		return err

@@ -62,13 +62,12 @@ func (s *State) readObjects(ctx context.Context, nbc client.Client, offline map[
 	portName := map[string]string{}   // UUID -> name
 	for _, p := range ports {
 		portName[p.UUID] = p.Name
-		if !mine(p.ExternalIDs) || p.ExternalIDs[translator.KeyVMI] == "" || len(p.Addresses) == 0 {
+		if !mine(p.ExternalIDs) || p.ExternalIDs[translator.KeyVMI] == "" {
 			continue
 		}
-		for _, f := range strings.Fields(p.Addresses[0])[1:] {
-			if a, err := netip.ParseAddr(f); err == nil {
-				portOf[a] = p.Name
-			}
+		_, addrs := translator.VMPortAddresses(p)
+		for _, a := range addrs {
+			portOf[a] = p.Name
 		}
 	}
 	natRouter := map[string]string{}

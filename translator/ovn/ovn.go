@@ -10,9 +10,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -375,6 +377,20 @@ func OfflineMembers(ctx context.Context, sb client.Client) ([]translator.Offline
 	slices.SortFunc(out, func(a, b translator.OfflineMember) int {
 		return cmp.Or(strings.Compare(a.Port, b.Port), strings.Compare(a.IP, b.IP), strings.Compare(a.Protocol, b.Protocol), cmp.Compare(a.PortNum, b.PortNum))
 	})
+	return out, nil
+}
+
+// OfflineBackends are OfflineMembers as load balancer backends,
+// "ip:port" ("[ip]:port" for IPv6), as a Load_Balancer's vips list them.
+func OfflineBackends(ctx context.Context, sb client.Client) (map[string]bool, error) {
+	members, err := OfflineMembers(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(members))
+	for _, m := range members {
+		out[net.JoinHostPort(m.IP, strconv.Itoa(m.PortNum))] = true
+	}
 	return out, nil
 }
 

@@ -60,7 +60,7 @@ func (r *TraceRunner) Open(ctx context.Context, name string, nbEP, sbEP Endpoint
 	if z.proxy, err = StartTraceProxy(ctx, sbEP, z.sb.CurrentEndpoint()); err != nil {
 		return nil, err
 	}
-	out := &trace.Zone{Name: name, Offline: map[string]bool{}, Order: map[string][]string{}}
+	out := &trace.Zone{Name: name, Order: map[string][]string{}}
 	if err := readTraceRows(ctx, nbc, &out.Rows); err != nil {
 		return nil, err
 	}
@@ -73,21 +73,10 @@ func (r *TraceRunner) Open(ctx context.Context, name string, nbEP, sbEP Endpoint
 	if out.Bound, err = BoundPorts(ctx, z.sb, instance); err != nil {
 		return nil, err
 	}
-	offline, err := OfflineMembers(ctx, z.sb)
-	if err != nil {
+	if out.Offline, err = OfflineBackends(ctx, z.sb); err != nil {
 		return nil, err
 	}
-	for _, m := range offline {
-		out.Offline[joinHostPort(m.IP, m.PortNum)] = true
-	}
 	return out, nil
-}
-
-func joinHostPort(ip string, port int) string {
-	if strings.Contains(ip, ":") {
-		return fmt.Sprintf("[%s]:%d", ip, port)
-	}
-	return fmt.Sprintf("%s:%d", ip, port)
 }
 
 // readTraceRows copies the rows a trace reads from c's cache.

@@ -1,9 +1,9 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
@@ -329,10 +329,8 @@ func (t *tracer) vmWith(s string) string {
 		return ""
 	}
 	for _, x := range t.xs {
-		for _, v := range x.vmPorts() {
-			if slices.Contains(v.addresses, a) {
-				return v.String()
-			}
+		if v, ok := x.byAddr[a]; ok {
+			return v.String()
 		}
 	}
 	return ""
@@ -430,14 +428,14 @@ func (e *explainer) output(outs []Event) {
 			remote = o
 		case "localnet":
 			result = Left
-			chassis = cmpOr(e.gateway, e.srcChassis)
+			chassis = cmp.Or(e.gateway, e.srcChassis)
 			parts = append(parts, fmt.Sprintf("leaves by %s on %s, as %s", e.x.describePort(o.Text), chassis, e.h))
 		case "":
 			if result == "" {
 				result = Delivered
 			}
 			chassis = e.x.zone.Bound[o.Text]
-			parts = append(parts, fmt.Sprintf("delivered to %s on %s, as %s", e.x.describePort(o.Text), cmpOr(chassis, "no chassis yet"), e.h))
+			parts = append(parts, fmt.Sprintf("delivered to %s on %s, as %s", e.x.describePort(o.Text), cmp.Or(chassis, "no chassis yet"), e.h))
 		}
 	}
 	if remote != nil && len(parts) == 0 {
@@ -450,13 +448,6 @@ func (e *explainer) output(outs []Event) {
 		return
 	}
 	e.verdict = Verdict{Result: result, Detail: strings.Join(parts, "; "), Chassis: chassis}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // dropped is the verdict of a packet whose trace ends in a flow with no

@@ -118,7 +118,7 @@ func (t *tracer) findVM(ref string, prefer string) (vmPort, *index, error) {
 	// one per interface, the bound one when a zone given has it.
 	byIface := map[string]found{}
 	for _, x := range t.xs {
-		for _, v := range x.vmPorts() {
+		for _, v := range x.vms {
 			if v.vmi != vmi || (len(parts) == 3 && v.iface != parts[2]) {
 				continue
 			}
@@ -190,12 +190,10 @@ func (t *tracer) resolveTo(src *vmPort, v6Pref bool) (target, error) {
 func (t *tracer) describeAddr(a netip.Addr) target {
 	tg := target{addr: a, desc: a.String()}
 	for _, x := range t.xs {
-		for _, v := range x.vmPorts() {
-			if slices.Contains(v.addresses, a) {
-				tg.desc = fmt.Sprintf("%s (%s)", v, a)
-				tg.vm = &v
-				return tg
-			}
+		if v, ok := x.byAddr[a]; ok {
+			tg.desc = fmt.Sprintf("%s (%s)", v, a)
+			tg.vm = &v
+			return tg
 		}
 		for _, n := range x.zone.Rows.NATs {
 			if ip, err := netip.ParseAddr(n.ExternalIP); err == nil && ip == a && ours(n.ExternalIDs) {

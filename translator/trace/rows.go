@@ -56,13 +56,16 @@ type index struct {
 	pgSG       map[string]string // port group name -> security group
 	switchName map[string]*nbmodel.LogicalSwitch
 	routerName map[string]*nbmodel.LogicalRouter
+	// vms are the zone's VM ports of ours, byAddr them by address.
+	vms    []vmPort
+	byAddr map[netip.Addr]vmPort
 }
 
 func newIndex(z *Zone) *index {
 	x := &index{zone: z, lsp: map[string]*nbmodel.LogicalSwitchPort{}, lrp: map[string]*nbmodel.LogicalRouterPort{},
 		switchOf: map[string]*nbmodel.LogicalSwitch{}, peerSwitch: map[string]*nbmodel.LogicalSwitch{}, routerOf: map[string]*nbmodel.LogicalRouter{},
 		natRouter: map[string]*nbmodel.LogicalRouter{}, byHint: map[string]any{}, pgSG: map[string]string{},
-		switchName: map[string]*nbmodel.LogicalSwitch{}, routerName: map[string]*nbmodel.LogicalRouter{}}
+		switchName: map[string]*nbmodel.LogicalSwitch{}, routerName: map[string]*nbmodel.LogicalRouter{}, byAddr: map[netip.Addr]vmPort{}}
 	r := &z.Rows
 	hint := func(uuid string, row any) {
 		if len(uuid) >= 8 {
@@ -74,6 +77,12 @@ func newIndex(z *Zone) *index {
 		x.lsp[p.Name] = p
 		lspByUUID[p.UUID] = p
 		hint(p.UUID, p)
+		if v, ok := vmPortOf(p); ok {
+			x.vms = append(x.vms, v)
+			for _, a := range v.addresses {
+				x.byAddr[a] = v
+			}
+		}
 	}
 	lrpByUUID := map[string]*nbmodel.LogicalRouterPort{}
 	for _, p := range r.RouterPorts {
@@ -149,17 +158,7 @@ func vmPortOf(p *nbmodel.LogicalSwitchPort) (vmPort, bool) {
 	ns, name, _ := strings.Cut(vmi, "/")
 	prefix := translator.VMPortName(network, ns, name, "")
 	v := vmPort{port: p, network: network, vmi: vmi, iface: strings.TrimPrefix(p.Name, prefix)}
-	if len(p.Addresses) > 0 {
-		f := strings.Fields(p.Addresses[0])
-		if len(f) > 0 {
-			v.mac = f[0]
-		}
-		for _, s := range f[1:] {
-			if a, err := netip.ParseAddr(s); err == nil {
-				v.addresses = append(v.addresses, a)
-			}
-		}
-	}
+	v.mac, v.addresses = translator.VMPortAddresses(p)
 	return v, true
 }
 
@@ -250,17 +249,6 @@ func (x *index) describeDatapath(dp string) string {
 		return "router " + routerName(r)
 	}
 	return "datapath " + dp
-}
-
-// vmPorts are the zone's VM ports of ours.
-func (x *index) vmPorts() []vmPort {
-	var out []vmPort
-	for _, p := range x.zone.Rows.SwitchPorts {
-		if v, ok := vmPortOf(p); ok {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // routerRef is the VirtualRouter of a router datapath, "" for another.
