@@ -34,9 +34,10 @@ func SwitchRouterPortName(network, router string) string {
 func GatewayPortName(router string) string { return NamePrefix + "rtoe-" + router }
 
 // RouterOfGatewayPort is the router whose gateway port is named port, for
-// the SB's chassisredirect bindings (cr-<port>), which only name it. NB
-// rows are never claimed by their names: the NB registry finds a row
-// owned through a port (Static_MAC_Binding) by looking the port up.
+// the SB's chassisredirect bindings (cr-<port>), which only name it. The NB
+// registry finds a row owned through a port (Static_MAC_Binding) by looking
+// the port up; only a binding whose port the NB holds nowhere is claimed by
+// the name, after a read of the NB (translator/nb, OrphanKeys).
 func RouterOfGatewayPort(port string) (string, bool) {
 	return strings.CutPrefix(port, NamePrefix+"rtoe-")
 }

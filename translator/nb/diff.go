@@ -72,13 +72,28 @@ type UnitDiff struct {
 	refs    []refChange
 	sets    []*refSet
 	ops     []ovsdb.Operation // updates, and deletions of root rows
+	orphans []*orphan
 	// err fails the unit before anything is sent (Differ.Settle).
 	err error
 }
 
+// orphan is the deletion of a row owned through a key no row of ours has
+// (Table.OrphanKeys): sent only when the NB holds no row of that key at
+// all, read before the transaction (Differ.confirmOrphans) and waited for
+// in it.
+type orphan struct {
+	target *Table
+	key    string
+	ops    []ovsdb.Operation
+	change Change
+	// skip: the NB holds a row of that key that is not ours (another
+	// instance's port): the row is not ours either.
+	skip bool
+}
+
 // Empty says whether the diff writes nothing.
 func (u *UnitDiff) Empty() bool {
-	return len(u.inserts) == 0 && len(u.refs) == 0 && len(u.sets) == 0 && len(u.ops) == 0
+	return len(u.inserts) == 0 && len(u.refs) == 0 && len(u.sets) == 0 && len(u.ops) == 0 && len(u.orphans) == 0
 }
 
 // rowKey names a row by its table and key: a parent, a referenced row, a
@@ -296,6 +311,13 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 				rows = append(rows, found...)
 			}
 		}
+		if t.OrphanKeys != nil {
+			orphans, err := d.orphans(st, t, u, keys)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, orphans...)
+		}
 		slices.SortFunc(rows, func(a, b model.Model) int { return strings.Compare(uuidOf(a), uuidOf(b)) })
 		return slices.CompactFunc(rows, func(a, b model.Model) bool { return uuidOf(a) == uuidOf(b) }), nil
 	}
@@ -315,6 +337,42 @@ func (d *Differ) owned(st *unitState, t *Table, u translator.Unit, want map[*Tab
 	})
 	slices.SortFunc(rows, func(a, b model.Model) int { return strings.Compare(uuidOf(a), uuidOf(b)) })
 	return rows, nil
+}
+
+// orphans are the rows of t, a table owned through another, that name a
+// key unit u's row would have by our naming (t.OrphanKeys) when no row of
+// ours has that key: the unit's port deleted by hand. Whether the NB holds
+// a row of that key that is not ours (another instance's) is read when
+// the deletion is committed (Differ.confirmOrphans). keys are the keys the
+// unit has or wants.
+func (d *Differ) orphans(st *unitState, t *Table, u translator.Unit, keys map[string]bool) ([]model.Model, error) {
+	target := d.reg.byName[t.OwnedThrough.Table]
+	var out []model.Model
+	for _, k := range t.OrphanKeys(u) {
+		if keys[k] {
+			continue
+		}
+		found, err := d.v.byColumn(t, t.OwnedThrough.Column, k)
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			continue
+		}
+		other, err := d.rowByKey(target, k)
+		if err != nil {
+			return nil, err
+		}
+		if other != nil {
+			// Another unit's port: its rows.
+			continue
+		}
+		for _, r := range found {
+			st.orphans[uuidOf(r)] = k
+		}
+		out = append(out, found...)
+	}
+	return out, nil
 }
 
 // rowByKey is our row of table t whose key is key (the lowest UUID of
@@ -449,6 +507,9 @@ type unitState struct {
 	parent  map[string]string                 // child UUID -> parent UUID, from the unit's own rows
 	deleted map[string]bool
 	newRows map[rowKey]*insert
+	// orphans are the rows owned through a key no row of ours has, by the
+	// unit's naming (Table.OrphanKeys): UUID -> that key.
+	orphans map[string]string
 }
 
 // Unit diffs one unit: its current rows in the view against want.
@@ -461,6 +522,7 @@ func (d *Differ) Unit(want Desired) (*UnitDiff, error) {
 	st := &unitState{
 		cur: map[*Table][]model.Model{}, kept: map[*Table]map[string]model.Model{},
 		parent: map[string]string{}, deleted: map[string]bool{}, newRows: map[rowKey]*insert{},
+		orphans: map[string]string{},
 	}
 	byTable := map[*Table][]translator.Row{}
 	for _, r := range want.Rows {
@@ -1153,6 +1215,9 @@ func (d *Differ) remove(ud *UnitDiff, st *unitState, t *Table, r model.Model, wh
 	}
 	st.deleted[uuid] = true
 	d.gone[uuid] = ud
+	if k, ok := st.orphans[uuid]; ok {
+		return d.deleteOrphan(ud, t, r, k)
+	}
 	if t.Root() {
 		if why == "" {
 			why = d.childCounts(t, r)
@@ -1185,6 +1250,21 @@ func (d *Differ) deleteRow(ud *UnitDiff, t *Table, r model.Model, why string) er
 	}
 	ud.ops = append(ud.ops, ops...)
 	ud.Changes = append(ud.Changes, Change{Action: Delete, Table: t.Name, Name: t.Key(r), Detail: why})
+	return nil
+}
+
+// deleteOrphan deletes row r of table t, an orphan naming key of t's
+// owning table, once the NB is read to hold no row of that key
+// (confirmOrphans): the operations wait for that in the same transaction.
+// Its change is the unit's once confirmed.
+func (d *Differ) deleteOrphan(ud *UnitDiff, t *Table, r model.Model, key string) error {
+	ops, err := d.c.Where(r).Delete()
+	if err != nil {
+		return fmt.Errorf("building the deletion of %s %s: %w", t.Name, t.Key(r), err)
+	}
+	target := d.reg.byName[t.OwnedThrough.Table]
+	ud.orphans = append(ud.orphans, &orphan{target: target, key: key, ops: ops,
+		change: Change{Action: Delete, Table: t.Name, Name: t.Key(r), Detail: fmt.Sprintf("%s %s is gone", target.Name, key)}})
 	return nil
 }
 

@@ -74,6 +74,25 @@ func (r *Registry) PresentUnits(_ context.Context, c client.Client, instance str
 			seen[u] = true
 		}
 	})
+	// A row owned through a key no row of ours has makes present the unit
+	// our naming gives that key (Table.OrphanUnit): the router whose
+	// gateway port and router were deleted by hand, its binding left. Its
+	// sync deletes the binding if the NB holds no port of that name.
+	v := takeView(c, r)
+	for _, t := range r.tables {
+		if t.OrphanUnit == nil {
+			continue
+		}
+		owner := v.walkOwner(t, instance)
+		for _, m := range v.rows(t) {
+			if _, ok := owner(m); ok {
+				continue
+			}
+			if u, ok := t.OrphanUnit(field(m, t.OwnedThrough.Column).String()); ok {
+				seen[u] = true
+			}
+		}
+	}
 	units := slices.Collect(maps.Keys(seen))
 	slices.SortFunc(units, translator.CompareUnits)
 	return units, nil

@@ -75,6 +75,18 @@ type Table struct {
 	// the router's gateway port). A unit's diff also takes those naming a
 	// row it wants that no other unit has (its port deleted by hand).
 	OwnedThrough *Reference
+	// OrphanKeys, for a table owned through another, are the keys of the
+	// rows of that table that unit u's would have by our naming. A row
+	// naming one of them when no row of ours has it (the router and its
+	// port deleted by hand, then the router removed from the input) is
+	// the unit's orphan: deleted with the unit's rows once a read of the
+	// NB shows no row of that key at all (another instance's port is not
+	// in our cache), guarded by a wait in the same transaction.
+	// OrphanUnit is the inverse: the unit a key would be ours through, so
+	// that a full sync finds the units of orphans whose other rows are
+	// all gone.
+	OrphanKeys func(u translator.Unit) []string
+	OrphanUnit func(key string) (translator.Unit, bool)
 	// Guard: a root whose name is no schema index. Its insert is guarded by
 	// a wait for no row of that name, so that two writers cannot both
 	// create it and a row of that name that is not ours is reported.
@@ -589,8 +601,18 @@ var Default = MustRegistry(
 		// No external_ids: a binding is the router's whose gateway port
 		// it names.
 		OwnedThrough: &Reference{Column: "logical_port", Table: nbmodel.LogicalRouterPortTable},
-		Optional:     true,
-		Missing:      "(OVN before 22.12): peer router MACs are not pinned",
+		OrphanKeys: func(u translator.Unit) []string {
+			if u.Kind != translator.KindRouter {
+				return nil
+			}
+			return []string{translator.GatewayPortName(u.Name)}
+		},
+		OrphanUnit: func(port string) (translator.Unit, bool) {
+			r, ok := translator.RouterOfGatewayPort(port)
+			return translator.Unit{Kind: translator.KindRouter, Name: r}, ok && r != ""
+		},
+		Optional: true,
+		Missing:  "(OVN before 22.12): peer router MACs are not pinned",
 		Absent: func(m model.Model) string {
 			b := m.(*nbmodel.StaticMACBinding)
 			return "peerRouter.mac " + b.MAC + " (" + b.IP + " on " + b.LogicalPort + ") is not pinned: this OVN Northbound has no Static_MAC_Binding table " +

@@ -288,6 +288,15 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 		r.Changes = ud.Changes
 		return ud.Empty()
 	})
+	if err := d.confirmOrphans(ctx, c, diffs); err != nil {
+		diffs = slices.DeleteFunc(diffs, func(ud *UnitDiff) bool {
+			if len(ud.orphans) == 0 {
+				return false
+			}
+			results[index[ud]].Err, results[index[ud]].Changes = fmt.Errorf("%s: %w", ud.Unit, err), nil
+			return true
+		})
+	}
 	if !opts.DryRun {
 		failed := func(batch []*UnitDiff, err error) {
 			for _, ud := range batch {
@@ -310,6 +319,18 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 		}
 		for ud, err := range res.clashed {
 			failed([]*UnitDiff{ud}, err)
+		}
+	}
+	for _, ud := range diffs {
+		r := &results[index[ud]]
+		for _, o := range ud.orphans {
+			switch {
+			case r.Err != nil:
+			case o.skip:
+				r.Notes = append(r.Notes, fmt.Sprintf("%s %s is left alone: the NB holds a %s of that name that is not ours", o.change.Table, o.change.Name, o.target.Name))
+			default:
+				r.Changes = append(r.Changes, o.change)
+			}
 		}
 	}
 	for _, r := range results {

@@ -268,6 +268,12 @@ func (tx *txAssembly) withExtra(ins *insert) model.Model {
 func (tx *txAssembly) addUnitOps() error {
 	for _, ud := range tx.batch {
 		tx.ops = append(tx.ops, ud.ops...)
+		for _, o := range ud.orphans {
+			if !o.skip {
+				tx.ops = append(tx.ops, tx.d.absent(o.target, o.key))
+				tx.ops = append(tx.ops, o.ops...)
+			}
+		}
 		for _, s := range ud.sets {
 			op, err := tx.d.setOps(s, tx.resolve)
 			if err != nil {
@@ -402,6 +408,9 @@ func (d *Differ) nameGuard(m model.Model, until ovsdb.WaitCondition, ours bool) 
 // opCount estimates the operations of a unit, for batching.
 func (u *UnitDiff) opCount() int {
 	n := len(u.ops) + len(u.refs) + len(u.sets)
+	for _, o := range u.orphans {
+		n += 1 + len(o.ops)
+	}
 	for _, ins := range u.inserts {
 		n++
 		if ins.t.Guard {
@@ -547,4 +556,43 @@ func (d *Differ) Guards(ctx context.Context, c client.Client, batch []*UnitDiff)
 		keep = append(keep, ud)
 	}
 	return guards, keep, failed, nil
+}
+
+// absent waits, with timeout 0, until table t holds no row of key: the
+// guard of an orphan's deletion (another writer may have created a port of
+// that name since confirmOrphans read none).
+func (d *Differ) absent(t *Table, key string) ovsdb.Operation {
+	zero := 0
+	return ovsdb.Operation{Op: ovsdb.OperationWait, Table: t.Name, Where: []ovsdb.Condition{{Column: t.Identity[0], Function: ovsdb.ConditionEqual, Value: key}},
+		Columns: []string{t.Identity[0]}, Until: string(ovsdb.WaitConditionEqual), Rows: []ovsdb.Row{}, Timeout: &zero}
+}
+
+// confirmOrphans reads, in one transaction of selects, whether the NB
+// holds a row of each orphan's key (rows not ours are not in the cache):
+// an orphan whose key some row has is not ours, and is skipped.
+func (d *Differ) confirmOrphans(ctx context.Context, c client.Client, diffs []*UnitDiff) error {
+	var ops []ovsdb.Operation
+	var of []*orphan
+	for _, ud := range diffs {
+		for _, o := range ud.orphans {
+			col := o.target.Identity[0]
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: o.target.Name,
+				Where: []ovsdb.Condition{{Column: col, Function: ovsdb.ConditionEqual, Value: o.key}}, Columns: []string{col}})
+			of = append(of, o)
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	results, err := c.Transact(ctx, ops...)
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(results, ops)
+	}
+	if err != nil {
+		return fmt.Errorf("reading whether the ports its bindings name exist: %w", err)
+	}
+	for i, o := range of {
+		o.skip = len(results[i].Rows) > 0
+	}
+	return nil
 }
