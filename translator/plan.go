@@ -190,6 +190,12 @@ type UnitPlan struct {
 	// that no router has as an internal network, of the load balancers on
 	// it.
 	LoadBalancers []LoadBalancerStatus
+	// Affected are other units to plan again because this plan changed a
+	// decision theirs read: in interconnect mode, a router that adopted a
+	// gateway order with another primary (written by kubevirt-ovn
+	// rebalance) moved its home zone, which its networks' zones follow
+	// (and its own rows, in every zone).
+	Affected []Unit
 }
 
 // Build computes the desired rows of every network and router in s. It is a
@@ -260,7 +266,17 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 	case KindNetwork:
 		in.planNetwork(&up, instance, held)
 	case KindRouter:
+		before := in.standingPrimary(u.Name)
 		in.planRouter(&up, instance, held)
+		if after := in.standingPrimary(u.Name); in.zoned && before != "" && after != before {
+			// The router adopted another primary (kubevirt-ovn rebalance
+			// wrote it): its home zone moved, and with it its networks'
+			// zones and its siblings' remote ports; its own rows move to
+			// a zone whose controller may not have planned it.
+			affected := set[Unit]{u: {}}
+			in.zoneAffected(affected)
+			up.Affected = sortedUnits(affected)
+		}
 	case KindSecurityGroup:
 		in.planSecurityGroup(&up, instance, held)
 	}

@@ -273,6 +273,32 @@ func TestZoneRouterMovesWithItsPrimary(t *testing.T) {
 	assert.ElementsMatch(t, []string{"hv1", other}, slices.Collect(maps.Keys(na.Network.Zones)))
 }
 
+// A router that adopts a gateway order with another primary (kubevirt-ovn
+// rebalance wrote it to the NB) moves to that primary's zone; its plan
+// names the units to plan again, its networks, whose zones follow it.
+func TestZoneRouterAdoptingAMoveReplansItsNetworks(t *testing.T) {
+	in := zonedRouterOnNetA()
+	r2 := Unit{KindRouter, "r2"}
+	up := in.Plan(r2, testInstance, nil)
+	require.NotNil(t, up.Router)
+	home := up.Router.Gateway.Chassis[0]
+	other := map[string]string{"gw1": "gw2", "gw2": "gw1"}[home]
+	assert.Empty(t, up.Affected)
+	na := in.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.ElementsMatch(t, []string{"hv1", home}, slices.Collect(maps.Keys(na.Network.Zones)))
+
+	moved := Claims{Gateways: map[string][]string{"r2": {other, home}}}
+	up = in.Plan(r2, testInstance, moved)
+	require.NotNil(t, up.Router)
+	assert.Equal(t, []string{other, home}, up.Router.Gateway.Chassis, "the NB's order adopted")
+	assert.Equal(t, []Unit{{KindNetwork, "net-a"}, {KindNetwork, "public"}, r2}, up.Affected)
+	na = in.Plan(Unit{KindNetwork, "net-a"}, testInstance, moved)
+	assert.ElementsMatch(t, []string{"hv1", other}, slices.Collect(maps.Keys(na.Network.Zones)), "net-a follows its router")
+
+	up = in.Plan(r2, testInstance, moved)
+	assert.Empty(t, up.Affected, "planned again: nothing moved")
+}
+
 // TestZoneFollowerPlansWhatTheAllocatorDecided: a follower (a zone agent)
 // decides nothing: without the allocator's decisions its units wait; with
 // them it plans exactly the allocator's rows.

@@ -232,6 +232,7 @@ func (a *Allocator) processNext(ctx context.Context) bool {
 // unit whose input is invalid keeps its allocation, as its rows stay.
 func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 	up := a.input.Plan(u, a.opts.Instance, a.store)
+	a.EnqueueUnits(up.Affected)
 	if up.Network != nil {
 		for _, n := range up.Network.KeyNotes {
 			a.opts.Log.Info("tunnel key moved", "kind", u.Kind, "name", u.Name, "note", n)

@@ -960,6 +960,15 @@ func (c *Controller) plan(u translator.Unit) *step {
 		s.log = s.log.WithValues("zone", c.zone)
 	}
 	s.up = c.input.Plan(u, c.opts.Instance, c.planHeld)
+	if len(s.up.Affected) > 0 {
+		// The router moved its home zone: its networks follow, in
+		// every zone.
+		if c.group != nil {
+			c.group.EnqueueUnits(s.up.Affected)
+		} else {
+			c.EnqueueUnits(s.up.Affected)
+		}
+	}
 	if s.up.Network != nil {
 		for _, n := range s.up.Network.KeyNotes {
 			s.log.Info("tunnel key moved", "note", n)
