@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1349,7 +1350,17 @@ func (c *Controller) finishMoves(ctx context.Context) {
 // reach the NB either.
 type fenced struct{ client.Client }
 
+// A stop by signal reaches the context through two goroutines of the Go
+// runtime (os/signal's loop, then signal.NotifyContext's), which on a
+// busy machine wait for a processor while the workers, already running,
+// go on: each could send one more transaction before the context ends.
+// Yielding once before each transaction lets goroutines that were readied
+// earlier run first (the scheduler's global queue is first in, first
+// out), so a signal already delivered is almost always seen; it costs a
+// microsecond per transaction. What remains is a window no Go program can
+// close: a transaction sent before the runtime has seen the signal.
 func (f fenced) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	runtime.Gosched()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("not sent, the controller is stopping: %w", err)
 	}
