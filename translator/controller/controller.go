@@ -1291,7 +1291,6 @@ func (c *Controller) unpark(network string) {
 	}
 }
 
-// moved records a gateway port moved away from a live chassis.
 // staleGateways says whether the OVN of c's SB may keep a moved gateway
 // port's flows on its old chassis (translator.StaleGatewayBug): only then
 // is a move finished with a nudge.
@@ -1301,6 +1300,7 @@ func (c *Controller) staleGateways() bool {
 	return translator.StaleGatewayBug(c.release)
 }
 
+// moved records a gateway port moved away from a live chassis.
 func (c *Controller) moved(router, to string) {
 	c.mu.Lock()
 	c.moves[router] = to
