@@ -9,7 +9,7 @@ KEEP         ?=
 # ZONES=1: the demo on interconnect OVN (one NB, SB and northd per zone).
 ZONES        ?=
 
-.PHONY: all build image deps generate check-generate check-format vet lint test test-ofm demo bench clean
+.PHONY: all build image deps generate check-generate check-format vet lint test test-ofm demo bench soak clean
 
 all: build
 
@@ -120,6 +120,26 @@ BENCH_FLAGS ?=
 bench: deps build
 	$(GO) test -run '^$$' -bench DecodePaths ./translator/manifest/
 	$(GO) run ./integration/cmd/bench -bin bin/kubevirt-ovn $(BENCH_FLAGS)
+
+# The soak (integration/soak_test.go; integration/README.md, "The soak"):
+# a seeded random workload through files and Kubernetes objects, with
+# faults, on a Raft NB with gateways and workers, for SOAK (default 10m),
+# on the first release of OVN. Its report goes to bin/soak.txt. SOAK_SEED
+# replays a run (a failure prints its seed); SOAK_BUG=1 builds in the
+# deliberate bug the soak must catch (translator/controller/soakbug.go).
+# `make test` runs a short one (90s) in the packet suite.
+SOAK      ?= 10m
+SOAK_SEED ?=
+SOAK_BUG  ?=
+soak: deps
+	@mkdir -p bin && rm -f bin/soak.txt
+	$(GO) build -C integration/kube-apiserver -o $(CURDIR)/bin/kube-apiserver .
+	@r=$(firstword $(OVN)); root=; [ $$r = host ] || root=$$(bash integration/releases/root.sh $$r) || exit 1; \
+	KUBEVIRT_OVN_ROOT=$$root KUBEVIRT_OVN_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver \
+	KUBEVIRT_OVN_SOAK=$(SOAK) KUBEVIRT_OVN_SOAK_SEED=$(SOAK_SEED) KUBEVIRT_OVN_SOAK_REPORT=$(CURDIR)/bin/soak.txt \
+	KUBEVIRT_OVN_BUILD_TAGS=$(if $(SOAK_BUG),soakbug) \
+	  $(GO) test -count=1 -timeout 24h -run '^TestSoak' ./integration/; rc=$$?; \
+	[ -s bin/soak.txt ] && cat bin/soak.txt; exit $$rc
 
 clean:
 	rm -rf bin

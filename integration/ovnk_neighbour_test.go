@@ -540,7 +540,12 @@ func ovnkConnect(ctx context.Context, nb string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.NewOVSDBClient(m, client.WithEndpoint(nb))
+	var opts []client.Option
+	for _, ep := range strings.Split(nb, ",") {
+		// A Raft NB: every member (the client follows the leader).
+		opts = append(opts, client.WithEndpoint(ep))
+	}
+	c, err := client.NewOVSDBClient(m, opts...)
 	if err != nil {
 		return nil, err
 	}

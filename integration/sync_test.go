@@ -20,6 +20,10 @@ import (
 // command, as a user does.
 var binary string
 
+// EnvBuildTags are build tags of the binary under test: "soakbug" builds in
+// the deliberate bug the soak must catch (make soak SOAK_BUG=1).
+const EnvBuildTags = "KUBEVIRT_OVN_BUILD_TAGS"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "kubevirt-ovn-bin")
 	if err != nil {
@@ -27,7 +31,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "kubevirt-ovn")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/kubevirt-ovn")
+	args := []string{"build", "-o", binary}
+	if tags := os.Getenv(EnvBuildTags); tags != "" {
+		// make soak SOAK_BUG=1: the binary with the soak's deliberate bug.
+		fmt.Println("building kubevirt-ovn with -tags", tags)
+		args = append(args, "-tags", tags)
+	}
+	build := exec.Command("go", append(args, "../cmd/kubevirt-ovn")...)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building kubevirt-ovn:", err)

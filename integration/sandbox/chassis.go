@@ -44,6 +44,9 @@ type Local struct {
 	encapIP  map[string]string
 	// sims are the per-chassis daemons; stopped before Central's.
 	sims daemons
+	// killed are the command lines of the daemons of the chassis
+	// KillChassis ended, for RestartChassis.
+	killed map[string]map[string][]string
 }
 
 // StartLocal starts Central and the chassis of t under dir and waits until
@@ -66,9 +69,38 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 			l.Stop()
 		}
 	}()
+	return l, l.startChassis(t)
+}
+
+// StartLocalOnNBCluster is StartLocal on a Raft NB of members members
+// (StartNBCluster, under dir/central): production's layout. The Local's
+// Central names the cluster's endpoints (NB and NBTCP: every member) and
+// runs no daemon of its own: stop the chassis (Local.Stop) before the
+// cluster (NBCluster.Stop).
+func StartLocalOnNBCluster(dir string, t Topology, members int) (_ *Local, _ *NBCluster, err error) {
+	if t.PhysicalNetwork == "" {
+		t.PhysicalNetwork = "physnet1"
+	}
+	if _, err := os.Stat(VSwitchSchema); err != nil {
+		return nil, nil, fmt.Errorf("this machine has no Open vSwitch (%w): run 'make deps'", err)
+	}
+	nc, err := StartNBCluster(filepath.Join(dir, "central"), members)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &Local{Central: &Central{Dir: nc.Dir, NB: nc.NB, NBTCP: nc.NB, SB: nc.SB, SBTCP: nc.SBTCP}, Topology: t, encapIP: map[string]string{}}
+	if err := l.startChassis(t); err != nil {
+		return nil, nil, errors.Join(err, l.Stop(), nc.Stop())
+	}
+	return l, nc, nil
+}
+
+// startChassis starts the underlay and the chassis of t on l's SB and
+// waits until each has registered.
+func (l *Local) startChassis(t Topology) error {
 	h := l.hosts()
 	if err := h.underlay(); err != nil {
-		return nil, err
+		return err
 	}
 	var arp []underlayMAC
 	attach := func(name string, ip string) error {
@@ -86,29 +118,29 @@ func StartLocal(dir string, t Topology) (_ *Local, err error) {
 	}
 	for i, gw := range t.Gateways {
 		if err := attach(gw, fmt.Sprintf("192.168.0.%d", 1+i)); err != nil {
-			return nil, err
+			return err
 		}
 		if err := h.gatewayWire(gw, t.PhysicalNetwork); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, hv := range t.Workers {
 		if err := attach(hv, fmt.Sprintf("192.168.0.%d", 11+i)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := h.neighbours(arp); err != nil {
-		return nil, err
+		return err
 	}
 	for _, ch := range l.chassis {
 		if err := poll(90*time.Second, "chassis "+ch+" in the SB", func() (bool, error) {
 			out, err := l.SBCtl("--bare", "--columns=ip", "find", "Encap", "chassis_name="+ch)
 			return strings.TrimSpace(out) != "", err
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return l, nil
+	return nil
 }
 
 func (l *Local) simDir(sim string) string { return l.hosts().simDir(sim) }

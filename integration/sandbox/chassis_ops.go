@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -14,15 +15,25 @@ import (
 
 // KillChassis ends chassis sim the way a crash or a power cut does (see
 // hosts.kill); its SB row stays. The chassis leaves Gateways and Workers
-// and cannot be restarted.
+// until RestartChassis brings it back.
 func (l *Local) KillChassis(sim string) ([]int, error) {
 	if !slices.Contains(l.chassis, sim) {
 		return nil, fmt.Errorf("killing chassis %s: no such chassis in %s (chassis: %s)", sim, l.Dir, strings.Join(l.chassis, ", "))
+	}
+	args := map[string][]string{}
+	for _, prog := range []string{"ovs-vswitchd", "ovn-controller"} {
+		if d, ok := l.hosts().daemon(sim, prog); ok {
+			args[prog] = d.args
+		}
 	}
 	pids, err := l.hosts().kill(sim)
 	if err != nil {
 		return pids, err
 	}
+	if l.killed == nil {
+		l.killed = map[string]map[string][]string{}
+	}
+	l.killed[sim] = args
 	l.forget(sim)
 	return pids, nil
 }
@@ -88,6 +99,65 @@ func (c *Central) removeChassis(name string) error {
 		return fmt.Errorf("removing chassis %s from the SB: %w", name, err)
 	}
 	return nil
+}
+
+// RestartChassis brings a chassis KillChassis ended back, as a node that
+// reboots: ovs-vswitchd and ovn-controller start again with their command
+// lines, on the chassis's database (its bridges, ports and OVN settings
+// kept), and vswitchd's runtime state is set again (the underlay address,
+// route and tunnel neighbours of the dummy datapath). It rejoins Gateways
+// (when it has br-ex) or Workers and returns once ovn-controller has
+// claimed the chassis again. What its ports captured before is kept aside
+// by vswitchd's reopening of the pcap files: captures start afresh.
+func (l *Local) RestartChassis(sim string) error {
+	ip, ok := l.encapIP[sim]
+	if !ok || slices.Contains(l.Topology.Gateways, sim) || slices.Contains(l.Topology.Workers, sim) {
+		return fmt.Errorf("restarting chassis %s: not a killed chassis of %s", sim, l.Dir)
+	}
+	h := l.hosts()
+	d := h.simDir(sim)
+	for _, prog := range []string{"ovs-vswitchd", "ovn-controller"} {
+		args := l.killed[sim][prog]
+		if args == nil {
+			return fmt.Errorf("restarting chassis %s: no command line of its %s", sim, prog)
+		}
+		if _, err := run(d, prog, args...); err != nil {
+			return fmt.Errorf("restarting chassis %s: %w", sim, err)
+		}
+		h.ds.list = append(h.ds.list, daemon{name: prog, dir: d, appctl: map[string]string{"ovs-vswitchd": "ovs-appctl", "ovn-controller": "ovn-appctl"}[prog],
+			pidfile: filepath.Join(d, prog+".pid"), args: args})
+		if prog != "ovs-vswitchd" {
+			continue
+		}
+		if _, err := h.exec(sim, "ovs-appctl", "netdev-dummy/ip4addr", "br-phys", ip+"/24"); err != nil {
+			return fmt.Errorf("restarting chassis %s: %w", sim, err)
+		}
+		if _, err := h.exec(sim, "ovs-appctl", "ovs/route/add", ip+"/24", "br-phys"); err != nil {
+			return fmt.Errorf("restarting chassis %s: %w", sim, err)
+		}
+		for peer, peerIP := range l.encapIP {
+			if peer == sim {
+				continue
+			}
+			mac, err := underlayMACOf(peerIP)
+			if err != nil {
+				return err
+			}
+			if _, err := h.exec(sim, "ovs-appctl", "tnl/neigh/set", "br-phys", peerIP, mac); err != nil {
+				return fmt.Errorf("restarting chassis %s: %w", sim, err)
+			}
+		}
+	}
+	delete(l.killed, sim)
+	if out, _ := h.exec(sim, "ovs-vsctl", "--bare", "--columns=name", "list", "Bridge", "br-ex"); strings.TrimSpace(out) != "" {
+		l.Topology.Gateways = append(slices.Clone(l.Topology.Gateways), sim)
+	} else {
+		l.Topology.Workers = append(slices.Clone(l.Topology.Workers), sim)
+	}
+	return poll(90*time.Second, "chassis "+sim+"'s ovn-controller connected to the SB again", func() (bool, error) {
+		out, err := h.exec(sim, "ovn-appctl", "connection-status")
+		return err == nil && strings.TrimSpace(out) == "connected", nil
+	})
 }
 
 // AddGateway starts a new gateway chassis sim while the deployment runs,

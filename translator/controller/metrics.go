@@ -7,6 +7,7 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/util/workqueue"
 
@@ -69,6 +70,10 @@ func NewMetrics(nb client.Client, instance string) *Metrics {
 		routers: map[string]RouterStatus{},
 	}
 	m.Registry.MustRegister(m.reconcile, m.reconcileErr, m.batch, m.parked, m.txn, m.txnErr, m.keys, m.collapse)
+	// The standard process and Go runtime metrics every Prometheus
+	// target has (process_resident_memory_bytes, process_open_fds,
+	// go_goroutines, ...): what an operator watches for leaks.
+	m.Registry.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubevirt_ovn_routers_ready", Help: "Routers whose rows are committed.",
 	}, func() float64 { return m.countRouters(func(s RouterStatus) bool { return s.Err == nil }) }))

@@ -324,11 +324,10 @@ func SyncWork(ctx context.Context, c client.Client, work []Work, opts SyncOption
 	for _, ud := range diffs {
 		r := &results[index[ud]]
 		for _, o := range ud.orphans {
-			switch {
-			case r.Err != nil:
-			case o.skip:
-				r.Notes = append(r.Notes, fmt.Sprintf("%s %s is left alone: the NB holds a %s of that name that is not ours", o.change.Table, o.change.Name, o.target.Name))
-			default:
+			// A skipped one names another instance's port (every
+			// instance's bindings look alike): not ours, not ours
+			// to mention.
+			if r.Err == nil && !o.skip {
 				r.Changes = append(r.Changes, o.change)
 			}
 		}
