@@ -29,6 +29,55 @@ func (s *soak) injectFault(fault string) (recover func()) {
 	t.Helper()
 	none := func() {}
 	switch fault {
+	case "conn-cut":
+		for _, p := range s.px {
+			p.cut()
+		}
+		return none
+	case "gateway-kill":
+		_, err := s.chassis.KillChassis("gw2")
+		require.NoError(t, err)
+		return func() { require.NoError(t, s.chassis.RestartChassis("gw2")) }
+	case "ovnk-start":
+		// ovnkube-controller starting against each NB (every fact but
+		// EgressQoS, whose QoS row would change the foreign rows): it
+		// must leave every row of ours as it is. Rows of ours are only
+		// compared while no controller writes: the fault comes at a
+		// quiet moment (the loop makes no edit before it).
+		for _, db := range s.dbs {
+			d := ovnkRun(t, ovnkDB{db.nb, db.sbctl}, func(v *ovnkView, a *ovnkActs) {
+				for _, f := range ovnkFacts {
+					if f.name != "EgressQoS" {
+						f.apply(v, db.ovnk, a)
+					}
+				}
+			})
+			assert.Equal(t, d.OursBefore, d.OursAfter, "rows of ours%s changed by ovn-kubernetes' start (it matched: %q)", db.where(), d.Matched)
+			assert.Empty(t, d.Failed, "rows of ours%s would fail ovn-kubernetes' start", db.where())
+		}
+		return none
+	case "hand-edit":
+		for range 1 + s.r.IntN(3) {
+			s.handEdit(s.dbs[s.r.IntN(len(s.dbs))])
+		}
+		return none
+	case "lease-loss":
+		s.stealLease()
+		select {
+		case <-s.b.done:
+		case <-time.After(30 * time.Second):
+			require.FailNow(t, "the leader still runs 30s after losing its Lease")
+		}
+		return s.startKube
+	}
+	return s.modeFault(fault)
+}
+
+// centralFault injects central mode's own faults: on the Raft NB and the
+// kube instance's controller.
+func (s *soak) centralFault(fault string) func() {
+	t := s.t
+	switch fault {
 	case "nb-follower-kill", "nb-leader-kill":
 		leader, err := s.nc.WaitLeader(30 * time.Second)
 		require.NoError(t, err)
@@ -51,11 +100,6 @@ func (s *soak) injectFault(fault string) (recover func()) {
 			_, err := s.nc.WaitLeader(60 * time.Second)
 			require.NoError(t, err)
 		}
-	case "conn-cut":
-		for _, p := range s.px {
-			p.cut()
-		}
-		return none
 	case "ctrl-sigterm":
 		s.b.stop()
 		assert.Equal(t, 0, ctrlExitCode(s.b), "SIGTERM is a clean stop")
@@ -63,52 +107,50 @@ func (s *soak) injectFault(fault string) (recover func()) {
 	case "ctrl-sigkill":
 		s.b.kill()
 		return s.startKube
-	case "lease-loss":
-		s.stealLease()
-		select {
-		case <-s.b.done:
-		case <-time.After(30 * time.Second):
-			require.FailNow(t, "the kube controller still runs 30s after losing its Lease")
-		}
-		return s.startKube
-	case "gateway-kill":
-		_, err := s.l.KillChassis("gw2")
-		require.NoError(t, err)
-		return func() { require.NoError(t, s.l.RestartChassis("gw2")) }
-	case "ovnk-start":
-		// ovnkube-controller starting against this NB (every fact but
-		// EgressQoS, whose QoS row would change the foreign rows): it
-		// must leave every row of ours as it is. Rows of ours are only
-		// compared while no controller writes: the fault comes at a
-		// quiet moment (the loop makes no edit before it).
-		d := ovnkRun(t, ovnkDB{s.nc.NB, s.l.SBCtl}, func(v *ovnkView, a *ovnkActs) {
-			for _, f := range ovnkFacts {
-				if f.name != "EgressQoS" {
-					f.apply(v, ovnkZone{Nodes: []string{"node1"}}, a)
-				}
-			}
-		})
-		assert.Equal(t, d.OursBefore, d.OursAfter, "rows of ours changed by ovn-kubernetes' start (it matched: %q)", d.Matched)
-		assert.Empty(t, d.Failed, "rows of ours would fail ovn-kubernetes' start")
-		return none
-	case "hand-edit":
-		for range 1 + s.r.IntN(3) {
-			s.handEdit()
-		}
-		return none
 	}
 	require.FailNow(t, "unknown fault "+fault)
-	return none
+	return nil
+}
+
+// zonesFault injects interconnect mode's own faults: on a zone's NB, a
+// zone's agent, the allocator.
+func (s *soak) zonesFault(fault string) func() {
+	t := s.t
+	zones := s.z.List()
+	zdb := zones[s.r.IntN(len(zones))]
+	if strings.HasPrefix(fault, "agent-") {
+		// Not the sampled agent.
+		zones = slices.DeleteFunc(zones, func(z *sandbox.ZoneDB) bool { return z.Name == soakSampledZone })
+		zdb = zones[s.r.IntN(len(zones))]
+	}
+	switch fault {
+	case "zone-nb-restart":
+		_, err := zdb.KillNB()
+		require.NoError(t, err)
+		return func() { require.NoError(t, zdb.RestartNB()) }
+	case "agent-sigterm":
+		s.agents[zdb.Name].stop()
+		assert.Equal(t, 0, ctrlExitCode(s.agents[zdb.Name]), "SIGTERM is a clean stop")
+		return func() { s.startAgent(zdb) }
+	case "agent-sigkill":
+		s.agents[zdb.Name].kill()
+		return func() { s.startAgent(zdb) }
+	case "allocator-sigkill":
+		s.b.kill()
+		return s.startKube
+	}
+	require.FailNow(t, "unknown fault "+fault)
+	return nil
 }
 
 // handEdit changes one random row of ours with ovn-nbctl, as an operator
 // might: a VM's port or a router deleted, a router port's MAC changed, a
 // router's NATs deleted.
-func (s *soak) handEdit() {
+func (s *soak) handEdit(db *soakDB) {
 	t := s.t
 	pick := func(table, prefix string) string {
 		var names []string
-		for _, n := range strings.Fields(nbctl(t, s.l, "--bare", "--columns=name", "list", table)) {
+		for _, n := range strings.Fields(nbctl(t, db.ctl, "--bare", "--columns=name", "list", table)) {
 			if strings.HasPrefix(n, prefix) {
 				names = append(names, n)
 			}
@@ -122,24 +164,24 @@ func (s *soak) handEdit() {
 	switch s.r.IntN(4) {
 	case 0:
 		if p := pick("Logical_Switch_Port", "kv-"+[]string{"f", "k"}[s.r.IntN(2)]+"-n"); p != "" {
-			nbctl(t, s.l, "lsp-del", p)
+			nbctl(t, db.ctl, "lsp-del", p)
 			s.ops["hand: VM port deleted"]++
 		}
 	case 1:
 		// The router and its ports go; its Static_MAC_Binding stays,
 		// naming a port that is gone.
 		if r := pick("Logical_Router", "kv-"); r != "" {
-			nbctl(t, s.l, "lr-del", r)
+			nbctl(t, db.ctl, "lr-del", r)
 			s.ops["hand: router deleted"]++
 		}
 	case 2:
 		if p := pick("Logical_Router_Port", "kv-"); p != "" {
-			nbctl(t, s.l, "set", "Logical_Router_Port", p, "mac=\"02:00:00:00:00:99\"")
+			nbctl(t, db.ctl, "set", "Logical_Router_Port", p, "mac=\"02:00:00:00:00:99\"")
 			s.ops["hand: router port MAC changed"]++
 		}
 	case 3:
 		if r := pick("Logical_Router", "kv-"); r != "" {
-			nbctl(t, s.l, "lr-nat-del", r)
+			nbctl(t, db.ctl, "lr-nat-del", r)
 			s.ops["hand: router's NATs deleted"]++
 		}
 	}
@@ -227,7 +269,11 @@ func (s *soak) report() {
 	t := s.t
 	var b strings.Builder
 	rel, _ := sandbox.CurrentRelease()
-	fmt.Fprintf(&b, "soak: %s on OVN %s, seed %d (%s=%d reproduces it)\n", time.Since(s.started).Round(time.Second), rel.Version, s.seed, EnvSoakSeed, s.seed)
+	mode := "central (Raft NB of 3)"
+	if s.z != nil {
+		mode = fmt.Sprintf("interconnect (%d zones)", len(s.dbs))
+	}
+	fmt.Fprintf(&b, "soak %s: %s, %s on OVN %s, seed %d (%s=%d reproduces it)\n", t.Name(), mode, time.Since(s.started).Round(time.Second), rel.Version, s.seed, EnvSoakSeed, s.seed)
 	total := 0
 	var kinds []string
 	for k, n := range s.ops {
@@ -238,7 +284,7 @@ func (s *soak) report() {
 	fmt.Fprintf(&b, "operations: %d (%s)\n", total, strings.Join(kinds, ", "))
 	fmt.Fprintf(&b, "probes: %d rounds of SNAT, floating IP and load balancer packets, all delivered\n", s.probes)
 	fmt.Fprintf(&b, "%-18s %6s %9s %9s %9s\n", "fault", "count", "p50", "p99", "max")
-	for _, f := range append([]string{"start"}, soakFaults...) {
+	for _, f := range append([]string{"start"}, s.faultList...) {
 		d := slices.Clone(s.conv[f])
 		if len(d) == 0 {
 			fmt.Fprintf(&b, "%-18s %6d\n", f, 0)
@@ -248,7 +294,11 @@ func (s *soak) report() {
 		q := func(p float64) time.Duration { return d[int(math.Ceil(p*float64(len(d))))-1] }
 		fmt.Fprintf(&b, "%-18s %6d %9s %9s %9s\n", f, len(d), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
 	}
-	fmt.Fprintf(&b, "files controller (never restarted), at %d checkpoints:\n", len(s.samples))
+	sampled := "files controller"
+	if s.z != nil {
+		sampled = "zone " + soakSampledZone + "'s agent"
+	}
+	fmt.Fprintf(&b, "%s (never restarted), at %d checkpoints:\n", sampled, len(s.samples))
 	for _, m := range []struct {
 		name  string
 		unit  float64
@@ -267,7 +317,7 @@ func (s *soak) report() {
 	if path := os.Getenv(EnvSoakReport); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 	}
-	report(t, fmt.Sprintf("soak %s, seed %d: %d operations, %d faults, all converged", time.Since(s.started).Round(time.Second), s.seed, total, len(s.conv)-1))
+	report(t, fmt.Sprintf("soak, %s, %s, seed %d: %d operations, %d faults, all converged", mode, time.Since(s.started).Round(time.Second), s.seed, total, len(s.conv)-1))
 
 	// No leak: goroutines and open files at the last checkpoint (a quiet
 	// moment, as every checkpoint) within what the first half of the run

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
 
 // The soak (issue 35): production's interleavings in minutes. A seeded
@@ -50,24 +52,35 @@ const (
 // missed event left behind is found, not healed by the resync.
 const soakConverge = 120 * time.Second
 
-// soakFaults are the fault classes, each injected while the workload runs
-// and recovered before the next checkpoint.
-var soakFaults = []string{
-	"nb-follower-kill", "nb-leader-kill", "nb-restart", "conn-cut",
-	"ctrl-sigterm", "ctrl-sigkill", "lease-loss", "gateway-kill",
-	"ovnk-start", "hand-edit",
-}
-
 type soak struct {
 	traffic
 	t    *testing.T
 	seed uint64
 	// w draws the workload's edits, r the faults and what they hit: the
 	// edits replay alike whatever the NB's timing made of the faults.
-	w, r   *rand.Rand
-	l      *sandbox.Local
-	nc     *sandbox.NBCluster
-	k      *kubeAPI
+	w, r *rand.Rand
+	l    *sandbox.Local     // central mode
+	nc   *sandbox.NBCluster // central mode
+	z    *sandbox.Zones     // interconnect mode
+	k    *kubeAPI
+	// dbs are the NBs (one, or one per zone); sync the flags that give
+	// kubevirt-ovn all of them; filesInstance and kubeInstance the
+	// instances of the two inputs.
+	dbs                         []*soakDB
+	sync                        []string
+	filesInstance, kubeInstance string
+	chassis                     interface {
+		KillChassis(string) ([]int, error)
+		RestartChassis(string) error
+	}
+	waitGW func() error
+	// faults are the mode's fault classes; modeFault injects those not
+	// common to both modes.
+	faultList []string
+	modeFault func(fault string) func()
+	// agents are the zone agents (interconnect mode), by zone; b is the
+	// kube instance's controller: the allocator in interconnect mode.
+	agents map[string]*controllerProc
 	dir    string // the files instance's manifests
 	files  *soakWorld
 	kube   *soakWorld
@@ -75,8 +88,6 @@ type soak struct {
 	a, b   *controllerProc
 	bStart int // starts of the kube controller
 	px     []*soakProxy
-	// foreign is how the ovn-kubernetes-like rows read at the start.
-	foreign string
 
 	ops     map[string]int
 	faults  map[string]int
@@ -87,6 +98,17 @@ type soak struct {
 	started time.Time
 }
 
+// soakDB is one NB the soak checks: central mode's, or a zone's.
+type soakDB struct {
+	name  string  // the zone; "" in central mode
+	ctl   nbCtler // ovn-nbctl on it
+	nb    string  // its endpoint(s), for ovn-kubernetes' client
+	sbctl func(...string) (string, error)
+	ovnk  ovnkZone
+	// foreign is how the ovn-kubernetes-like rows read at the start.
+	foreign string
+}
+
 // soakSample is the files controller's resources at a checkpoint.
 type soakSample struct {
 	at                     time.Duration
@@ -94,7 +116,15 @@ type soakSample struct {
 	goroutines, fds, units float64
 }
 
-func TestSoak(t *testing.T) {
+func TestSoak(t *testing.T) { runSoak(t, startSoak) }
+
+// TestSoakZones is the soak in interconnect mode: four zones (gw1, gw2,
+// hv1, hv2, an NB, SB and northd each), the kube input through the cluster
+// roles (the allocator and an agent per zone), the files input through
+// `run --zone`.
+func TestSoakZones(t *testing.T) { runSoak(t, startSoakZones) }
+
+func runSoak(t *testing.T, start func(*testing.T, uint64) *soak) {
 	length := 90 * time.Second
 	if v := os.Getenv(EnvSoak); v != "" {
 		d, err := time.ParseDuration(v)
@@ -108,14 +138,14 @@ func TestSoak(t *testing.T) {
 		seed = n
 	}
 	t.Logf("soak of %s, seed %d (%s=%d reproduces it)", length, seed, EnvSoakSeed, seed)
-	s := startSoak(t, seed)
+	s := start(t, seed)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("soak FAILED: seed %d (%s=%d %s=%s reproduces it)", seed, EnvSoakSeed, seed, EnvSoak, length)
+			t.Logf("soak FAILED: seed %d (%s=%d %s=%s -run %s reproduces it)", seed, EnvSoakSeed, seed, EnvSoak, length, t.Name())
 		}
 	})
 	s.checkpoint("start")
-	order := slices.Clone(soakFaults)
+	order := slices.Clone(s.faultList)
 	for round := 0; time.Since(s.started) < length; round++ {
 		if round%len(order) == 0 {
 			s.r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -138,9 +168,62 @@ func TestSoak(t *testing.T) {
 	s.report()
 }
 
-// startSoak starts the OVN (Raft NB of 3, SB, northd, gw1 gw2 hv1 hv2 with
-// deploy/examples' VMs and vm-c plugged), the API server, both
-// controllers, and seeds the foreign rows.
+// newSoak is what both modes share: the worlds, the seeded rand,
+// deploy/examples with its floating IP and lb_test's load balancer (what
+// the packets go through: the files instance's manifests withFiles, else
+// Kubernetes objects), vm-a, vm-b and vm-c plugged in on ch, the API
+// server.
+func newSoak(t *testing.T, seed uint64, ch sandbox.Chassis, withFiles bool) *soak {
+	for vm, lsp := range map[vmRef]string{vmA: vmAPort, vmB: vmBPort, vmLBC: vmLBCPort} {
+		require.NoError(t, ch.AddVMPort(vm.chassis, vm.port, lsp))
+	}
+	s := &soak{traffic: traffic{t, ch}, t: t, seed: seed, w: rand.New(rand.NewPCG(seed, 1)), r: rand.New(rand.NewPCG(seed, 2)),
+		ops: map[string]int{}, faults: map[string]int{}, conv: map[string][]time.Duration{}, started: time.Now(), port: 20000,
+		agents: map[string]*controllerProc{}}
+	s.k = startKubeAPI(t)
+	s.kubeIn = &soakKube{k: s.k, have: map[string]soakObj{}}
+	s.dir = examples(t)
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples", "floatingips.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(s.dir, "floatingips.yaml"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(s.dir, "lb.yaml"), []byte(lbManifests), 0o644))
+	s.kube = newSoakWorld("k", "k-pub", "172.17.0.", "172.17.0.1", 128)
+	s.kube.publicNAD = ctrlNAD("k-pub", `{"type": "FLAT", "physicalNetworkName": "physnet1", "cidr": "172.17.0.0/24", "gatewayIp": "172.17.0.1"}`)
+	if withFiles {
+		s.files = newSoakWorld("f", "public", "172.16.0.", peerIP, 64)
+	} else {
+		// deploy/examples are Kubernetes objects too.
+		for _, f := range []string{"networks.yaml", "router.yaml", "vmis.yaml", "floatingips.yaml", "lb.yaml"} {
+			s.k.apply(t, filepath.Join(s.dir, f))
+		}
+	}
+	for range 4 {
+		if s.files != nil {
+			s.files.routers = append(s.files.routers, s.files.newRouter(s.w))
+		}
+		s.kube.routers = append(s.kube.routers, s.kube.newRouter(s.w))
+	}
+	if s.files != nil {
+		soakWriteFiles(t, s.dir, s.files.objects(), "f")
+	}
+	s.kubeIn.apply(t, s.kube.objects())
+	return s
+}
+
+// proxied starts a cutting proxy to each NB endpoint (host:port) and
+// returns the proxies' endpoints.
+func (s *soak) proxied(endpoints ...string) []string {
+	var out []string
+	for _, e := range endpoints {
+		p := startSoakProxy(s.t, strings.TrimPrefix(e, "tcp:"))
+		s.px = append(s.px, p)
+		out = append(out, "tcp:"+p.addr())
+	}
+	return out
+}
+
+// startSoak is central mode: a Raft NB of 3, SB, northd, gw1 gw2 hv1 hv2;
+// both instances' controllers on that NB, the files one through proxies.
 func startSoak(t *testing.T, seed uint64) *soak {
 	dir := t.TempDir()
 	l, nc, err := sandbox.StartLocalOnNBCluster(filepath.Join(dir, "ovn"), sandbox.DefaultTopology(), 3)
@@ -156,60 +239,89 @@ func startSoak(t *testing.T, seed uint64) *soak {
 			assert.False(t, sandbox.Alive(pid), "daemon pid %d left behind", pid)
 		}
 	})
-	for vm, lsp := range map[vmRef]string{vmA: vmAPort, vmB: vmBPort, vmLBC: vmLBCPort} {
-		require.NoError(t, l.AddVMPort(vm.chassis, vm.port, lsp))
-	}
-	s := &soak{traffic: traffic{t, l}, t: t, seed: seed, w: rand.New(rand.NewPCG(seed, 1)), r: rand.New(rand.NewPCG(seed, 2)), l: l, nc: nc,
-		ops: map[string]int{}, faults: map[string]int{}, conv: map[string][]time.Duration{}, started: time.Now(), port: 20000}
-	s.foreign = seedForeignRows(t, l)
-	s.k = startKubeAPI(t)
-	s.kubeIn = &soakKube{k: s.k, have: map[string]soakObj{}}
-
-	// The files instance: deploy/examples (its floating IP of vm-b) and
-	// the load balancer of lb_test (vm-a and vm-c, UDP 8080, floating IP
-	// 172.16.0.160): what the probes go through; the workload adds
-	// routers of its own beside them, on the same external network.
-	s.dir = examples(t)
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples", "floatingips.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(s.dir, "floatingips.yaml"), b, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(s.dir, "lb.yaml"), []byte(lbManifests), 0o644))
-	s.files = newSoakWorld("f", "public", "172.16.0.", peerIP, 64)
-	s.kube = newSoakWorld("k", "k-pub", "172.17.0.", "172.17.0.1", 128)
-	s.kube.publicNAD = ctrlNAD("k-pub", `{"type": "FLAT", "physicalNetworkName": "physnet1", "cidr": "172.17.0.0/24", "gatewayIp": "172.17.0.1"}`)
-	for range 4 {
-		s.files.routers = append(s.files.routers, s.files.newRouter(s.w))
-		s.kube.routers = append(s.kube.routers, s.kube.newRouter(s.w))
-	}
-	soakWriteFiles(t, s.dir, s.files.objects(), "f")
-	s.kubeIn.apply(t, s.kube.objects())
-
-	for _, m := range nc.Members {
-		s.px = append(s.px, startSoakProxy(t, strings.TrimPrefix(m, "tcp:")))
-	}
-	var viaProxies []string
-	for _, p := range s.px {
-		viaProxies = append(viaProxies, "tcp:"+p.addr())
-	}
-	s.a = startController(t, "soak-files", "--nb", strings.Join(viaProxies, ","), "--sb", l.SBTCP, "--from-file", s.dir,
+	s := newSoak(t, seed, l, true)
+	s.l, s.nc, s.chassis = l, nc, l
+	s.dbs = []*soakDB{{ctl: l, nb: nc.NB, sbctl: l.SBCtl, ovnk: ovnkZone{Nodes: []string{"node1"}}, foreign: seedForeignRows(t, l)}}
+	s.sync = []string{"--nb", nc.NB, "--sb", l.SBTCP}
+	s.filesInstance, s.kubeInstance = translator.DefaultInstance, "kube"
+	s.waitGW = func() error { return sandbox.WaitGateway(l, crPort, "gw1") }
+	s.faultList = []string{"nb-follower-kill", "nb-leader-kill", "nb-restart", "conn-cut", "ctrl-sigterm", "ctrl-sigkill", "lease-loss",
+		"gateway-kill", "ovnk-start", "hand-edit"}
+	s.modeFault = s.centralFault
+	s.a = startController(t, "soak-files", "--nb", strings.Join(s.proxied(nc.Members...), ","), "--sb", l.SBTCP, "--from-file", s.dir,
 		"--workers", "2", "--resync", "1h")
 	s.startKube()
 	nbctl(t, l, "--timeout=90", "wait-until", "Logical_Switch_Port", vmAPort, "up=true")
 	return s
 }
 
-// startKube starts the kube instance's controller (again).
+// startSoakZones is interconnect mode as ovn-kubernetes runs it: four
+// zones of one chassis each, ovn-kubernetes-like rows in each, the
+// cluster roles (the allocator and an agent per zone) over one input of
+// Kubernetes objects: deploy/examples and the workload. (The files
+// source, `run --zone`, is another instance: two instances allocating
+// tunnel keys in the same zones each see the other's as foreign only
+// once they read them, so a fresh sync of either may want a key the
+// other took meanwhile; production runs one.) Zone hv1's agent, which
+// no fault restarts, reaches its NB through a proxy the soak cuts; its
+// resources are sampled.
+func startSoakZones(t *testing.T, seed uint64) *soak {
+	z := newZones(t)
+	s := newSoak(t, seed, z, false)
+	s.z, s.chassis = z, z
+	for _, zdb := range z.List() {
+		writeForeignRows(t, zdb)
+		s.dbs = append(s.dbs, &soakDB{name: zdb.Name, ctl: zdb, nb: zdb.NBTCP, sbctl: zdb.SBCtl,
+			ovnk: ovnkZone{Nodes: append(zdb.Chassis(), "node1"), Networks: []string{"tenant-blue"}}, foreign: dumpForeignRows(t, zdb)})
+	}
+	s.sync = z.ZoneFlags()
+	s.kubeInstance = translator.DefaultInstance
+	s.waitGW = func() error { return z.WaitGateway(crPort, "gw1") }
+	s.faultList = []string{"zone-nb-restart", "conn-cut", "agent-sigterm", "agent-sigkill", "allocator-sigkill", "lease-loss",
+		"gateway-kill", "ovnk-start", "hand-edit"}
+	s.modeFault = s.zonesFault
+	s.k.installCRDs(t, []string{filepath.Join("..", "deploy", "interconnect", "crd-interconnect.yaml")})
+	s.startKube()
+	for _, zdb := range z.List() {
+		s.startAgent(zdb)
+	}
+	s.a = s.agents[soakSampledZone]
+	return s
+}
+
+// soakSampledZone is the zone whose agent no fault restarts: its NB
+// connection goes through a proxy, and its resources are sampled.
+const soakSampledZone = "hv1"
+
+// startKube starts the kube instance's controller, or in interconnect
+// mode its allocator (again).
 func (s *soak) startKube() {
 	s.bStart++
+	if s.z != nil {
+		s.b = startController(s.t, fmt.Sprintf("soak-allocator-%d", s.bStart), "--interconnect", "--kubeconfig", s.k.kubeconfig,
+			"--namespace", icNamespace, "--workers", "2", "--resync", "1h")
+		return
+	}
 	s.b = startController(s.t, fmt.Sprintf("soak-kube-%d", s.bStart), "--nb", s.nc.NB, "--sb", s.l.SBTCP, "--kubeconfig", s.k.kubeconfig,
 		"--instance", "kube", "--workers", "2", "--resync", "1h")
+}
+
+// startAgent starts zone zdb's agent (again).
+func (s *soak) startAgent(zdb *sandbox.ZoneDB) {
+	s.bStart++
+	nb := zdb.NBTCP
+	if zdb.Name == soakSampledZone {
+		nb = s.proxied(nb)[0]
+	}
+	s.agents[zdb.Name] = startController(s.t, fmt.Sprintf("soak-agent-%s-%d", zdb.Name, s.bStart), "--zone-nb", nb,
+		"--zone-sb", zdb.SBTCP, "--kubeconfig", s.k.kubeconfig, "--namespace", icNamespace, "--leader-elect=false", "--resync", "1h")
 }
 
 // work makes n random edits, each to one instance's input, paced as
 // people and controllers make them.
 func (s *soak) work(n int) {
 	for range n {
-		if s.w.IntN(2) == 0 {
+		if s.files != nil && s.w.IntN(2) == 0 {
 			s.ops["files: "+s.files.edit(s.w)]++
 			soakWriteFiles(s.t, s.dir, s.files.objects(), "f")
 		} else {
@@ -229,11 +341,23 @@ func (s *soak) checkpoint(fault string) {
 	start := time.Now()
 	kubeDir := t.TempDir()
 	soakWriteFiles(t, kubeDir, s.kube.objects(), "k")
+	if s.files == nil {
+		// deploy/examples are the kube input's too.
+		for _, f := range []string{"networks.yaml", "router.yaml", "vmis.yaml", "floatingips.yaml", "lb.yaml"} {
+			b, err := os.ReadFile(filepath.Join(s.dir, f))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(kubeDir, f), b, 0o644))
+		}
+	}
 	var last [2]string
+	clean := func(out string) bool { return strings.Contains(out, "no changes\n") && !soakChanges.MatchString(out) }
 	err := sandbox.Poll(soakConverge, "both instances' NB rows are what their input wants", func() (bool, error) {
-		last[0] = s.dryRun(s.dir, "")
-		last[1] = s.dryRun(kubeDir, "kube")
-		return strings.HasSuffix(last[0], "\nno changes\n") && strings.HasSuffix(last[1], "\nno changes\n"), nil
+		last[0] = "no changes\n"
+		if s.files != nil {
+			last[0] = s.dryRun(s.dir, s.filesInstance)
+		}
+		last[1] = s.dryRun(kubeDir, s.kubeInstance)
+		return clean(last[0]) && clean(last[1]), nil
 	})
 	took := time.Since(start)
 	if !assert.NoError(t, err, "after %s (seed %d): files instance's dry run:\n%s\nkube instance's dry run:\n%s", fault, s.seed, last[0], last[1]) {
@@ -242,24 +366,33 @@ func (s *soak) checkpoint(fault string) {
 	s.conv[fault] = append(s.conv[fault], took)
 	t.Logf("%s: converged %s after recovery", fault, took.Round(time.Millisecond))
 
-	for _, table := range []string{"Logical_Switch", "Logical_Router", "Logical_Switch_Port", "Logical_Router_Port", "Load_Balancer", "Port_Group"} {
-		seen := map[string]bool{}
-		for _, name := range strings.Fields(nbctl(t, s.l, "--bare", "--columns=name", "list", table)) {
-			assert.False(t, seen[name], "after %s: two %s rows named %s", fault, table, name)
-			seen[name] = true
+	for _, db := range s.dbs {
+		for _, table := range []string{"Logical_Switch", "Logical_Router", "Logical_Switch_Port", "Logical_Router_Port", "Load_Balancer", "Port_Group"} {
+			seen := map[string]bool{}
+			for _, name := range strings.Fields(nbctl(t, db.ctl, "--bare", "--columns=name", "list", table)) {
+				assert.False(t, seen[name], "after %s: two %s rows named %s%s", fault, table, name, db.where())
+				seen[name] = true
+			}
 		}
+		assert.Equal(t, db.foreign, dumpForeignRows(t, db.ctl), "after %s: the ovn-kubernetes-like rows%s must be byte-identical", fault, db.where())
 	}
-	assert.Equal(t, s.foreign, dumpForeignRows(t, s.l), "after %s: the ovn-kubernetes-like rows must be byte-identical", fault)
 	s.probe(fault)
 	s.sample()
 }
 
-// dryRun is `sync --dry-run` of an instance's input against the NB.
-func (s *soak) dryRun(dir, instance string) string {
-	args := []string{"sync", "--nb", s.nc.NB, "--sb", s.l.SBTCP, "--from-file", dir, "--dry-run"}
-	if instance != "" {
-		args = append(args, "--instance", instance)
+// soakChanges is a dry run's change (a dry run says "to create").
+var soakChanges = regexp.MustCompile(`(create|update|delete)`)
+
+func (db *soakDB) where() string {
+	if db.name == "" {
+		return ""
 	}
+	return " in zone " + db.name
+}
+
+// dryRun is `sync --dry-run` of an instance's input against the NB(s).
+func (s *soak) dryRun(dir, instance string) string {
+	args := append(append([]string{"sync"}, s.sync...), "--from-file", dir, "--dry-run", "--instance", instance)
 	// Not kubevirtOVN: its log of every run would fill a long soak's
 	// memory with dry runs.
 	cmd := exec.Command(binary, args...)
@@ -279,7 +412,7 @@ func (s *soak) dryRun(dir, instance string) string {
 func (s *soak) probe(fault string) {
 	t := s.t
 	t.Helper()
-	require.NoError(t, sandbox.WaitGateway(s.l, crPort, "gw1"), "after %s: router1's gateway port active on gw1", fault)
+	require.NoError(t, s.waitGW(), "after %s: router1's gateway port active on gw1", fault)
 	s.port++
 	skip := count(t, s.wire("gw1"))
 	s.send("hv1", "vm-a", vmAMAC, vmAIP, s.port, 30000+s.port%1000)

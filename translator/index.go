@@ -71,6 +71,7 @@ func (o Objects) Snapshot() *Snapshot {
 type Input struct {
 	mu      sync.RWMutex
 	sources map[string]*source
+	homes   routerHomes
 
 	routers  map[string]set[*routerDecl]  // by router name
 	networks map[string]set[*networkDecl] // by network name

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -191,9 +192,10 @@ type UnitPlan struct {
 	// it.
 	LoadBalancers []LoadBalancerStatus
 	// Affected are other units to plan again because this plan changed a
-	// decision theirs read: in interconnect mode, a router that adopted a
-	// gateway order with another primary (written by kubevirt-ovn
-	// rebalance) moved its home zone, which its networks' zones follow
+	// decision theirs read: in interconnect mode, a router whose plan has
+	// another primary gateway than its last one (an order kubevirt-ovn
+	// rebalance wrote, adopted; a zone agent following the allocator's
+	// new decision) moved its home zone, which its networks' zones follow
 	// (and its own rows, in every zone).
 	Affected []Unit
 }
@@ -266,13 +268,14 @@ func (in *Input) Plan(u Unit, instance string, held Held) UnitPlan {
 	case KindNetwork:
 		in.planNetwork(&up, instance, held)
 	case KindRouter:
-		before := in.standingPrimary(u.Name)
 		in.planRouter(&up, instance, held)
-		if after := in.standingPrimary(u.Name); in.zoned && before != "" && after != before {
-			// The router adopted another primary (kubevirt-ovn rebalance
-			// wrote it): its home zone moved, and with it its networks'
-			// zones and its siblings' remote ports; its own rows move to
-			// a zone whose controller may not have planned it.
+		if in.zoned && in.homes.moved(u.Name, up) {
+			// The router's primary gateway changed under its own plan
+			// (it adopted an order kubevirt-ovn rebalance wrote; a zone
+			// agent follows the allocator's new decision): its home
+			// zone moved, and with it its networks' zones and its
+			// remote ports elsewhere; its own rows move to a zone whose
+			// controller may not have planned it.
 			affected := set[Unit]{u: {}}
 			in.zoneAffected(affected)
 			up.Affected = sortedUnits(affected)
@@ -1564,4 +1567,36 @@ func normalizeIP(s string) string {
 		return a.String()
 	}
 	return s
+}
+
+// routerHomes are the primary gateway of each router's last plan, in
+// interconnect mode: a plan with another one moved the router's home
+// zone (UnitPlan.Affected). Plans run under the input's read lock, so
+// these have a lock of their own.
+type routerHomes struct {
+	mu    sync.Mutex
+	homes map[string]string
+}
+
+// moved records the primary gateway of up, router name's plan, and says
+// whether the router had another one before. A router that is gone, or
+// whose plan has no gateway, is forgotten.
+func (h *routerHomes) moved(name string, up UnitPlan) bool {
+	home := ""
+	if rp := up.Router; rp != nil && rp.Gateway != nil && len(rp.Gateway.Chassis) > 0 {
+		home = rp.Gateway.Chassis[0]
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	prev, seen := h.homes[name]
+	switch {
+	case home != "":
+		if h.homes == nil {
+			h.homes = map[string]string{}
+		}
+		h.homes[name] = home
+	case !up.InInput || len(up.Errs) == 0:
+		delete(h.homes, name)
+	}
+	return seen && home != "" && prev != home
 }

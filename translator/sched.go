@@ -98,19 +98,6 @@ func (in *Input) primaryOf(name string, n gateways.Need, held Held) (string, err
 	return primary, nil
 }
 
-// standingPrimary is router name's primary gateway as the scheduler holds
-// it, "" when it holds none (or does not choose gateways). Callers hold
-// in.mu.
-func (in *Input) standingPrimary(name string) string {
-	if !in.scheduling() {
-		return ""
-	}
-	if order := in.sched.Order(name); len(order) > 0 {
-		return order[0]
-	}
-	return ""
-}
-
 // scheduling says whether the scheduler chooses the gateways: the SB is
 // known and in does not follow an allocator.
 func (in *Input) scheduling() bool { return in.chassisKnown && !in.follow }

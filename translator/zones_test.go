@@ -299,6 +299,44 @@ func TestZoneRouterAdoptingAMoveReplansItsNetworks(t *testing.T) {
 	assert.Empty(t, up.Affected, "planned again: nothing moved")
 }
 
+// A zone agent (a follower) plans a router from the allocator's decision;
+// when the allocator moves the router to another gateway, the router's
+// plan in the agent names its networks to plan again: the agent's zone
+// may hold a switch only the router's old home needed.
+func TestZoneFollowerRouterMovedReplansItsNetworks(t *testing.T) {
+	leader := zonedRouterOnNetA()
+	decided := Claims{Gateways: map[string][]string{}, Keys: TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}}
+	for _, u := range leader.Units() {
+		up := leader.Plan(u, testInstance, nil)
+		require.Empty(t, up.Errs)
+		keys := TunnelKeys{}
+		if up.Network != nil {
+			keys = up.Network.Keys
+		} else {
+			keys = up.Router.Keys
+			decided.Gateways[u.Name] = up.Router.Gateway.Chassis
+		}
+		maps.Copy(decided.Keys.Switches, keys.Switches)
+		maps.Copy(decided.Keys.Ports, keys.Ports)
+	}
+	follower := zonedRouterOnNetA()
+	follower.SetFollower(true)
+	r2 := Unit{KindRouter, "r2"}
+	up := follower.Plan(r2, testInstance, decided)
+	require.Empty(t, up.Errs)
+	assert.Empty(t, up.Affected)
+	home := up.Router.Gateway.Chassis[0]
+	other := map[string]string{"gw1": "gw2", "gw2": "gw1"}[home]
+
+	decided.Gateways["r2"] = []string{other}
+	up = follower.Plan(r2, testInstance, decided)
+	require.Empty(t, up.Errs)
+	assert.Equal(t, []Unit{{KindNetwork, "net-a"}, {KindNetwork, "public"}, r2}, up.Affected, "the allocator moved r2")
+	na := follower.Plan(Unit{KindNetwork, "net-a"}, testInstance, decided)
+	assert.NotContains(t, na.Network.Zones, home, "net-a leaves r2's old home")
+	assert.Empty(t, follower.Plan(r2, testInstance, decided).Affected, "planned again: nothing moved")
+}
+
 // TestZoneFollowerPlansWhatTheAllocatorDecided: a follower (a zone agent)
 // decides nothing: without the allocator's decisions its units wait; with
 // them it plans exactly the allocator's rows.

@@ -20,12 +20,7 @@ func (l *Local) KillChassis(sim string) ([]int, error) {
 	if !slices.Contains(l.chassis, sim) {
 		return nil, fmt.Errorf("killing chassis %s: no such chassis in %s (chassis: %s)", sim, l.Dir, strings.Join(l.chassis, ", "))
 	}
-	args := map[string][]string{}
-	for _, prog := range []string{"ovs-vswitchd", "ovn-controller"} {
-		if d, ok := l.hosts().daemon(sim, prog); ok {
-			args[prog] = d.args
-		}
-	}
+	args := l.hosts().killArgs(sim)
 	pids, err := l.hosts().kill(sim)
 	if err != nil {
 		return pids, err
@@ -102,62 +97,82 @@ func (c *Central) removeChassis(name string) error {
 }
 
 // RestartChassis brings a chassis KillChassis ended back, as a node that
-// reboots: ovs-vswitchd and ovn-controller start again with their command
-// lines, on the chassis's database (its bridges, ports and OVN settings
-// kept), and vswitchd's runtime state is set again (the underlay address,
-// route and tunnel neighbours of the dummy datapath). It rejoins Gateways
-// (when it has br-ex) or Workers and returns once ovn-controller has
-// claimed the chassis again. What its ports captured before is kept aside
-// by vswitchd's reopening of the pcap files: captures start afresh.
+// reboots (hosts.restart): it rejoins Gateways (when it has br-ex) or
+// Workers.
 func (l *Local) RestartChassis(sim string) error {
-	ip, ok := l.encapIP[sim]
-	if !ok || slices.Contains(l.Topology.Gateways, sim) || slices.Contains(l.Topology.Workers, sim) {
+	if _, ok := l.killed[sim]; !ok {
 		return fmt.Errorf("restarting chassis %s: not a killed chassis of %s", sim, l.Dir)
 	}
-	h := l.hosts()
+	gateway, err := l.hosts().restart(sim, l.encapIP, l.killed[sim])
+	if err != nil {
+		return err
+	}
+	delete(l.killed, sim)
+	if gateway {
+		l.Topology.Gateways = append(slices.Clone(l.Topology.Gateways), sim)
+	} else {
+		l.Topology.Workers = append(slices.Clone(l.Topology.Workers), sim)
+	}
+	return nil
+}
+
+// restart starts the ovs-vswitchd and ovn-controller of chassis sim again
+// with their command lines (args, by program), on the chassis's database
+// (bridges, ports and OVN settings kept), sets vswitchd's runtime state
+// again (the underlay address, route and tunnel neighbours of the dummy
+// datapath: encapIP is every chassis's underlay address) and returns once
+// ovn-controller is connected to its SB, and whether sim is a gateway.
+// vswitchd reopens its ports' pcap files: captures start afresh.
+func (h hosts) restart(sim string, encapIP map[string]string, args map[string][]string) (bool, error) {
 	d := h.simDir(sim)
+	ip := encapIP[sim]
 	for _, prog := range []string{"ovs-vswitchd", "ovn-controller"} {
-		args := l.killed[sim][prog]
-		if args == nil {
-			return fmt.Errorf("restarting chassis %s: no command line of its %s", sim, prog)
+		if args[prog] == nil {
+			return false, fmt.Errorf("restarting chassis %s: no command line of its %s", sim, prog)
 		}
-		if _, err := run(d, prog, args...); err != nil {
-			return fmt.Errorf("restarting chassis %s: %w", sim, err)
+		if _, err := run(d, prog, args[prog]...); err != nil {
+			return false, fmt.Errorf("restarting chassis %s: %w", sim, err)
 		}
 		h.ds.list = append(h.ds.list, daemon{name: prog, dir: d, appctl: map[string]string{"ovs-vswitchd": "ovs-appctl", "ovn-controller": "ovn-appctl"}[prog],
-			pidfile: filepath.Join(d, prog+".pid"), args: args})
+			pidfile: filepath.Join(d, prog+".pid"), args: args[prog]})
 		if prog != "ovs-vswitchd" {
 			continue
 		}
-		if _, err := h.exec(sim, "ovs-appctl", "netdev-dummy/ip4addr", "br-phys", ip+"/24"); err != nil {
-			return fmt.Errorf("restarting chassis %s: %w", sim, err)
-		}
-		if _, err := h.exec(sim, "ovs-appctl", "ovs/route/add", ip+"/24", "br-phys"); err != nil {
-			return fmt.Errorf("restarting chassis %s: %w", sim, err)
-		}
-		for peer, peerIP := range l.encapIP {
+		cmds := [][]string{{"ovs-appctl", "netdev-dummy/ip4addr", "br-phys", ip + "/24"}, {"ovs-appctl", "ovs/route/add", ip + "/24", "br-phys"}}
+		for peer, peerIP := range encapIP {
 			if peer == sim {
 				continue
 			}
 			mac, err := underlayMACOf(peerIP)
 			if err != nil {
-				return err
+				return false, err
 			}
-			if _, err := h.exec(sim, "ovs-appctl", "tnl/neigh/set", "br-phys", peerIP, mac); err != nil {
-				return fmt.Errorf("restarting chassis %s: %w", sim, err)
+			cmds = append(cmds, []string{"ovs-appctl", "tnl/neigh/set", "br-phys", peerIP, mac})
+		}
+		for _, c := range cmds {
+			if _, err := h.exec(sim, c...); err != nil {
+				return false, fmt.Errorf("restarting chassis %s: %w", sim, err)
 			}
 		}
 	}
-	delete(l.killed, sim)
-	if out, _ := h.exec(sim, "ovs-vsctl", "--bare", "--columns=name", "list", "Bridge", "br-ex"); strings.TrimSpace(out) != "" {
-		l.Topology.Gateways = append(slices.Clone(l.Topology.Gateways), sim)
-	} else {
-		l.Topology.Workers = append(slices.Clone(l.Topology.Workers), sim)
-	}
-	return poll(90*time.Second, "chassis "+sim+"'s ovn-controller connected to the SB again", func() (bool, error) {
+	out, _ := h.exec(sim, "ovs-vsctl", "--bare", "--columns=name", "find", "Bridge", "name=br-ex")
+	err := poll(90*time.Second, "chassis "+sim+"'s ovn-controller connected to the SB again", func() (bool, error) {
 		out, err := h.exec(sim, "ovn-appctl", "connection-status")
 		return err == nil && strings.TrimSpace(out) == "connected", nil
 	})
+	return strings.TrimSpace(out) != "", err
+}
+
+// killArgs are the command lines of chassis sim's ovs-vswitchd and
+// ovn-controller, for a restart after a kill.
+func (h hosts) killArgs(sim string) map[string][]string {
+	args := map[string][]string{}
+	for _, prog := range []string{"ovs-vswitchd", "ovn-controller"} {
+		if d, ok := h.daemon(sim, prog); ok {
+			args[prog] = d.args
+		}
+	}
+	return args
 }
 
 // AddGateway starts a new gateway chassis sim while the deployment runs,

@@ -86,7 +86,9 @@ type Zones struct {
 	// killed are chassis KillChassis ended and RemoveChassis has not
 	// removed yet: still in their zone, no longer Gateways or Workers.
 	killed map[string]bool
-	sims   daemons
+	// killedArgs are their daemons' command lines, for RestartChassis.
+	killedArgs map[string]map[string][]string
+	sims       daemons
 }
 
 // Chassis is the chassis side of a deployment, which Local and Zones share.
@@ -134,7 +136,7 @@ func StartZones(dir string, t ZoneTopology) (_ *Zones, err error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	z := &Zones{Dir: dir, Topology: t, encapIP: map[string]string{}, killed: map[string]bool{}}
+	z := &Zones{Dir: dir, Topology: t, encapIP: map[string]string{}, killed: map[string]bool{}, killedArgs: map[string]map[string][]string{}}
 	defer func() {
 		if err != nil {
 			_ = z.Stop()
@@ -328,18 +330,34 @@ func (z *Zones) WaitGateway(crPort, gw string) error {
 // KillChassis crashes chassis as Local.KillChassis does: SIGKILL, by pid,
 // to its ovs-vswitchd and ovn-controller; it returns their pids. Its SB
 // rows stay (its own in its zone's SB, the remote entries in the others')
-// until RemoveChassis. It leaves Gateways and Workers, stays in its zone's
-// Chassis, and cannot be restarted.
+// until RemoveChassis. It leaves Gateways and Workers and stays in its
+// zone's Chassis until RestartChassis brings it back.
 func (z *Zones) KillChassis(chassis string) ([]int, error) {
 	if z.ZoneOf(chassis) == nil {
 		return nil, fmt.Errorf("killing chassis %s: no such chassis in %s (chassis: %s)", chassis, z.Dir, strings.Join(z.all(), ", "))
 	}
+	args := z.hosts().killArgs(chassis)
 	pids, err := z.hosts().kill(chassis)
 	if err != nil {
 		return pids, err
 	}
 	z.killed[chassis] = true
+	z.killedArgs[chassis] = args
 	return pids, nil
+}
+
+// RestartChassis brings a chassis KillChassis ended (and RemoveChassis did
+// not remove) back in its zone, as a node that reboots (hosts.restart).
+func (z *Zones) RestartChassis(chassis string) error {
+	if !z.killed[chassis] || z.killedArgs[chassis] == nil {
+		return fmt.Errorf("restarting chassis %s: not a killed chassis of %s", chassis, z.Dir)
+	}
+	if _, err := z.hosts().restart(chassis, z.encapIP, z.killedArgs[chassis]); err != nil {
+		return err
+	}
+	delete(z.killed, chassis)
+	delete(z.killedArgs, chassis)
+	return nil
 }
 
 // RemoveChassis is what ovnkube-controller does when chassis's node is
@@ -364,6 +382,7 @@ func (z *Zones) RemoveChassis(chassis string) error {
 	home.Gateways = without(home.Gateways, chassis)
 	home.Workers = without(home.Workers, chassis)
 	delete(z.killed, chassis)
+	delete(z.killedArgs, chassis)
 	return nil
 }
 

@@ -10,9 +10,9 @@ import (
 )
 
 // The bug `make soak SOAK_BUG=1` builds in, for the soak to catch and its
-// seed to reproduce: the files instance (the default one, --instance kubevirt-ovn) loses the
-// deletion of the first router of the soak's workload (f-r<n>) that leaves
-// its input. Each time the router is reconciled it is skipped as if
+// seed to reproduce: the controller of the files input loses the deletion
+// of the first router of the soak's workload (f-r<n>) that leaves its
+// input. Each time the router is reconciled it is skipped as if
 // written (skipped once only, a later NB event for its rows would heal
 // it: the deletions of its networks' switches do), so its rows stay until
 // the process restarts.
@@ -20,7 +20,7 @@ func init() {
 	var mu sync.Mutex
 	lost := ""
 	dropDeletion = func(instance string, u translator.Unit) bool {
-		if instance != translator.DefaultInstance || u.Kind != translator.KindRouter || !strings.HasPrefix(u.Name, "f-r") {
+		if u.Kind != translator.KindRouter || !strings.HasPrefix(u.Name, "f-r") {
 			return false
 		}
 		mu.Lock()
