@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -315,7 +316,11 @@ func (s *soak) report() {
 	}
 	t.Log("\n" + b.String())
 	if path := os.Getenv(EnvSoakReport); path != "" {
-		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+		// Appended: make soak runs both modes.
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		_, err = f.WriteString(b.String() + "\n")
+		require.NoError(t, errors.Join(err, f.Close()))
 	}
 	report(t, fmt.Sprintf("soak, %s, %s, seed %d: %d operations, %d faults, all converged", mode, time.Since(s.started).Round(time.Second), s.seed, total, len(s.conv)-1))
 
