@@ -299,16 +299,17 @@ func TestZoneRouterAdoptingAMoveReplansItsNetworks(t *testing.T) {
 	assert.Empty(t, up.Affected, "planned again: nothing moved")
 }
 
-// A zone agent (a follower) plans a router from the allocator's decision;
-// when the allocator moves the router to another gateway, the router's
-// plan in the agent names its networks to plan again: the agent's zone
-// may hold a switch only the router's old home needed.
-func TestZoneFollowerRouterMovedReplansItsNetworks(t *testing.T) {
-	leader := zonedRouterOnNetA()
+// allocatorDecisions plans every unit of leader (an allocator's input) and
+// returns what the allocator records (gateway orders, tunnel keys), with
+// the plans.
+func allocatorDecisions(t *testing.T, leader *Input) (Claims, map[Unit]UnitPlan) {
+	t.Helper()
 	decided := Claims{Gateways: map[string][]string{}, Keys: TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}}
+	plans := map[Unit]UnitPlan{}
 	for _, u := range leader.Units() {
 		up := leader.Plan(u, testInstance, nil)
 		require.Empty(t, up.Errs)
+		plans[u] = up
 		keys := TunnelKeys{}
 		if up.Network != nil {
 			keys = up.Network.Keys
@@ -319,6 +320,15 @@ func TestZoneFollowerRouterMovedReplansItsNetworks(t *testing.T) {
 		maps.Copy(decided.Keys.Switches, keys.Switches)
 		maps.Copy(decided.Keys.Ports, keys.Ports)
 	}
+	return decided, plans
+}
+
+// A zone agent (a follower) plans a router from the allocator's decision;
+// when the allocator moves the router to another gateway, the router's
+// plan in the agent names its networks to plan again: the agent's zone
+// may hold a switch only the router's old home needed.
+func TestZoneFollowerRouterMovedReplansItsNetworks(t *testing.T) {
+	decided, _ := allocatorDecisions(t, zonedRouterOnNetA())
 	follower := zonedRouterOnNetA()
 	follower.SetFollower(true)
 	r2 := Unit{KindRouter, "r2"}
@@ -342,22 +352,7 @@ func TestZoneFollowerRouterMovedReplansItsNetworks(t *testing.T) {
 // them it plans exactly the allocator's rows.
 func TestZoneFollowerPlansWhatTheAllocatorDecided(t *testing.T) {
 	leader := zoneInput()
-	decided := Claims{Gateways: map[string][]string{}, Keys: TunnelKeys{Switches: map[string]int{}, Ports: map[string]int{}}}
-	plans := map[Unit]UnitPlan{}
-	for _, u := range leader.Units() {
-		up := leader.Plan(u, testInstance, nil)
-		require.Empty(t, up.Errs)
-		plans[u] = up
-		keys := TunnelKeys{}
-		if up.Network != nil {
-			keys = up.Network.Keys
-		} else {
-			keys = up.Router.Keys
-			decided.Gateways[u.Name] = up.Router.Gateway.Chassis
-		}
-		maps.Copy(decided.Keys.Switches, keys.Switches)
-		maps.Copy(decided.Keys.Ports, keys.Ports)
-	}
+	decided, plans := allocatorDecisions(t, leader)
 
 	follower := zoneInput()
 	follower.SetFollower(true)
