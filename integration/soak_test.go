@@ -321,13 +321,16 @@ func (s *soak) startAgent(zdb *sandbox.ZoneDB) {
 // people and controllers make them.
 func (s *soak) work(n int) {
 	for range n {
+		var what string
 		if s.files != nil && s.w.IntN(2) == 0 {
-			s.ops["files: "+s.files.edit(s.w)]++
+			what = "files: " + s.files.edit(s.w)
 			soakWriteFiles(s.t, s.dir, s.files.objects(), "f")
 		} else {
-			s.ops["kube: "+s.kube.edit(s.w)]++
+			what = "kube: " + s.kube.edit(s.w)
 			s.kubeIn.apply(s.t, s.kube.objects())
 		}
+		s.ops[what]++
+		s.t.Logf("%s %s", time.Now().Format("15:04:05.000"), what)
 		time.Sleep(time.Duration(20+s.w.IntN(200)) * time.Millisecond)
 	}
 }
@@ -360,6 +363,11 @@ func (s *soak) checkpoint(fault string) {
 		return clean(last[0]) && clean(last[1]), nil
 	})
 	took := time.Since(start)
+	if err != nil {
+		keep, _ := os.MkdirTemp("", "kubevirt-ovn-soak-input-")
+		_ = exec.Command("cp", "-r", s.dir, kubeDir, keep).Run()
+		t.Logf("the inputs (files, kube) are kept in %s", keep)
+	}
 	if !assert.NoError(t, err, "after %s (seed %d): files instance's dry run:\n%s\nkube instance's dry run:\n%s", fault, s.seed, last[0], last[1]) {
 		return
 	}

@@ -33,6 +33,14 @@ type soakObj = map[string]any
 type soakVM struct {
 	name, node, mac, ip string
 	groups              []string // security group ids
+	// migration is its last live migration (KubeVirt's
+	// status.migrationState), nil before the first.
+	migration *soakMigration
+}
+
+type soakMigration struct {
+	source, target, uid string
+	completed           bool
 }
 
 // soakNet is an internal network of a soak router.
@@ -214,11 +222,36 @@ var soakOps = []struct {
 	}},
 	{3, func(w *soakWorld, r *rand.Rand) string {
 		vm := w.pickVM(r)
-		if vm == nil {
+		if vm == nil || vm.migration != nil && !vm.migration.completed {
 			return ""
 		}
 		vm.node = map[string]string{"hv1": "hv2", "hv2": "hv1"}[vm.node]
 		return "VM moved to another node"
+	}},
+	{3, func(w *soakWorld, r *rand.Rand) string {
+		var running []*soakVM
+		for _, rt := range w.routers {
+			for _, n := range rt.nets {
+				for _, vm := range n.vms {
+					if vm.migration != nil && !vm.migration.completed {
+						running = append(running, vm)
+					}
+				}
+			}
+		}
+		if len(running) > 0 && r.IntN(2) == 0 {
+			// The VM runs on the target: virt-handler's report.
+			vm := running[r.IntN(len(running))]
+			vm.node, vm.migration.completed = vm.migration.target, true
+			return "live migration completed"
+		}
+		vm := w.pickVM(r)
+		if vm == nil || vm.migration != nil && !vm.migration.completed {
+			return ""
+		}
+		other := map[string]string{"hv1": "hv2", "hv2": "hv1"}[vm.node]
+		vm.migration = &soakMigration{source: vm.node, target: other, uid: fmt.Sprintf("%s-mig%d", w.prefix, w.next())}
+		return "live migration started"
 	}},
 	{3, func(w *soakWorld, r *rand.Rand) string {
 		rt := w.pick(r)
@@ -391,9 +424,17 @@ func soakVMI(vm *soakVM, network string) soakObj {
 		b, _ := json.Marshal(vm.groups)
 		meta["annotations"] = soakObj{"securityGroups": string(b)}
 	}
+	status := soakObj{"nodeName": vm.node, "interfaces": []any{soakObj{"name": "eth1", "mac": vm.mac, "ipAddress": vm.ip}}}
+	if m := vm.migration; m != nil {
+		state := soakObj{"sourceNode": m.source, "targetNode": m.target, "migrationUid": m.uid, "mode": "PreCopy"}
+		if m.completed {
+			state["completed"] = true
+		}
+		status["migrationState"] = state
+	}
 	return soakObj{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "metadata": meta,
 		"spec":   soakObj{"networks": []any{soakObj{"name": "eth1", "multus": soakObj{"networkName": network}}}},
-		"status": soakObj{"nodeName": vm.node, "interfaces": []any{soakObj{"name": "eth1", "mac": vm.mac, "ipAddress": vm.ip}}}}
+		"status": status}
 }
 
 // soakWriteFiles writes objs as manifest files into dir, one per key (a

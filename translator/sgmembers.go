@@ -45,8 +45,12 @@ type sgMember struct {
 	from   *sgNetMembers
 }
 
+// compareSGMembers orders members, and says whether two are the same:
+// every field a plan reads counts (a member whose migration target
+// changed is another member: its port is in the target's zone too).
 func compareSGMembers(a, b *sgMember) int {
-	return cmp.Or(strings.Compare(a.port, b.port), strings.Compare(a.ip, b.ip), strings.Compare(a.ip6, b.ip6), strings.Compare(a.node, b.node))
+	return cmp.Or(strings.Compare(a.port, b.port), strings.Compare(a.ip, b.ip), strings.Compare(a.ip6, b.ip6), strings.Compare(a.node, b.node),
+		strings.Compare(a.target, b.target))
 }
 
 // sgNetMembers are a group's members on one network: those with a port,

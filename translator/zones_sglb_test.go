@@ -232,6 +232,32 @@ func sortedKeys[V any](m map[string]V) []string {
 // TestZoneSecurityGroupWaitsForChassis: with no zone's chassis known, a
 // group is planned nowhere and its rows are left as they are (waiting),
 // like a network's.
+// A member live migrating to another zone's node has its port in that
+// zone's Port_Group too, from the plan after its migration starts: the
+// memo of the group's members counts the migration target (it kept the
+// member as it was, and the target's zone got no port, until the soak
+// found it).
+func TestZoneSecurityGroupMemberMigrating(t *testing.T) {
+	in := zoneSGInput(true)
+	// web has a member on another network too: its memo of members
+	// outlives vm1's change.
+	vm3 := VMInterface{Namespace: "default", VMI: "vm3", Interface: "eth0", Network: "net-b", NetworkNamespace: "default", MAC: "02:00:00:00:00:03", IP: "10.20.0.7", Node: "node-hv1", SecurityGroups: "web"}
+	in.Set("vm3", Objects{VMs: []VMInterface{vm3}})
+	web := Unit{KindSecurityGroup, "web"}
+	sp := in.Plan(web, testInstance, nil).SecurityGroup
+	require.Equal(t, []string{"hv1"}, sortedKeys(sp.Zones))
+
+	affected := in.Set("vms", Objects{VMs: []VMInterface{
+		{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default", MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1", SecurityGroups: "web",
+			MigrationTarget: "hv2", MigrationUID: "m1"},
+		{Namespace: "default", VMI: "vm2", Interface: "eth0", Network: "net-b", NetworkNamespace: "default", MAC: "02:00:00:00:00:02", IP: "10.20.0.5", Node: "hv2", SecurityGroups: "client"},
+	}})
+	require.Contains(t, affected, web)
+	sp = in.Plan(web, testInstance, nil).SecurityGroup
+	assert.Equal(t, []string{"hv1", "hv2"}, sortedKeys(sp.Zones), "the migration's target zone holds vm1's port too")
+	assert.Contains(t, zoneRowNames(sp.Zones["hv2"]), "PG kv_sg_web -> kv-net-a_default_vm1_eth0")
+}
+
 func TestZoneSecurityGroupWaitsForChassis(t *testing.T) {
 	p := Build(&Snapshot{Networks: []Network{netA()}, SecurityGroups: []SecurityGroup{{Name: "web", ID: "web"}},
 		Interconnect: true, ChassisKnown: true}, testInstance)
