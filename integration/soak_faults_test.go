@@ -202,7 +202,10 @@ func (s *soak) stealLease() {
 		require.NoError(t, unstructured.SetNestedField(l.Object, "soak-thief", "spec", "holderIdentity"))
 		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "acquireTime"))
 		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "renewTime"))
-		require.NoError(t, unstructured.SetNestedField(l.Object, int64(2), "spec", "leaseDurationSeconds"))
+		// Longer than the leader's renew deadline (3s): a thief's
+		// Lease that expired first would be taken back by the leader's
+		// next renewal, and the leader would never lose it.
+		require.NoError(t, unstructured.SetNestedField(l.Object, int64(6), "spec", "leaseDurationSeconds"))
 		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			return false, nil

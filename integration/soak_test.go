@@ -415,37 +415,67 @@ func (s *soak) dryRun(dir, instance string) string {
 }
 
 // probe sends packets through router1 of deploy/examples: vm-a leaves
-// SNATed, a packet to vm-b's floating IP reaches vm-b, and one to the load
-// balancer's floating IP reaches a member.
+// SNATed, a packet to vm-b's floating IP reaches vm-b DNATed, and one to
+// the load balancer's floating IP reaches a member. The NB is what the
+// input wants; the chassis may still be installing it (a fault just
+// restarted them, or their databases): each probe sends a new flow every
+// half second until one crosses, for up to a minute.
 func (s *soak) probe(fault string) {
 	t := s.t
 	t.Helper()
 	require.NoError(t, s.waitGW(), "after %s: router1's gateway port active on gw1", fault)
-	s.port++
-	skip := count(t, s.wire("gw1"))
-	s.send("hv1", "vm-a", vmAMAC, vmAIP, s.port, 30000+s.port%1000)
-	waitFor(t, s.wire("gw1"), fmt.Sprintf("after %s: vm-a leaving SNATed", fault), skip, snated(30000+s.port%1000))
-
-	s.port++
-	s.dnatToVM("gw1", vmB, vmA, s.port, 31000+s.port%1000)
-
-	s.port++
-	sport := s.port
-	skips := map[string]int{vmA.port: count(t, s.vm(vmA.chassis, vmA.port)), vmLBC.port: count(t, s.vm(vmLBC.chassis, vmLBC.port))}
-	s.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort})
-	in := func(x seen) bool { return x.IsUDP && x.SrcIP == remoteIP && x.SPort == sport && x.DPort == lbPort }
-	waitFor(t, capture{name: "vm-a or vm-c", read: func() ([]seen, error) {
-		var all []seen
-		for _, m := range []vmRef{vmA, vmLBC} {
-			ps, err := s.vm(m.chassis, m.port).read()
-			if err != nil {
-				return nil, err
-			}
-			all = append(all, ps[min(skips[m.port], len(ps)):]...)
-		}
-		return all, nil
-	}}, fmt.Sprintf("after %s: the load balancer's floating IP reaching a member", fault), 0, in)
+	s.probeFlows(fmt.Sprintf("after %s: vm-a leaving SNATed on gw1", fault), []capture{s.wire("gw1")},
+		func(sport uint16) { s.send("hv1", "vm-a", vmAMAC, vmAIP, sport, sport) },
+		func(x seen, sport uint16) bool { return snated(sport)(x) })
+	s.probeFlows(fmt.Sprintf("after %s: a packet to vm-b's floating IP reaching vm-b", fault), []capture{s.vm(vmB.chassis, vmB.port)},
+		func(sport uint16) { s.inject("gw1", toFIP(sport, sport)) },
+		func(x seen, sport uint16) bool {
+			return x.IsUDP && x.SrcIP == remoteIP && x.SPort == sport && x.DstIP == vmBIP && x.DstMAC == vmBMAC
+		})
+	s.probeFlows(fmt.Sprintf("after %s: the load balancer's floating IP reaching a member", fault), []capture{s.vm(vmA.chassis, vmA.port), s.vm(vmLBC.chassis, vmLBC.port)},
+		func(sport uint16) {
+			s.inject("gw1", frame{SrcMAC: peerMAC, DstMAC: gwPortMAC, SrcIP: remoteIP, DstIP: lbFIP, TTL: 64, SPort: sport, DPort: lbPort})
+		},
+		func(x seen, sport uint16) bool {
+			return x.IsUDP && x.SrcIP == remoteIP && x.SPort == sport && x.DPort == lbPort
+		})
 	s.probes++
+}
+
+// probeFlows sends flows (send, each with a new source port) until one
+// is seen on one of captures (match), and fails naming what after a
+// minute.
+func (s *soak) probeFlows(what string, captures []capture, send func(sport uint16), match func(seen, uint16) bool) {
+	t := s.t
+	t.Helper()
+	skips := make([]int, len(captures))
+	for i, c := range captures {
+		skips[i] = count(t, c)
+	}
+	first := s.port + 1
+	var last time.Time
+	err := sandbox.Poll(60*time.Second, what, func() (bool, error) {
+		if time.Since(last) >= 500*time.Millisecond {
+			s.port++
+			send(s.port)
+			last = time.Now()
+		}
+		for i, c := range captures {
+			ps, err := c.read()
+			if err != nil {
+				return false, err
+			}
+			for _, x := range ps[min(skips[i], len(ps)):] {
+				for sport := first; sport <= s.port; sport++ {
+					if match(x, sport) {
+						return true, nil
+					}
+				}
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err)
 }
 
 // sample records the files controller's resources (its metrics: the
