@@ -935,7 +935,7 @@ func (c *Controller) reconcile(ctx context.Context, units []translator.Unit) []e
 	var writing []*step
 	for _, s := range steps {
 		c.prepare(ctx, s, batched)
-		if dropDeletion != nil && !s.up.InInput && dropDeletion(c.opts.Instance, s.up.Unit) {
+		if dropDeletion != nil && !s.up.InInput && dropDeletion(s.up.Unit) {
 			// The deliberate bug of a soakbug build: the unit's
 			// deletion is skipped as if it were written.
 			s.parked = true
@@ -961,8 +961,8 @@ func (c *Controller) reconcile(ctx context.Context, units []translator.Unit) []e
 
 // dropDeletion is nil but in a build with the soakbug tag
 // (soakbug.go): a deliberate bug for the soak to catch (issue 35). It says
-// whether to skip the deletion of unit u of instance.
-var dropDeletion func(instance string, u translator.Unit) bool
+// whether to skip the deletion of unit u.
+var dropDeletion func(u translator.Unit) bool
 
 // plan is unit u's desired rows, from the current input.
 func (c *Controller) plan(u translator.Unit) *step {

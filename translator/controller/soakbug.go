@@ -19,7 +19,7 @@ import (
 func init() {
 	var mu sync.Mutex
 	lost := ""
-	dropDeletion = func(instance string, u translator.Unit) bool {
+	dropDeletion = func(u translator.Unit) bool {
 		if u.Kind != translator.KindRouter || !strings.HasPrefix(u.Name, "f-r") {
 			return false
 		}
