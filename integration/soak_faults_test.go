@@ -188,15 +188,21 @@ func (s *soak) handEdit(db *soakDB) {
 	}
 }
 
-// stealLease takes the kube controller's Lease for another identity, as a
-// replica would after a partition.
+// stealLease takes the leader's Lease (the kube controller's, the
+// allocator's) for another identity, as a replica would after a
+// partition, once the leader holds it: a leader started again may still
+// stand by (in interconnect mode the NB converges without the allocator,
+// from its decisions), and would lose nothing.
 func (s *soak) stealLease() {
 	t := s.t
 	leases := s.k.dyn.Resource(leaseGVR).Namespace("kube-system")
-	require.NoError(t, sandbox.Poll(30*time.Second, "taking the Lease", func() (bool, error) {
+	require.NoError(t, sandbox.Poll(60*time.Second, s.b.name+" leading, then taking its Lease", func() (bool, error) {
 		l, err := leases.Get(context.Background(), "kubevirt-ovn", metav1.GetOptions{})
 		if err != nil {
 			return false, nil // not created yet
+		}
+		if h, _, _ := unstructured.NestedString(l.Object, "spec", "holderIdentity"); h != s.b.name {
+			return false, nil
 		}
 		now := metav1.NowMicro().Format(metav1.RFC3339Micro)
 		require.NoError(t, unstructured.SetNestedField(l.Object, "soak-thief", "spec", "holderIdentity"))
