@@ -53,23 +53,7 @@ func TestCtrlLeaseLostStopsWritingAndExits(t *testing.T) {
 	// Another replica takes the Lease (as one would after a partition).
 	const thief = "ctrl-thief"
 	atSteal := 0
-	require.NoError(t, sandbox.Poll(10*time.Second, "taking the Lease", func() (bool, error) {
-		l, err := leases.Get(context.Background(), "kubevirt-ovn", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		now := metav1.NowMicro().Format(metav1.RFC3339Micro)
-		require.NoError(t, unstructured.SetNestedField(l.Object, thief, "spec", "holderIdentity"))
-		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "acquireTime"))
-		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "renewTime"))
-		require.NoError(t, unstructured.SetNestedField(l.Object, int64(60), "spec", "leaseDurationSeconds"))
-		atSteal = ctrlNBCfg(t, c)
-		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			return false, nil // the leader renewed meanwhile
-		}
-		return err == nil, err
-	}))
+	k.takeLease(t, 10*time.Second, "", thief, 60, func() { atSteal = ctrlNBCfg(t, c) })
 	stolen := time.Now()
 
 	// The moment the leader says it lost the Lease, and the NB then.
@@ -107,4 +91,39 @@ func TestCtrlLeaseLostStopsWritingAndExits(t *testing.T) {
 	assert.Contains(t, p.out.String(), "lost the leader election Lease")
 	assert.Equal(t, thief, holder(), "the old leader leaves the Lease to its new holder")
 	assert.Less(t, after, 2*ctrlLeaseRouters+1, "the test took the Lease before the leader converged")
+}
+
+// takeLease gives kubevirt-ovn's Lease to thief for seconds, as another
+// replica would take it after a partition, once holder holds it ("" any
+// holder), retrying on conflicts with the leader's renewals; before runs
+// just before the write.
+func (k *kubeAPI) takeLease(t *testing.T, timeout time.Duration, holder, thief string, seconds int64, before func()) {
+	t.Helper()
+	leases := k.dyn.Resource(leaseGVR).Namespace("kube-system")
+	what := "taking the Lease"
+	if holder != "" {
+		what = holder + " leading, then " + what
+	}
+	require.NoError(t, sandbox.Poll(timeout, what, func() (bool, error) {
+		l, err := leases.Get(context.Background(), "kubevirt-ovn", metav1.GetOptions{})
+		if err != nil {
+			return false, nil // not created yet
+		}
+		if h, _, _ := unstructured.NestedString(l.Object, "spec", "holderIdentity"); holder != "" && h != holder {
+			return false, nil
+		}
+		now := metav1.NowMicro().Format(metav1.RFC3339Micro)
+		require.NoError(t, unstructured.SetNestedField(l.Object, thief, "spec", "holderIdentity"))
+		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "acquireTime"))
+		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "renewTime"))
+		require.NoError(t, unstructured.SetNestedField(l.Object, seconds, "spec", "leaseDurationSeconds"))
+		if before != nil {
+			before()
+		}
+		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil // the leader renewed meanwhile
+		}
+		return err == nil, err
+	}))
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +15,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 )
@@ -192,32 +188,11 @@ func (s *soak) handEdit(db *soakDB) {
 // allocator's) for another identity, as a replica would after a
 // partition, once the leader holds it: a leader started again may still
 // stand by (in interconnect mode the NB converges without the allocator,
-// from its decisions), and would lose nothing.
+// from its decisions), and would lose nothing. The thief's Lease lasts
+// longer than the leader's renew deadline (3s): one that expired first
+// would be taken back by the leader's next renewal.
 func (s *soak) stealLease() {
-	t := s.t
-	leases := s.k.dyn.Resource(leaseGVR).Namespace("kube-system")
-	require.NoError(t, sandbox.Poll(60*time.Second, s.b.name+" leading, then taking its Lease", func() (bool, error) {
-		l, err := leases.Get(context.Background(), "kubevirt-ovn", metav1.GetOptions{})
-		if err != nil {
-			return false, nil // not created yet
-		}
-		if h, _, _ := unstructured.NestedString(l.Object, "spec", "holderIdentity"); h != s.b.name {
-			return false, nil
-		}
-		now := metav1.NowMicro().Format(metav1.RFC3339Micro)
-		require.NoError(t, unstructured.SetNestedField(l.Object, "soak-thief", "spec", "holderIdentity"))
-		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "acquireTime"))
-		require.NoError(t, unstructured.SetNestedField(l.Object, now, "spec", "renewTime"))
-		// Longer than the leader's renew deadline (3s): a thief's
-		// Lease that expired first would be taken back by the leader's
-		// next renewal, and the leader would never lose it.
-		require.NoError(t, unstructured.SetNestedField(l.Object, int64(6), "spec", "leaseDurationSeconds"))
-		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	}))
+	s.k.takeLease(s.t, 60*time.Second, s.b.name, "soak-thief", 6, nil)
 }
 
 // soakProxy forwards TCP connections to an NB member; cut closes every

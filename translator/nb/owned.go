@@ -67,29 +67,26 @@ func PresentUnits(ctx context.Context, c client.Client, instance string) ([]tran
 // PresentUnits is the package function for registry r.
 func (r *Registry) PresentUnits(_ context.Context, c client.Client, instance string) ([]translator.Unit, error) {
 	seen := map[translator.Unit]bool{}
-	eachOwned(r, c, instance, func(t *Table, u translator.Unit, _ any) {
-		// A row owned through another row makes no unit present: that
-		// row does.
-		if t.OwnerKeys() {
-			seen[u] = true
-		}
-	})
-	// A row owned through a key no row of ours has makes present the unit
-	// our naming gives that key (Table.OrphanUnit): the router whose
-	// gateway port and router were deleted by hand, its binding left. Its
-	// sync deletes the binding if the NB holds no port of that name.
 	v := takeView(c, r)
 	for _, t := range r.tables {
-		if t.OrphanUnit == nil {
-			continue
-		}
 		owner := v.walkOwner(t, instance)
 		for _, m := range v.rows(t) {
-			if _, ok := owner(m); ok {
-				continue
-			}
-			if u, ok := t.OrphanUnit(field(m, t.OwnedThrough.Column).String()); ok {
+			u, ok := owner(m)
+			switch {
+			case ok && t.OwnerKeys():
 				seen[u] = true
+			case ok:
+				// A row owned through another row makes no unit
+				// present: that row does.
+			case t.OrphanUnit != nil:
+				// Owned through a key no row of ours has: the unit
+				// our naming gives that key (Table.OrphanUnit), the
+				// router whose gateway port and router were deleted
+				// by hand, its binding left. Its sync deletes the
+				// binding if the NB holds no port of that name.
+				if u, ok := t.OrphanUnit(field(m, t.OwnedThrough.Column).String()); ok {
+					seen[u] = true
+				}
 			}
 		}
 	}
