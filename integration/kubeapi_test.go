@@ -1,35 +1,22 @@
 package integration
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	testserver "k8s.io/apiextensions-apiserver/pkg/cmd/server/testing"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/kubeapi"
 )
 
 // kubeAPI is a real Kubernetes API server for CRDs: apiextensions-apiserver
@@ -45,39 +32,15 @@ type kubeAPI struct {
 // test and stops it when the test ends.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Fatalf("etcd is not installed (apt-get install etcd-server; 'make deps' does it): %v", err)
-	}
-	client, err := sandbox.FreePort()
+	p, url, err := kubeapi.StartEtcd(t.TempDir())
 	require.NoError(t, err)
-	peer, err := sandbox.FreePort()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	var logs bytes.Buffer
-	cmd := exec.Command("etcd", "--name=test", "--data-dir="+filepath.Join(dir, "data"),
-		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=test="+peerURL, "--log-level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		p.Stop()
 		if t.Failed() {
-			t.Logf("etcd output:\n%s", logs.String())
+			t.Logf("etcd output:\n%s", p.Output())
 		}
 	})
-	require.NoError(t, sandbox.Poll(30*time.Second, "etcd healthy", func() (bool, error) {
-		resp, err := http.Get(clientURL + "/health")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}))
-	return clientURL
+	return url
 }
 
 // startKubeAPI starts an API server with every CRD of deploy/common and
@@ -143,40 +106,5 @@ func startKubeAPIWith(t *testing.T, crds []string) *kubeAPI {
 // Established.
 func (k *kubeAPI) installCRDs(t *testing.T, files []string) {
 	t.Helper()
-	cs, err := apiextensionsclient.NewForConfig(k.config)
-	require.NoError(t, err)
-	ctx := context.Background()
-	var names []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := dec.Decode(&crd); errors.Is(err, io.EOF) {
-				break
-			} else {
-				require.NoError(t, err, f)
-			}
-			_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{})
-			if !apierrors.IsAlreadyExists(err) {
-				require.NoError(t, err, f)
-			}
-			names = append(names, crd.Name)
-		}
-	}
-	for _, name := range names {
-		require.NoError(t, sandbox.Poll(30*time.Second, "CRD "+name+" established", func() (bool, error) {
-			crd, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		}))
-	}
+	require.NoError(t, kubeapi.InstallCRDs(k.config, files))
 }

@@ -1,29 +1,17 @@
 package integration
 
 import (
-	"bytes"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/integration/kubeapi"
 )
 
 // Kubernetes' own API server, for the tests that need what the
@@ -75,68 +63,16 @@ func kubeAPIServerBinary(t *testing.T) string {
 // when the test ends.
 func startClusterAPI(t *testing.T) *kubeAPI {
 	t.Helper()
-	bin := kubeAPIServerBinary(t)
-	etcd := startEtcd(t)
-	dir := t.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	srv, err := kubeapi.Start(t.TempDir(), kubeAPIServerBinary(t))
 	require.NoError(t, err)
-	saKey := filepath.Join(dir, "sa.key")
-	require.NoError(t, os.WriteFile(saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600))
-	secret := make([]byte, 16)
-	_, err = rand.Read(secret)
-	require.NoError(t, err)
-	token := hex.EncodeToString(secret)
-	tokens := filepath.Join(dir, "tokens.csv")
-	require.NoError(t, os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600))
-	port, err := sandbox.FreePort()
-	require.NoError(t, err)
-
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--etcd-servers="+etcd, "--etcd-prefix=/"+strings.ReplaceAll(t.Name(), "/", "_"),
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--cert-dir="+filepath.Join(dir, "certs"),
-		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+saKey,
-		"--service-account-signing-key-file="+saKey, "--service-cluster-ip-range=10.96.0.0/16",
-		"--authorization-mode=AlwaysAllow", "--token-auth-file="+tokens, "--v=1",
-		// No controller-manager creates the namespaces' default ServiceAccount.
-		"--disable-admission-plugins=ServiceAccount")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
+		srv.Stop()
 		if t.Failed() {
-			t.Logf("kube-apiserver output (last 4 KiB):\n%s", tail(logs.String(), 4096))
+			t.Logf("kube-apiserver output (last 4 KiB):\n%s", tail(srv.Output(), 4096))
 		}
 	})
-	cfg := &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", port), BearerToken: token,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	tr, err := rest.TransportFor(cfg)
-	require.NoError(t, err)
-	ready := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	require.NoError(t, sandbox.Poll(60*time.Second, "kube-apiserver ready", func() (bool, error) {
-		select {
-		case <-done:
-			return false, fmt.Errorf("kube-apiserver exited")
-		default:
-		}
-		resp, err := ready.Get(cfg.Host + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}))
-	k := &kubeAPI{config: cfg, kubeconfig: filepath.Join(dir, "kubeconfig")}
-	require.NoError(t, clientcmd.WriteToFile(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"test": {Server: cfg.Host, InsecureSkipTLSVerify: true}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"test": {Token: token}},
-		Contexts:       map[string]*clientcmdapi.Context{"test": {Cluster: "test", AuthInfo: "test"}},
-		CurrentContext: "test",
-	}, k.kubeconfig))
-	k.dyn, err = dynamic.NewForConfig(cfg)
+	k := &kubeAPI{config: srv.Config, kubeconfig: srv.Kubeconfig}
+	k.dyn, err = dynamic.NewForConfig(srv.Config)
 	require.NoError(t, err)
 	crds, err := filepath.Glob(filepath.Join("..", "deploy", "common", "crd-*.yaml"))
 	require.NoError(t, err)
