@@ -157,6 +157,9 @@ type Input struct {
 	// follow: plan from an allocator's decisions (zones.go);
 	// interconnect: zoned even before any zone is known.
 	follow, interconnect bool
+	// followZone is the one zone a follower writes, "" when not known
+	// (SetFollowerZone).
+	followZone string
 }
 
 type set[K comparable] map[K]struct{}

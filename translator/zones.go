@@ -76,6 +76,19 @@ func (in *Input) SetFollower(follow bool) {
 	in.follow = follow
 }
 
+// SetFollowerZone names the one zone a follower writes (a zone agent's).
+// Then a network its zone holds no row of is planned without waiting for
+// its tunnel keys: every agent sees every VM's change, and only the agents
+// of the network's zones need the allocator's keys for it; the others
+// would fail and retry with backoff until the allocator had written them,
+// for nothing.
+func (in *Input) SetFollowerZone(zone string) {
+	in.SetFollower(true)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.followZone = zone
+}
+
 // SetInterconnect puts in in interconnect mode whatever the chassis say:
 // with no zone known yet, nothing is planned anywhere rather than rows
 // for one central NB.
@@ -197,11 +210,11 @@ func (in *Input) hashedHome(name string) string {
 // networkZones are the zones network's switch exists in: those of its VM
 // interfaces' nodes and of the homes of the routers attached to it.
 // Callers hold in.mu (read).
-func (in *Input) networkZones(network string, held Held) set[string] {
+func (in *Input) networkZones(network string, held Held) (_ set[string], settled bool) {
 	out := set[string]{}
 	n, ok := in.validNetwork(network)
 	if !ok {
-		return out
+		return out, true
 	}
 	for d := range in.vms[network] {
 		if nd, ok := in.nodes[d.Node]; ok && d.NetworkNamespace == n.Namespace {
@@ -219,12 +232,16 @@ func (in *Input) networkZones(network string, held Held) set[string] {
 	for d := range in.externalDecls[network] {
 		routers.add(d.Name)
 	}
+	settled = true
 	for _, r := range slices.Sorted(maps.Keys(routers)) {
-		if home := in.homeOf(r, held); home != "" {
-			out.add(in.nodes[home].zone)
+		home := in.homeOf(r, held)
+		if home == "" || in.nodes[home].zone == "" {
+			settled = false
+			continue
 		}
+		out.add(in.nodes[home].zone)
 	}
-	return out
+	return out, settled
 }
 
 // zoneNetwork fills np.Zones. A VM interface whose node is no chassis of a
@@ -270,13 +287,20 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	// their localnet ports: its ports get no remote twins (a frame would
 	// reach them twice).
 	physical := slices.ContainsFunc(np.Ports, func(p *nbmodel.LogicalSwitchPort) bool { return p.Type == "localnet" })
+	zones, settled := in.networkZones(np.Name, held)
+	if in.follow && in.followZone != "" && settled && !zones.has(in.followZone) {
+		// Nothing of it in the follower's zone (SetFollowerZone); a
+		// router whose home is not decided yet might bring it there.
+		np.Zones = map[string]*ZoneRows{}
+		return nil
+	}
 	keys, notes, err := in.takeKeys(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
 	if err != nil {
 		return err
 	}
 	np.Keys, np.KeyNotes = keysOf(keys), notes
 	np.Zones = map[string]*ZoneRows{}
-	for z := range in.networkZones(np.Name, held) {
+	for z := range zones {
 		zr := &ZoneRows{Keep: np.KeepPorts}
 		ls := model.Clone(np.Switch).(*nbmodel.LogicalSwitch)
 		ls.OtherConfig = map[string]string{KeyTunnel: strconv.Itoa(keys[tunnelkeys.Ref{Switch: sw}])}
@@ -389,7 +413,8 @@ func (in *Input) zoneRouter(rp *RouterPlan, held Held) error {
 		}
 		lrp := lrps[sp.Port.Options["router-port"]]
 		addr := []string{lrp.MAC + " " + strings.Join(lrp.Networks, " ")}
-		for z := range in.networkZones(sp.Network, held) {
+		zones, _ := in.networkZones(sp.Network, held)
+		for z := range zones {
 			if z == zone {
 				continue
 			}

@@ -461,3 +461,31 @@ func TestZoneBuildIsDeterministic(t *testing.T) {
 		require.Equal(t, first, assigned())
 	}
 }
+
+// A zone agent's follower plans a network its zone holds nothing of
+// without waiting for the allocator's keys: every agent sees every VM's
+// change, and an agent of another zone would fail and retry until the
+// allocator wrote them. The agents of the network's zones still wait, and
+// so does every agent while a router on the network has no home yet (it
+// may bring the network into any zone).
+func TestZoneFollowerOfAnotherZoneNeedsNoKeys(t *testing.T) {
+	decided, plans := allocatorDecisions(t, zoneInput())
+	require.NotContains(t, plans[Unit{KindNetwork, "net-a"}].Network.Zones, "hv2", "net-a lives in gw1 and hv1")
+	gatewaysOnly := Claims{Gateways: decided.Gateways} // no key allocated yet
+	follower := zoneInput()
+	follower.SetFollowerZone("hv2")
+	netA := follower.Plan(Unit{KindNetwork, "net-a"}, testInstance, gatewaysOnly)
+	require.Empty(t, netA.Errs)
+	assert.Empty(t, netA.Network.Zones)
+	netB := follower.Plan(Unit{KindNetwork, "net-b"}, testInstance, gatewaysOnly)
+	require.Len(t, netB.Errs, 1, "net-b has vm2 on hv2")
+	var ie *InputError
+	require.ErrorAs(t, netB.Errs[0], &ie)
+	assert.Equal(t, ReasonWaiting, ie.Reason)
+	require.Empty(t, follower.Plan(Unit{KindNetwork, "net-b"}, testInstance, decided).Errs)
+
+	up := follower.Plan(Unit{KindNetwork, "net-a"}, testInstance, nil)
+	require.Len(t, up.Errs, 1, "r1's gateway is not decided yet: net-a may come to hv2")
+	require.ErrorAs(t, up.Errs[0], &ie)
+	assert.Equal(t, ReasonWaiting, ie.Reason)
+}

@@ -75,7 +75,7 @@ func NewZoneAgent(nbc, sbc client.Client, zone string, source Source, store inte
 	OfflineMembers() map[string][]translator.OfflineMember
 	Activations() map[string][]translator.PortActivation
 }, opts Options) *Controller {
-	source.Input().SetFollower(true)
+	source.Input().SetFollowerZone(zone)
 	held := nb.NewHeldIndex(nbc, opts.withDefaults().Instance)
 	return newController(nbc, sbc, source, nil, opts, zoneRole{
 		zone: zone, held: held, planHeld: translator.ZonesHeld{store, held}, chassisFrom: store.Chassis, offlineFrom: store.OfflineMembers,
