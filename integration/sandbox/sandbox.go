@@ -131,8 +131,10 @@ func (ds *daemons) serveDB(d, name, schema string, extra ...string) (unix, tcp s
 	return "unix:" + sock, fmt.Sprintf("tcp:127.0.0.1:%d", port), nil
 }
 
-// DB is a standalone ovsdb-server serving one database, with no northd:
-// for tests of a schema alone (other OVN versions' schemas, say).
+// DB is a standalone ovsdb-server with no northd, serving one database
+// (for tests of a schema alone: other OVN versions' schemas, say) or
+// several on one socket (a zone of the 50-zone bench: its NB and SB in one
+// lighter process).
 type DB struct {
 	Dir string
 	// Unix and TCP are its endpoints.
@@ -142,13 +144,32 @@ type DB struct {
 
 // StartDB creates a database of schema (a .ovsschema file) under dir and
 // serves it.
-func StartDB(dir, schema string) (*DB, error) {
+func StartDB(dir, schema string) (*DB, error) { return StartDBs(dir, schema) }
+
+// StartDBs creates a database of each schema under dir (dir/db.db for the
+// first, dir/db1.db for the second...) and serves them all with one
+// ovsdb-server on dir/db.sock and a free loopback TCP port.
+func StartDBs(dir string, schemas ...string) (*DB, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
+	if len(schemas) == 0 {
+		return nil, errors.New("StartDBs: no schema")
+	}
 	db := &DB{Dir: dir}
+	var more []string
+	for i, schema := range schemas[1:] {
+		file := filepath.Join(dir, fmt.Sprintf("db%d.db", i+1))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if _, err := run(dir, "ovsdb-tool", "create", file, schema); err != nil {
+			return nil, err
+		}
+		more = append(more, file)
+	}
 	var err error
-	if db.Unix, db.TCP, err = db.serveDB(dir, "db", schema); err != nil {
+	if db.Unix, db.TCP, err = db.serveDB(dir, "db", schemas[0], more...); err != nil {
 		db.Stop()
 		return nil, err
 	}

@@ -72,6 +72,24 @@ type routerState struct {
 	migrating map[string]bool
 	// v6: the dual stack variant (its networks' and router's IPv6 side).
 	v6 bool
+	// gateway is the router's spec.gateway and nodeOf a VM's node, in the
+	// zones bench (zones.go); "" and nil: gw1 and hv1.
+	gateway string
+	nodeOf  func(vmSpec) string
+}
+
+func (s *routerState) gatewayNode() string {
+	if s.gateway == "" {
+		return "gw1"
+	}
+	return s.gateway
+}
+
+func (s *routerState) node(v vmSpec) string {
+	if s.nodeOf == nil {
+		return "hv1"
+	}
+	return s.nodeOf(v)
 }
 
 type vmSpec struct {
@@ -213,9 +231,9 @@ spec:
   peerRouter:
     ip: %s
     mac: "%s"%s
-  gateway: gw1
+  gateway: %s
 `, routerName(i), routerName(i), fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", byte(i>>16), byte(i>>8), byte(i)),
-		netName(i, 0), netName(i, 1), s.snat(), externalNet, ext6, peerIP, peerMAC, peer6)
+		netName(i, 0), netName(i, 1), s.snat(), externalNet, ext6, peerIP, peerMAC, peer6, s.gatewayNode())
 	for j := 0; j < netsPerRouter; j++ {
 		for _, v := range s.vms(j) {
 			ann := ""
@@ -235,12 +253,12 @@ spec:
       multus:
         networkName: %s
 status:
-  nodeName: hv1%s
+  nodeName: %s%s
   interfaces:
     - name: eth1
       mac: "%s"
       ipAddress: %s
-`, v.name, namespace, ann, v.network, s.migrationState(v), v.mac, v.ip)
+`, v.name, namespace, ann, v.network, s.node(v), s.migrationState(v), v.mac, v.ip)
 		}
 	}
 	if s.fip {

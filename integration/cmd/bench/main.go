@@ -59,10 +59,17 @@ type config struct {
 	migrationPace time.Duration
 	verbose       bool
 	keep          bool
+	// The zones bench (zones.go): zone counts, routers per zone, VM
+	// events, and the kube-apiserver binary it runs.
+	zones         []int
+	zoneRouters   int
+	zoneEvents    int
+	kubeAPIServer string
 }
 
 func main() {
 	var cfg config
+	var zones string
 	var ns, eventsNs, startNs, fipNs, fipEventsNs, sgNs, sgEventsNs, v6Ns, v6EventsNs string
 	flag.StringVar(&cfg.bin, "bin", "bin/kubevirt-ovn", "the kubevirt-ovn binary to measure")
 	flag.StringVar(&ns, "n", "10,100,1000,3000", "router counts, comma-separated")
@@ -85,6 +92,10 @@ func main() {
 	flag.DurationVar(&cfg.budget, "budget", 14*time.Minute, "start no new ovn-nbctl build, `run` phase or N after this long (a running measurement finishes)")
 	flag.IntVar(&cfg.migrationVMs, "migrations-vms", 1000, "VMs of the live migrations phase (half migrate in a burst, half at -migrations-pace); 0: none")
 	flag.DurationVar(&cfg.migrationPace, "migrations-pace", 20*time.Millisecond, "interval of the sustained activations of the live migrations phase")
+	flag.StringVar(&zones, "zones", "", "zone counts of the interconnect bench (zones.go: an NB and SB per zone, the allocator and an agent per zone, on a real kube-apiserver), comma-separated; empty: none")
+	flag.IntVar(&cfg.zoneRouters, "zone-routers", 20, "routers per zone in the zones bench (20 at 50 zones: 1,000 routers, 10,000 VMs)")
+	flag.IntVar(&cfg.zoneEvents, "zone-events", 20, "VMs added, then deleted, in the zones bench (two events each)")
+	flag.StringVar(&cfg.kubeAPIServer, "kube-apiserver", "bin/kube-apiserver", "the kube-apiserver binary of the zones bench (built from integration/kube-apiserver)")
 	flag.BoolVar(&cfg.keepGoing, "keep-going", false, "after a failed measurement, go on with the next and report it")
 	flag.BoolVar(&cfg.verbose, "v", false, "print progress to stderr")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (manifests, logs)")
@@ -116,6 +127,16 @@ func main() {
 	}
 	if cfg.v6EventsNs, err = parseInts(v6EventsNs); err != nil {
 		fatal(fmt.Errorf("-v6-events-n %q: %w", v6EventsNs, err))
+	}
+	if cfg.zones, err = parseInts(zones); err != nil {
+		fatal(fmt.Errorf("-zones %q: %w", zones, err))
+	}
+	slices.Sort(cfg.zones)
+	cfg.zones = slices.Compact(cfg.zones)
+	if len(cfg.zones) > 0 {
+		if _, err := os.Stat(cfg.kubeAPIServer); err != nil {
+			fatal(fmt.Errorf("the kube-apiserver of the zones bench: %w (make bench builds it)", err))
+		}
 	}
 	if _, err := os.Stat(cfg.bin); err != nil {
 		fatal(fmt.Errorf("the binary to measure: %w (run 'make build')", err))
@@ -335,6 +356,16 @@ measuring:
 			failed = true
 		}
 	}
+	var zoneResults []*zonesResult
+	for _, z := range cfg.zones {
+		if failed && !cfg.keepGoing {
+			break
+		}
+		r := runZones(cfg, filepath.Join(work, fmt.Sprintf("zones-%d", z)), z)
+		zoneResults = append(zoneResults, r)
+		failed = failed || len(r.errs) > 0
+	}
+	reportZones(os.Stdout, zoneResults)
 	if failed {
 		return 1
 	}

@@ -69,6 +69,9 @@ func mean(ds []time.Duration) time.Duration {
 func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 	fmt.Fprintf(w, "## kubevirt-ovn bench\n\n")
 	fmt.Fprintf(w, "Machine: %s. Binary: %s. Bench took %s.\n\n", machine(), cfg.bin, took.Round(time.Second))
+	if len(results) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "Per router: 2 internal networks × 5 VMs, DHCP on every network, SNAT, peer router, gateway chassis; one shared FLAT network (with DHCP). "+
 		"Rows \"N + FIP\": the same input with one floating IP per router, bound to one of its VMs. "+
 		"Rows \"N + SG\": the same input with 5 security groups of 10 rules each (SecurityGroupRule objects), every VM bound to two of them (each group holds 40%% of the VM ports). "+
