@@ -453,7 +453,9 @@ func withKey(p *nbmodel.LogicalSwitchPort, key int) *nbmodel.LogicalSwitchPort {
 
 // zoneAffected adds to affected what a change of its units changes in
 // interconnect mode: a router's home decides its networks' zones, and a
-// network's zones decide where its routers have remote ports. Callers hold
+// network's zones decide where its routers have remote ports (none on a
+// FLAT or VLAN network: the routers sharing an external network are not
+// re-planned for one router's change). Callers hold
 // in.mu.
 func (in *Input) zoneAffected(affected set[Unit]) {
 	if !in.zoned {
@@ -476,6 +478,11 @@ func (in *Input) zoneAffected(affected set[Unit]) {
 	}
 	for n := range nets {
 		affected.add(Unit{Kind: KindNetwork, Name: n})
+		if nw, ok := in.validNetwork(n); ok && (nw.Type == NetworkFlat || nw.Type == NetworkVLAN) {
+			// Its routers' ports have no remote twins (zoneRouter): its
+			// zones changing changes none of them.
+			continue
+		}
 		in.addRouterNames(affected, in.internalClaims[n])
 		in.addRouterNames(affected, in.externalDecls[n])
 	}

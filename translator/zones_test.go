@@ -489,3 +489,29 @@ func TestZoneFollowerOfAnotherZoneNeedsNoKeys(t *testing.T) {
 	require.ErrorAs(t, up.Errs[0], &ie)
 	assert.Equal(t, ReasonWaiting, ie.Reason)
 }
+
+// In interconnect mode a router's change re-plans the routers of its
+// networks only where their remote twins follow the network's zones: not
+// on a FLAT or VLAN network, whose zones meet on the physical network. A
+// thousand routers on one external network are not re-planned, in every
+// zone, for one router's SNAT IP.
+func TestZoneRouterChangeLeavesTheOtherRoutersOfItsExternalNetwork(t *testing.T) {
+	in := zoneInput()
+	netC := Network{Name: "net-c", Namespace: "default", Type: NetworkGeneve, CIDR: "10.30.0.0/24", GatewayIP: "10.30.0.1"}
+	in.Set("nets", Objects{Networks: []Network{publicNet(), netA(), netB(), netC}})
+	r2 := Router{Name: "r2", EnableSNAT: true, Gateway: "gw2", Internal: []string{"net-c"}, External: &External{Network: "public", IP: "172.16.0.20"}}
+	in.Set("r2", Objects{Routers: []Router{r2}})
+	r2.External.IP = "172.16.0.21"
+	got := in.Set("r2", Objects{Routers: []Router{r2}})
+	assert.Contains(t, got, Unit{KindRouter, "r2"})
+	assert.Contains(t, got, Unit{KindNetwork, "public"}, "its home decides where public's switch is")
+	assert.NotContains(t, got, Unit{KindRouter, "r1"}, "r1 has no remote twin on public")
+
+	// On a GENEVE network the other routers' remote twins follow its zones.
+	r3 := Router{Name: "r3", Gateway: "gw2", External: &External{Network: "net-c", IP: "10.30.0.30"}}
+	in.Set("r3", Objects{Routers: []Router{r3}})
+	require.Empty(t, in.Plan(Unit{KindRouter, "r3"}, testInstance, nil).Errs)
+	r2.Gateway = "gw1"
+	got = in.Set("r2", Objects{Routers: []Router{r2}})
+	assert.Contains(t, got, Unit{KindRouter, "r3"}, "r3's port on net-c has twins in net-c's zones")
+}
