@@ -817,6 +817,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 			c.queue.AddRateLimited(u)
 			continue
 		}
+		if c.chassisFrom != nil && waitingOnly(errs[i]) {
+			// A zone agent's unit waiting for the allocator's
+			// decisions: their arrival enqueues it (the store's
+			// Notify), so it is not retried meanwhile. At an agent's
+			// start that is every unit until the allocator has
+			// written its allocations, and the retries went on, ten
+			// a second, long after they had.
+			c.opts.Metrics.observeReconcile(u, took, nil)
+			c.opts.Log.V(1).Info("waiting for the allocator's decisions", "kind", u.Kind, "name", u.Name, "reason", errs[i].Error())
+			c.queue.Forget(u)
+			continue
+		}
 		c.opts.Metrics.observeReconcile(u, took, errs[i])
 		retryOrForget(c.queue, c.opts.Log, "reconcile", u, errs[i])
 	}
@@ -884,6 +896,17 @@ func (c *Controller) arrived(table, key string) {
 	for u := range units {
 		c.Enqueue(u)
 	}
+}
+
+// waitingOnly says whether err is nothing but decisions an allocator has
+// not made yet (translator.ReasonWaiting).
+func waitingOnly(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := j.Unwrap()
+		return len(errs) > 0 && !slices.ContainsFunc(errs, func(e error) bool { return !waitingOnly(e) })
+	}
+	var ie *translator.InputError
+	return errors.As(err, &ie) && ie.Reason == translator.ReasonWaiting
 }
 
 // retryOrForget ends unit u's turn in queue: after an error it comes back

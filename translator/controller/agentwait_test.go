@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
+)
+
+// allocations is a zone agent's store: the allocator's decisions
+// (Claims) and every zone's chassis.
+type allocations struct {
+	tr.Claims
+	chassis []tr.Chassis
+}
+
+func (a *allocations) Chassis() []tr.Chassis                         { return a.chassis }
+func (a *allocations) OfflineMembers() map[string][]tr.OfflineMember { return nil }
+func (a *allocations) Activations() map[string][]tr.PortActivation   { return nil }
+func (a *allocations) HeldSwitchKey(sw string) int                   { return a.Keys.Switches[sw] }
+func (a *allocations) HeldPortKey(port string) int                   { return a.Keys.Ports[port] }
+func (a *allocations) HeldTunnelKeys() tr.TunnelKeys                 { return a.Keys }
+func (a *allocations) HeldGateways(router string) []string           { return a.Gateways[router] }
+
+// A zone agent's unit whose allocation is not written yet waits for it
+// without retries: the allocation's arrival enqueues it (the store's
+// Notify). Retried with backoff, every unit of a starting agent came back
+// ten times a second, long after the allocator had decided (the 50-zone
+// bench). A unit that fails for another reason is still retried.
+func TestZoneAgentWaitsForTheAllocatorWithoutRetries(t *testing.T) {
+	chassis := []tr.Chassis{
+		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw1"},
+		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
+	}
+	snap := example()
+	snap.VMs = []tr.VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
+		MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"}}
+	in := tr.NewInputFrom(snap)
+	in.SetChassis(chassis, true)
+	store := &allocations{chassis: chassis}
+	agent := NewZoneAgent(ctrlNB(t), zoneSB(t, chassis[1]), "hv1", inputSource{in}, store, Options{Instance: instance, Workers: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	netA := tr.Unit{Kind: tr.KindNetwork, Name: "net-a"}
+	agent.EnqueueUnits([]tr.Unit{netA})
+	require.True(t, agent.processNext(ctx))
+	assert.Zero(t, agent.queue.NumRequeues(netA), "net-a waits for its keys without backoff retries")
+	assert.Zero(t, agent.queue.Len())
+}
+
+func TestWaitingOnly(t *testing.T) {
+	waiting := &tr.InputError{Kind: tr.ObjNAD, Object: "net-a", Field: "tunnel keys", Msg: "1 of 2 not allocated yet by the allocator", Reason: tr.ReasonWaiting}
+	other := &tr.InputError{Kind: tr.ObjNAD, Object: "net-a", Field: "cidr", Msg: "is not a CIDR"}
+	assert.True(t, waitingOnly(waiting))
+	assert.True(t, waitingOnly(errors.Join(waiting, waiting)))
+	assert.False(t, waitingOnly(errors.Join(waiting, other)))
+	assert.False(t, waitingOnly(other))
+	assert.False(t, waitingOnly(nil))
+	assert.False(t, waitingOnly(errors.New("transaction failed")))
+}
