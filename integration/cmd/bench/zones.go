@@ -54,6 +54,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/kubeapi"
 	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/kube"
 )
 
@@ -97,15 +98,14 @@ type zonesResult struct {
 	// rebuilt: one zone's NB and SB lost and started empty, until its NB
 	// is whole again; its agent's transactions and CPU meanwhile, and the
 	// other agents' and the allocator's.
-	rebuilt                   time.Duration
-	rebuiltTxns               int
-	rebuiltCPU                time.Duration
-	othersTxns                int
-	othersCPU, rebuiltAlloc   time.Duration
-	lat                       []time.Duration // VM add and delete events
-	evOtherRecon              int             // reconciles by the agents of other zones, over all events
-	evAgent, evOthers, evAllo []time.Duration // CPU per event: the zones' agents, every other agent, the allocator
-	errs                      []string
+	rebuilt                 time.Duration
+	rebuiltTxns             int
+	rebuiltCPU              time.Duration
+	othersTxns              int
+	othersCPU, rebuiltAlloc time.Duration
+	lat                     []time.Duration // every event's latency
+	events                  []zoneEvent
+	errs                    []string
 }
 
 func (r *zonesResult) fail(what string, err error) {
@@ -631,24 +631,36 @@ func waitQuiet(ps []*roleProc, timeout time.Duration) error {
 }
 
 // snapshot is every agent's CPU, NB transactions and reconciles, and the
-// allocator's CPU, at one moment (the CPU read first: a scrape costs CPU).
+// allocator's CPU, at one moment.
 type snapshot struct {
 	cpu         []time.Duration
 	txns, recon []int
 	alloc       time.Duration
 }
 
-func snap(dbs []*zoneDB, alloc *roleProc) snapshot {
+// snap takes a snapshot. A scrape of /metrics costs the agent CPU: a
+// snapshot that begins an interval (end false) scrapes before it reads
+// the CPU, one that ends it (end true) after, so that no scrape is in the
+// interval.
+func snap(dbs []*zoneDB, alloc *roleProc, end bool) snapshot {
 	var s snapshot
-	for _, zd := range dbs {
-		c, _ := procCPU(zd.agent.cmd.Process.Pid)
-		s.cpu = append(s.cpu, c)
+	readCPU := func() {
+		for _, zd := range dbs {
+			c, _ := procCPU(zd.agent.cmd.Process.Pid)
+			s.cpu = append(s.cpu, c)
+		}
+		s.alloc, _ = procCPU(alloc.cmd.Process.Pid)
 	}
-	s.alloc, _ = procCPU(alloc.cmd.Process.Pid)
+	if end {
+		readCPU()
+	}
 	for _, zd := range dbs {
 		m, _ := zd.agent.scrapeAll()
 		s.txns = append(s.txns, int(m["kubevirt_ovn_nb_transaction_duration_seconds_count"]))
 		s.recon = append(s.recon, int(m["kubevirt_ovn_reconcile_duration_seconds_count"]))
+	}
+	if !end {
+		readCPU()
 	}
 	return s
 }
@@ -658,7 +670,7 @@ func snap(dbs []*zoneDB, alloc *roleProc) snapshot {
 // waits until its NB is whole again.
 func rebuildZone(cfg *config, res *zonesResult, dbs []*zoneDB, alloc *roleProc) error {
 	zd := dbs[len(dbs)/2]
-	before := snap(dbs, alloc)
+	before := snap(dbs, alloc, false)
 	zd.watch.Close()
 	if err := zd.db.Stop(); err != nil {
 		return err
@@ -684,7 +696,7 @@ func rebuildZone(cfg *config, res *zonesResult, dbs []*zoneDB, alloc *roleProc) 
 	}
 	res.rebuilt = at.Sub(start)
 	_ = waitQuiet(append(roles(dbs), alloc), cfg.timeout)
-	after := snap(dbs, alloc)
+	after := snap(dbs, alloc, true)
 	for i := range dbs {
 		if dbs[i] == zd {
 			res.rebuiltTxns = after.txns[i] - before.txns[i]
@@ -698,11 +710,13 @@ func rebuildZone(cfg *config, res *zonesResult, dbs []*zoneDB, alloc *roleProc) 
 	return nil
 }
 
-// zoneEvents adds a VM to a network and deletes it again, cfg.zoneEvents
-// times over routers spread across the zones: each from the API server's
-// answer until the VM's zone's NB has its port (or has lost it); and the
-// CPU the VM's zones' agents (the network spans two), the other agents
-// and the allocator used for it, once all are quiet again.
+// zoneEvents measures cfg.zoneEvents rounds over routers spread across the
+// zones, each of three events: a VM added to a network, deleted again,
+// and the router's SNAT IP changed. Each from the API server's answer
+// until the zone's NB has it (the VM's port, gone, or the router's snat
+// NAT with the new IP, in its home zone); and the CPU its zones' agents
+// (the network's two, or the router's home), every other agent and the
+// allocator used for it, once all are quiet again.
 func zoneEvents(cfg *config, res *zonesResult, dyn dynamic.Interface, dbs []*zoneDB, alloc *roleProc, in *input) error {
 	zones := len(dbs)
 	for e := range cfg.zoneEvents {
@@ -734,42 +748,74 @@ status:
 			return err
 		}
 		port := vmPortRow(v.network, v.name, "eth1")
-		for _, add := range []bool{true, false} {
-			before := snap(dbs, alloc)
+		for _, kind := range []string{"vm-add", "vm-del", "snat-ip"} {
+			before := snap(dbs, alloc, false)
+			spans := []int{vmZone(i, j, 0, zones), vmZone(i, j, 1, zones)}
+			where, cond := home, func(w view) bool { return (w.portNamed(port) != nil) == (kind == "vm-add") }
 			var err error
-			if add {
+			switch kind {
+			case "vm-add":
 				err = createObject(dyn, u)
-			} else {
+			case "vm-del":
 				err = deleteObject(dyn, u)
+			case "snat-ip":
+				s.altSNAT = !s.altSNAT
+				err = setSNATIP(dyn, s)
+				where, spans = dbs[i%zones], []int{i % zones}
+				want := s.snat()
+				cond = func(w view) bool {
+					lr := w.routerNamed(routerRow(routerName(i)))
+					return lr != nil && slices.ContainsFunc(w.nats(lr), func(n *nbmodel.NAT) bool { return n.Type == "snat" && n.ExternalIP == want })
+				}
 			}
 			if err != nil {
 				return err
 			}
 			t0 := time.Now()
-			at, err := home.watch.until(func(w view) bool { return (w.portNamed(port) != nil) == add }, cfg.timeout)
+			at, err := where.watch.until(cond, cfg.timeout)
 			if err != nil {
-				return fmt.Errorf("VM %s in zone %s (added %v): %w", v.name, zoneName(home.z), add, err)
+				return fmt.Errorf("%s of router %s's VM %s in zone %s: %w", kind, routerName(i), v.name, zoneName(where.z), err)
 			}
 			res.lat = append(res.lat, at.Sub(t0))
 			_ = waitQuiet(append(roles(dbs), alloc), cfg.timeout)
-			after := snap(dbs, alloc)
+			after := snap(dbs, alloc, true)
 			var own, others time.Duration
-			spans := []int{vmZone(i, j, 0, zones), vmZone(i, j, 1, zones)}
+			recon := 0
 			for k := range dbs {
 				d := after.cpu[k] - before.cpu[k]
 				if slices.Contains(spans, k) {
 					own += d
 				} else {
 					others += d
-					res.evOtherRecon += after.recon[k] - before.recon[k]
+					recon += after.recon[k] - before.recon[k]
 				}
 			}
-			res.evAgent = append(res.evAgent, own)
-			res.evOthers = append(res.evOthers, others)
-			res.evAllo = append(res.evAllo, after.alloc-before.alloc)
+			res.events = append(res.events, zoneEvent{kind: kind, own: own, others: others, alloc: after.alloc - before.alloc, otherRecon: recon})
 		}
 	}
 	return nil
+}
+
+// setSNATIP writes router s's SNAT IP into its VirtualRouter.
+func setSNATIP(dyn dynamic.Interface, s *routerState) error {
+	r := dyn.Resource(kube.RouterGVR)
+	u, err := r.Get(context.Background(), routerName(s.index), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(u.Object, s.snat(), "spec", "external", "ip"); err != nil {
+		return err
+	}
+	_, err = r.Update(context.Background(), u, metav1.UpdateOptions{})
+	return err
+}
+
+// zoneEvent is one event's CPU: of the agents of the zones it concerns, of
+// every other agent, of the allocator; and the other agents' reconciles.
+type zoneEvent struct {
+	kind               string
+	own, others, alloc time.Duration
+	otherRecon         int
 }
 
 // reportZones prints the zones table.
@@ -792,15 +838,40 @@ func reportZones(w io.Writer, results []*zonesResult) {
 			meanMaxDur(r.cpu), meanMaxMiB(r.hwm), secs(r.allocCPU), mib(r.allocHWM))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| zones | zone rebuilt: whole again | its agent: txns, CPU | other agents: txns, CPU | allocator CPU | VM events | latency p50 | p99 | CPU/event: its zones' agents | other agents | allocator | other agents' reconciles |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| zones | zone rebuilt: whole again | its agent: txns, CPU | other agents: txns, CPU | allocator CPU | events | latency p50 | p99 |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
 		if r.rebuilt == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "| %d | %s | %d, %s | %d, %s | %s | %d | %s | %s | %s | %s | %s | %d |\n", r.zones, secs(r.rebuilt), r.rebuiltTxns, secs(r.rebuiltCPU),
-			r.othersTxns, secs(r.othersCPU), secs(r.rebuiltAlloc), len(r.lat), secs(quantile(r.lat, 0.5)), secs(quantile(r.lat, 0.99)),
-			secs(mean(r.evAgent)), secs(mean(r.evOthers)), secs(mean(r.evAllo)), r.evOtherRecon)
+		fmt.Fprintf(w, "| %d | %s | %d, %s | %d, %s | %s | %d | %s | %s |\n", r.zones, secs(r.rebuilt), r.rebuiltTxns, secs(r.rebuiltCPU),
+			r.othersTxns, secs(r.othersCPU), secs(r.rebuiltAlloc), len(r.lat), secs(quantile(r.lat, 0.5)), secs(quantile(r.lat, 0.99)))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Mean CPU per event (a VM added or deleted: its network's two zones; a router's SNAT IP: its home zone):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| zones | event | count | its zones' agents | all other agents | per other agent | allocator | other agents' reconciles per event |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, r := range results {
+		for _, kind := range []string{"vm-add", "vm-del", "snat-ip"} {
+			var own, others, alloc []time.Duration
+			recon := 0
+			for _, e := range r.events {
+				if e.kind == kind {
+					own, others, alloc = append(own, e.own), append(others, e.others), append(alloc, e.alloc)
+					recon += e.otherRecon
+				}
+			}
+			if len(own) == 0 {
+				continue
+			}
+			nOthers := r.zones - 2
+			if kind == "snat-ip" {
+				nOthers = r.zones - 1
+			}
+			fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %s | %s | %.1f |\n", r.zones, kind, len(own), secs(mean(own)), secs(mean(others)),
+				secs(mean(others)/time.Duration(max(nOthers, 1))), secs(mean(alloc)), float64(recon)/float64(len(own)))
+		}
 	}
 	for _, r := range results {
 		for _, e := range r.errs {
