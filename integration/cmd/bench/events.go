@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,6 +91,48 @@ func (p *runProc) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// label names the input in file names: N, and its variant.
+func (in *input) label() string {
+	l := strconv.Itoa(len(in.routers))
+	for _, v := range []struct {
+		on   bool
+		name string
+	}{{in.fips, "fip"}, {in.sgs, "sg"}, {in.v6, "v6"}} {
+		if v.on {
+			l += "-" + v.name
+		}
+	}
+	return l
+}
+
+// saveProfile saves run's /debug/pprof/<what> into -profile's directory
+// as name, retrying while run does not answer yet.
+func (p *runProc) saveProfile(cfg *config, what, name string) error {
+	cl := http.Client{Timeout: cfg.timeout}
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if resp, err = cl.Get(p.metrics + "/debug/pprof/" + what); err == nil || time.Now().After(deadline) || !p.alive() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // until run listens
+	}
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", what, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: %s", what, resp.Status)
+	}
+	f, err := os.Create(filepath.Join(cfg.profile, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }
 
 // scraped is what one look at /readyz and /metrics saw; a metric the
@@ -241,12 +284,22 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 	}
 	defer w.Close()
 	start := time.Now()
-	p, err := startRun(cfg.bin, nb, in.dir, res.log)
+	var more []string
+	if cfg.profile != "" {
+		more = append(more, "--enable-profiling")
+	}
+	p, err := startRun(cfg.bin, nb, in.dir, res.log, more...)
 	if err != nil {
 		return res, err
 	}
 	stopRun, _ := cleanup.add(p.stop)
 	defer stopRun()
+	cpuProfile := make(chan error, 1)
+	if cfg.profile != "" {
+		go func() {
+			cpuProfile <- p.saveProfile(cfg, fmt.Sprintf("profile?seconds=%d", int(cfg.profileStart.Seconds())), fmt.Sprintf("run-start-cpu-%s.pb.gz", in.label()))
+		}()
+	}
 	live := func() int {
 		n := 0
 		for _, s := range in.routers {
@@ -269,6 +322,17 @@ func runEvents(cfg *config, dir, nb string, in *input, count int) (*eventResult,
 	}
 	res.startup = idle.Sub(start)
 	res.startupHWM = procHWM(p.cmd.Process.Pid)
+	if cfg.profile != "" {
+		// The start's CPU, then what it allocated and what it holds idle.
+		if err := <-cpuProfile; err != nil {
+			return res, err
+		}
+		for _, pr := range []string{"allocs", "heap"} {
+			if err := p.saveProfile(cfg, pr, fmt.Sprintf("run-start-%s-%s.pb.gz", pr, in.label())); err != nil {
+				return res, err
+			}
+		}
+	}
 
 	budgetEnd := time.Now().Add(cfg.eventsBudget)
 	budgetNote := fmt.Sprintf("the -events-budget of %s", cfg.eventsBudget)

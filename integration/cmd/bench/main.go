@@ -61,6 +61,10 @@ type config struct {
 	keep          bool
 	// The zones bench (zones.go): zone counts, routers per zone, VM
 	// events, and the kube-apiserver binary it runs.
+	// profile: save `run`'s CPU profile of its start (profileStart
+	// long) and its allocs and heap profiles once idle, at each events N.
+	profile       string
+	profileStart  time.Duration
 	zones         []int
 	zoneRouters   int
 	zoneEvents    int
@@ -92,6 +96,8 @@ func main() {
 	flag.DurationVar(&cfg.budget, "budget", 14*time.Minute, "start no new ovn-nbctl build, `run` phase or N after this long (a running measurement finishes)")
 	flag.IntVar(&cfg.migrationVMs, "migrations-vms", 1000, "VMs of the live migrations phase (half migrate in a burst, half at -migrations-pace); 0: none")
 	flag.DurationVar(&cfg.migrationPace, "migrations-pace", 20*time.Millisecond, "interval of the sustained activations of the live migrations phase")
+	flag.StringVar(&cfg.profile, "profile", "", "a directory where `run`'s profiles are saved at each -events-n size: CPU of its start, then allocs and heap once idle (go tool pprof)")
+	flag.DurationVar(&cfg.profileStart, "profile-start", 60*time.Second, "length of the CPU profile of `run`'s start")
 	flag.StringVar(&zones, "zones", "", "zone counts of the interconnect bench (zones.go: an NB and SB per zone, the allocator and an agent per zone, on a real kube-apiserver), comma-separated; empty: none")
 	flag.IntVar(&cfg.zoneRouters, "zone-routers", 20, "routers per zone in the zones bench (20 at 50 zones: 1,000 routers, 10,000 VMs)")
 	flag.IntVar(&cfg.zoneEvents, "zone-events", 20, "VMs added, then deleted, in the zones bench (two events each)")
@@ -127,6 +133,11 @@ func main() {
 	}
 	if cfg.v6EventsNs, err = parseInts(v6EventsNs); err != nil {
 		fatal(fmt.Errorf("-v6-events-n %q: %w", v6EventsNs, err))
+	}
+	if cfg.profile != "" {
+		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
+			fatal(fmt.Errorf("-profile: %w", err))
+		}
 	}
 	if cfg.zones, err = parseInts(zones); err != nil {
 		fatal(fmt.Errorf("-zones %q: %w", zones, err))
