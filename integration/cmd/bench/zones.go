@@ -546,8 +546,39 @@ func dryRunClean(cfg *config, dbs []*zoneDB, manifests string) string {
 }
 
 // startRole starts kubevirt-ovn ROLE args, serving /metrics on a free
-// port, its output in logFile.
+// port, its output in logFile, and returns once it serves /healthz. A free
+// port can be taken before the role binds it (by another process's
+// outgoing connection, with fifty agents starting): then it starts again
+// on another.
 func startRole(bin, logFile, role string, args ...string) (*roleProc, error) {
+	for attempt := 1; ; attempt++ {
+		p, err := startRoleOnce(bin, logFile, role, args...)
+		if err != nil {
+			return nil, err
+		}
+		err = sandbox.Poll(30*time.Second, role+" serving /healthz", func() (bool, error) {
+			if !p.alive() {
+				return false, errors.New("exited")
+			}
+			resp, err := http.Get(p.metrics + "/healthz")
+			if err != nil {
+				return false, nil
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+		if err == nil {
+			return p, nil
+		}
+		p.stop()
+		out, _ := os.ReadFile(logFile)
+		if attempt == 5 || !strings.Contains(string(out), "address already in use") {
+			return nil, fmt.Errorf("%s: %w: %s", role, err, lastLines(string(out), 5))
+		}
+	}
+}
+
+func startRoleOnce(bin, logFile, role string, args ...string) (*roleProc, error) {
 	port, err := sandbox.FreePort()
 	if err != nil {
 		return nil, err
