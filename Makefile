@@ -130,7 +130,7 @@ bench: deps build
 	$(if $(ZONES)$(N),,$(GO) test -run '^$$' -bench DecodePaths ./translator/manifest/)
 	$(if $(ZONES),$(GO) build -C integration/kube-apiserver -o $(CURDIR)/bin/kube-apiserver .)
 	$(GO) run ./integration/cmd/bench -bin bin/kubevirt-ovn \
-	  $(if $(N),-n 10$(comma)$(N) -events-n 10$(comma)$(N) -start-n $(N) -fip-n '' -sg-n '' -v6-n '' -migrations-vms 0 -budget 90m -timeout 20m -profile bin/profiles) \
+	  $(if $(N),-n 10$(comma)$(N) -events-n 10$(comma)$(N) -start-n $(N) -fip-n '' -sg-n '' -v6-n '' -migrations-vms 0 -budget 90m -timeout 20m -profile bin/profiles -northd-max 3000) \
 	  $(if $(ZONES),$(if $(N),,-n '') -migrations-vms 0 -zones $(ZONES_BASE)$(comma)$(ZONES) -zone-routers $(ZONE_ROUTERS) -timeout 15m) \
 	  $(BENCH_FLAGS)
 

@@ -68,9 +68,46 @@ func Check() error {
 	return nil
 }
 
-// StartCentral starts NB, SB and ovn-northd under dir. On error, whatever
-// started is stopped.
-func StartCentral(dir string) (_ *Central, err error) {
+// StartCentral starts NB, SB and ovn-northd under dir, and returns once
+// ovn-northd has processed the NB. On error, whatever started is stopped.
+func StartCentral(dir string) (*Central, error) {
+	c, err := StartDatabases(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startNorthd(dir, c.NB, c.SB, c.NBCtl); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// StartNorthd starts ovn-northd on a Central from StartDatabases, without
+// waiting for it (ovn-nbctl --wait=sb sync does).
+func (c *Central) StartNorthd() error {
+	nd := filepath.Join(c.Dir, "northd")
+	if err := os.MkdirAll(nd, 0o755); err != nil {
+		return err
+	}
+	return c.start(nd, "ovn-northd", "ovn-appctl", "--ovnnb-db="+c.NB, "--ovnsb-db="+c.SB)
+}
+
+// StopNorthd stops the Central's ovn-northd, if it runs; the databases
+// keep what it wrote.
+func (c *Central) StopNorthd() error {
+	for i, d := range c.list {
+		if d.name == "ovn-northd" {
+			c.list = append(c.list[:i], c.list[i+1:]...)
+			return d.stop()
+		}
+	}
+	return nil
+}
+
+// StartDatabases starts NB and SB under dir, initialized, with no
+// ovn-northd (StartNorthd starts it). On error, whatever started is
+// stopped.
+func StartDatabases(dir string) (_ *Central, err error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
@@ -100,9 +137,6 @@ func StartCentral(dir string) (_ *Central, err error) {
 		return nil, err
 	}
 	if _, err := c.SBCtl("init"); err != nil {
-		return nil, err
-	}
-	if err := c.startNorthd(dir, c.NB, c.SB, c.NBCtl); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -59,12 +59,15 @@ type config struct {
 	migrationPace time.Duration
 	verbose       bool
 	keep          bool
-	// The zones bench (zones.go): zone counts, routers per zone, VM
-	// events, and the kube-apiserver binary it runs.
 	// profile: save `run`'s CPU profile of its start (profileStart
 	// long) and its allocs and heap profiles once idle, at each events N.
-	profile       string
-	profileStart  time.Duration
+	profile      string
+	profileStart time.Duration
+	// northdMax: above this N, ovn-northd runs only from the full sync's
+	// end until wait=sb (0: always, as below it).
+	northdMax int
+	// The zones bench (zones.go): zone counts, routers per zone, VM
+	// events, and the kube-apiserver binary it runs.
 	zones         []int
 	zoneRouters   int
 	zoneEvents    int
@@ -96,6 +99,7 @@ func main() {
 	flag.DurationVar(&cfg.budget, "budget", 14*time.Minute, "start no new ovn-nbctl build, `run` phase or N after this long (a running measurement finishes)")
 	flag.IntVar(&cfg.migrationVMs, "migrations-vms", 1000, "VMs of the live migrations phase (half migrate in a burst, half at -migrations-pace); 0: none")
 	flag.DurationVar(&cfg.migrationPace, "migrations-pace", 20*time.Millisecond, "interval of the sustained activations of the live migrations phase")
+	flag.IntVar(&cfg.northdMax, "northd-max", 0, "above this N, ovn-northd runs only from the end of the full sync until wait=sb: the sync, the no-op sync and `run` are measured without it, and its memory (11 GB at N=10,000) is freed (0: always runs)")
 	flag.StringVar(&cfg.profile, "profile", "", "a directory where `run`'s profiles are saved at each -events-n size: CPU of its start, then allocs and heap once idle (go tool pprof)")
 	flag.DurationVar(&cfg.profileStart, "profile-start", 60*time.Second, "length of the CPU profile of `run`'s start")
 	flag.StringVar(&zones, "zones", "", "zone counts of the interconnect bench (zones.go: an NB and SB per zone, the allocator and an agent per zone, on a real kube-apiserver), comma-separated; empty: none")
@@ -383,6 +387,10 @@ measuring:
 	return 0
 }
 
+// withoutNorthd says whether N's measurements run without ovn-northd
+// (-northd-max).
+func (cfg *config) withoutNorthd(n int) bool { return cfg.northdMax > 0 && n > cfg.northdMax }
+
 func (cfg *config) progress(format string, args ...any) {
 	if cfg.verbose {
 		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
@@ -407,7 +415,12 @@ func measure(cfg *config, dir string, r *result) {
 		return
 	}
 	cfg.progress("N=%s: starting NB, SB and northd", label)
-	c, err := sandbox.StartCentral(filepath.Join(dir, "central"))
+	lean := cfg.withoutNorthd(n)
+	startOVN := sandbox.StartCentral
+	if lean {
+		startOVN = sandbox.StartDatabases
+	}
+	c, err := startOVN(filepath.Join(dir, "central"))
 	if err != nil {
 		r.fail("central", err)
 		return
@@ -423,10 +436,20 @@ func measure(cfg *config, dir string, r *result) {
 		return
 	}
 	cfg.progress("N=%s: full sync %s; waiting for northd", label, r.full.wall)
+	if lean {
+		if err := c.StartNorthd(); stopHere("northd", err) {
+			return
+		}
+	}
 	wsb, err := runChild(cfg.timeout, ovsEnv(dir), "ovn-nbctl", "--db="+c.NB, fmt.Sprintf("--timeout=%d", int(cfg.timeout.Seconds())), "--wait=sb", "sync")
 	r.waitSB = wsb.wall
 	if stopHere("wait=sb", err) {
 		return
+	}
+	if lean {
+		if err := c.StopNorthd(); stopHere("northd", err) {
+			return
+		}
 	}
 	cfg.progress("N=%s: no-op sync", label)
 	r.noop, err = runChild(cfg.timeout+10*time.Second, nil, cfg.bin, syncArgs...)

@@ -23,7 +23,11 @@ type startResult struct {
 // aside).
 func coldStart(cfg *config, dir string, in *input, wantRows int) (startResult, error) {
 	var res startResult
-	c, err := sandbox.StartCentral(filepath.Join(dir, "cold"))
+	startOVN := sandbox.StartCentral
+	if cfg.withoutNorthd(len(in.routers)) {
+		startOVN = sandbox.StartDatabases
+	}
+	c, err := startOVN(filepath.Join(dir, "cold"))
 	if err != nil {
 		return res, err
 	}
