@@ -82,31 +82,8 @@ func StartCentral(dir string) (*Central, error) {
 	return c, nil
 }
 
-// StartNorthd starts ovn-northd on a Central from StartDatabases, without
-// waiting for it (ovn-nbctl --wait=sb sync does).
-func (c *Central) StartNorthd() error {
-	nd := filepath.Join(c.Dir, "northd")
-	if err := os.MkdirAll(nd, 0o755); err != nil {
-		return err
-	}
-	return c.start(nd, "ovn-northd", "ovn-appctl", "--ovnnb-db="+c.NB, "--ovnsb-db="+c.SB)
-}
-
-// StopNorthd stops the Central's ovn-northd, if it runs; the databases
-// keep what it wrote.
-func (c *Central) StopNorthd() error {
-	for i, d := range c.list {
-		if d.name == "ovn-northd" {
-			c.list = append(c.list[:i], c.list[i+1:]...)
-			return d.stop()
-		}
-	}
-	return nil
-}
-
 // StartDatabases starts NB and SB under dir, initialized, with no
-// ovn-northd (StartNorthd starts it). On error, whatever started is
-// stopped.
+// ovn-northd. On error, whatever started is stopped.
 func StartDatabases(dir string) (_ *Central, err error) {
 	if err := Check(); err != nil {
 		return nil, err

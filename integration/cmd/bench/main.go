@@ -63,8 +63,8 @@ type config struct {
 	// long) and its allocs and heap profiles once idle, at each events N.
 	profile      string
 	profileStart time.Duration
-	// northdMax: above this N, ovn-northd runs only from the full sync's
-	// end until wait=sb (0: always, as below it).
+	// northdMax: above this N, no ovn-northd runs and wait=sb is not
+	// measured (0: always).
 	northdMax int
 	// The zones bench (zones.go): zone counts, routers per zone, VM
 	// events, and the kube-apiserver binary it runs.
@@ -99,7 +99,7 @@ func main() {
 	flag.DurationVar(&cfg.budget, "budget", 14*time.Minute, "start no new ovn-nbctl build, `run` phase or N after this long (a running measurement finishes)")
 	flag.IntVar(&cfg.migrationVMs, "migrations-vms", 1000, "VMs of the live migrations phase (half migrate in a burst, half at -migrations-pace); 0: none")
 	flag.DurationVar(&cfg.migrationPace, "migrations-pace", 20*time.Millisecond, "interval of the sustained activations of the live migrations phase")
-	flag.IntVar(&cfg.northdMax, "northd-max", 0, "above this N, ovn-northd runs only from the end of the full sync until wait=sb: the sync, the no-op sync and `run` are measured without it, and its memory (11 GB at N=10,000) is freed (0: always runs)")
+	flag.IntVar(&cfg.northdMax, "northd-max", 0, "above this N, no ovn-northd runs: wait=sb is not measured, the syncs and `run` are measured without it (at N=10,000 ovn-northd reached 11 GB and the SB 16 GB, beyond this 23 GB machine) (0: always runs)")
 	flag.StringVar(&cfg.profile, "profile", "", "a directory where `run`'s profiles are saved at each -events-n size: CPU of its start, then allocs and heap once idle (go tool pprof)")
 	flag.DurationVar(&cfg.profileStart, "profile-start", 60*time.Second, "length of the CPU profile of `run`'s start")
 	flag.StringVar(&zones, "zones", "", "zone counts of the interconnect bench (zones.go: an NB and SB per zone, the allocator and an agent per zone, on a real kube-apiserver), comma-separated; empty: none")
@@ -436,20 +436,13 @@ func measure(cfg *config, dir string, r *result) {
 		return
 	}
 	cfg.progress("N=%s: full sync %s; waiting for northd", label, r.full.wall)
-	if lean {
-		if err := c.StartNorthd(); stopHere("northd", err) {
-			return
-		}
+	var wsb childRun
+	if !lean {
+		wsb, err = runChild(cfg.timeout, ovsEnv(dir), "ovn-nbctl", "--db="+c.NB, fmt.Sprintf("--timeout=%d", int(cfg.timeout.Seconds())), "--wait=sb", "sync")
 	}
-	wsb, err := runChild(cfg.timeout, ovsEnv(dir), "ovn-nbctl", "--db="+c.NB, fmt.Sprintf("--timeout=%d", int(cfg.timeout.Seconds())), "--wait=sb", "sync")
 	r.waitSB = wsb.wall
 	if stopHere("wait=sb", err) {
 		return
-	}
-	if lean {
-		if err := c.StopNorthd(); stopHere("northd", err) {
-			return
-		}
 	}
 	cfg.progress("N=%s: no-op sync", label)
 	r.noop, err = runChild(cfg.timeout+10*time.Second, nil, cfg.bin, syncArgs...)
