@@ -85,6 +85,13 @@ type SyncResult struct {
 	// clashed are the units not sent because they would create a root
 	// named like a row that is not ours.
 	clashed map[*UnitDiff]error
+	// inserted are the names of the guarded roots this sync's committed
+	// transactions inserted, by table: a later transaction's table-wide
+	// wait expects them too. A one-shot sync's cache (ReadOwned, no
+	// monitor) never sees its own writes: without them the wait of every
+	// transaction after the first failed, and the sync split its batches
+	// down to units (1,536 transactions, 174 s, at 10,000 routers).
+	inserted map[string][]string
 }
 
 // Failed returns the error of every unit left as it was: invalid input or a
@@ -388,6 +395,9 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, d *Differ
 	if err != nil {
 		return err
 	}
+	for t := range guards {
+		guards[t] = append(guards[t], r.inserted[t]...)
+	}
 	for ud, err := range clashed {
 		r.clashed[ud] = err
 	}
@@ -423,6 +433,16 @@ func (r *SyncResult) commitBatch(ctx context.Context, c client.Client, d *Differ
 	}
 	r.Transactions++
 	r.Operations += len(ops)
+	if r.inserted == nil {
+		r.inserted = map[string][]string{}
+	}
+	for _, ud := range batch {
+		for _, ins := range ud.inserts {
+			if ins.t.Guard {
+				r.inserted[ins.t.Name] = append(r.inserted[ins.t.Name], ins.key)
+			}
+		}
+	}
 	if global != nil {
 		// The cache has our transaction's update once Transact returns.
 		cur := &nbmodel.NBGlobal{UUID: global.UUID}
