@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubevirt-ovn/kubevirt-ovn/integration/sandbox"
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 )
 
@@ -49,25 +48,12 @@ type runProc struct {
 }
 
 func startRun(bin, nb, manifests, logFile string, more ...string) (*runProc, error) {
-	port, err := sandbox.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, append([]string{"run", "--nb", nb, "--from-file", manifests, "--http-addr", addr,
+	p, err := startRoleOnce(bin, logFile, "run", append([]string{"--nb", nb, "--from-file", manifests,
 		"--file-poll", "100ms", "--resync", "24h"}, more...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	if err != nil {
 		return nil, err
 	}
-	p := &runProc{cmd: cmd, metrics: "http://" + addr, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
-	return p, nil
+	return p.runProc, nil
 }
 
 func (p *runProc) alive() bool {

@@ -434,15 +434,21 @@ func objectGVR(u *unstructured.Unstructured) (schema.GroupVersionResource, bool,
 	return schema.GroupVersionResource{}, false, fmt.Errorf("%s %s: not in the zones bench's input", u.GetKind(), u.GetName())
 }
 
-func createObject(dyn dynamic.Interface, u *unstructured.Unstructured) error {
+// resourceOf is where u is read and written.
+func resourceOf(dyn dynamic.Interface, u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
 	gvr, namespaced, err := objectGVR(u)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r := dyn.Resource(gvr)
 	if namespaced {
-		_, err = r.Namespace(u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{})
-	} else {
+		return dyn.Resource(gvr).Namespace(u.GetNamespace()), nil
+	}
+	return dyn.Resource(gvr), nil
+}
+
+func createObject(dyn dynamic.Interface, u *unstructured.Unstructured) error {
+	r, err := resourceOf(dyn, u)
+	if err == nil {
 		_, err = r.Create(context.Background(), u, metav1.CreateOptions{})
 	}
 	if err != nil {
@@ -452,14 +458,8 @@ func createObject(dyn dynamic.Interface, u *unstructured.Unstructured) error {
 }
 
 func deleteObject(dyn dynamic.Interface, u *unstructured.Unstructured) error {
-	gvr, namespaced, err := objectGVR(u)
-	if err != nil {
-		return err
-	}
-	r := dyn.Resource(gvr)
-	if namespaced {
-		err = r.Namespace(u.GetNamespace()).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
-	} else {
+	r, err := resourceOf(dyn, u)
+	if err == nil {
 		err = r.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
 	}
 	if err != nil {
