@@ -236,6 +236,10 @@ type Differ struct {
 	parents *ParentIndex
 	// memo, when given, remembers what big reference sets held.
 	memo *RefMemo
+	// committed are the UUIDs of rows an earlier transaction of the same
+	// sync inserted, by key (SyncResult.committed): a one-shot sync's
+	// cache never holds them.
+	committed map[rowKey]string
 
 	// What the units diffed so far do, for the roots whose fate depends on
 	// every unit (Settle): the rows they delete and the reference columns

@@ -109,6 +109,11 @@ func (tx *txAssembly) resolve(t *Table, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if m == nil {
+		if u, ok := tx.d.committed[rowKey{t.Name, key}]; ok {
+			return u, nil
+		}
+	}
 	if m == nil || tx.d.gone[uuidOf(m)] != nil {
 		return "", fmt.Errorf("no %s row of this kubevirt-ovn instance has key %s, and this transaction creates none", t.Name, key)
 	}
@@ -163,6 +168,8 @@ func (tx *txAssembly) place(rc refChange) {
 		tx.mut(rc.parent, rc.parentUUID, "").ref(rc.column, rc.child, rc.remove)
 	case tx.inserted[rowKey{rc.parent.Name, rc.parentName}] != nil:
 		tx.addExtra(tx.inserted[rowKey{rc.parent.Name, rc.parentName}], rc.column, rc.child)
+	case tx.d.committed[rowKey{rc.parent.Name, rc.parentName}] != "":
+		tx.mut(rc.parent, tx.d.committed[rowKey{rc.parent.Name, rc.parentName}], "").ref(rc.column, rc.child, rc.remove)
 	default:
 		tx.mut(rc.parent, "", rc.parentName).ref(rc.column, rc.child, rc.remove)
 	}
