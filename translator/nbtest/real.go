@@ -2,6 +2,7 @@ package nbtest
 
 import (
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -22,13 +23,23 @@ const (
 // socket path: for what libovsdb's in-process server does not do as
 // ovsdb-server does (it ignores monitor conditions, and compares a wait's
 // rows one by one against every expected row).
-func Real(t testing.TB) string { return realDB(t, "nb", NBSchema) }
+func Real(t testing.TB) string {
+	sock, _ := realDB(t, "nb", NBSchema)
+	return sock
+}
+
+// RealProcess is Real with its ovsdb-server's process, for a test that
+// stops it (SIGSTOP: a server busy or hung) and lets it go on.
+func RealProcess(t testing.TB) (string, *os.Process) { return realDB(t, "nb", NBSchema) }
 
 // RealSB is Real for an empty OVN_Southbound (the system's SB schema), with
 // no northd: the test writes what northd would.
-func RealSB(t testing.TB) string { return realDB(t, "sb", SBSchema) }
+func RealSB(t testing.TB) string {
+	sock, _ := realDB(t, "sb", SBSchema)
+	return sock
+}
 
-func realDB(t testing.TB, name, schema string) string {
+func realDB(t testing.TB, name, schema string) (string, *os.Process) {
 	t.Helper()
 	dir := t.TempDir()
 	db := filepath.Join(dir, name+".db")
@@ -49,7 +60,7 @@ func realDB(t testing.TB, name, schema string) string {
 	for {
 		if c, err := net.Dial("unix", sock); err == nil {
 			c.Close()
-			return sock
+			return sock, cmd.Process
 		}
 		require.True(t, time.Now().Before(deadline), "ovsdb-server did not accept connections on %s within 30s", sock)
 		time.Sleep(10 * time.Millisecond)

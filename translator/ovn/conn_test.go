@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,4 +211,42 @@ func TestConnGivenUpReportsNoEndpoint(t *testing.T) {
 	_, err = ConnectNB(ctx, Endpoint{Address: "tcp:" + l.Addr().String(), Timeout: time.Minute}, "test", log)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, logged)
+}
+
+// A server working through a big transaction of ours answers nothing
+// meanwhile, echoes included (it answers in order): that silence is not
+// a dead server. Here ovsdb-server is stopped for 2 s, more than twice the
+// endpoint timeout, with 20,000 operations of ours in flight: the
+// connection stays, and the transaction commits once the server goes on.
+// (At 10,000 routers a sync's own transactions had the echo cut the
+// connection under them, twice per sync.)
+func TestConnEchoWaitsForOurTransactionsInFlight(t *testing.T) {
+	sock, server := nbtest.RealProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nbc, err := DialNB(ctx, Endpoint{Address: "unix:" + sock, Timeout: 300 * time.Millisecond}, logr.Discard())
+	require.NoError(t, err)
+	defer nbc.Close()
+	c := nbc.(*conn)
+
+	ops := make([]ovsdb.Operation, 20000)
+	for i := range ops {
+		ops[i] = ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "NB_Global", Where: []ovsdb.Condition{}, Columns: []string{"_uuid"}}
+	}
+	require.NoError(t, server.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = server.Signal(syscall.SIGCONT) })
+	done := make(chan error, 1)
+	go func() {
+		_, err := kvnb.Commit(ctx, nbc, "20,000 selects", ops)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.FailNow(t, "the transaction returned while the server was stopped", "%v", err)
+	case <-time.After(2 * time.Second):
+	}
+	require.NoError(t, server.Signal(syscall.SIGCONT))
+	require.NoError(t, <-done, "the transaction in flight commits")
+	assert.Zero(t, c.Disconnections(), "the connection was not cut under our transaction")
+	assert.True(t, c.Connected())
 }
