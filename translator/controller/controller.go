@@ -171,6 +171,11 @@ type Controller struct {
 	pending map[string]int
 	// parked are the routers waiting for a network's switch, by network.
 	parked map[string]map[string]bool
+	// switches are the UUIDs of our switches the NB cache showed, by
+	// network (noteSwitch): hasSwitch asks it rather than libovsdb, whose
+	// lookups copy the row, and a shared external network's switch
+	// holds a port per router (160 kB per router reconcile at 10,000).
+	switches map[string]map[string]bool
 	// awaiting are the units waiting for a row of ours that another unit
 	// creates (nb.MissingRowError), by the row's table and key; awaits
 	// the row each waits for (one at a time: its diff's first missing).
@@ -292,6 +297,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
 		pending:     map[string]int{},
 		parked:      map[string]map[string]bool{},
+		switches:    map[string]map[string]bool{},
 		awaiting:    map[rowID]map[translator.Unit]bool{},
 		awaits:      map[translator.Unit]rowID{},
 		activatedAt: map[string]activatedPort{},
@@ -473,8 +479,12 @@ func runWorkers(ctx context.Context, queue workqueue.TypedRateLimitingInterface[
 // an event must not read what it held of the row before.
 func (c *Controller) watchNB() {
 	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc: func(table string, m model.Model) { c.onNB(table, nil, m) },
+		AddFunc: func(table string, m model.Model) {
+			c.noteSwitch(nil, m)
+			c.onNB(table, nil, m)
+		},
 		UpdateFunc: func(table string, old, m model.Model) {
+			c.noteSwitch(old, m)
 			c.refs.Observe(table, old, m)
 			// Only a change its owner would write back: not a switch's
 			// list of ports gaining a router's port (each router commit
@@ -485,10 +495,58 @@ func (c *Controller) watchNB() {
 			}
 		},
 		DeleteFunc: func(table string, m model.Model) {
+			c.noteSwitch(m, nil)
 			c.refs.Observe(table, m, nil)
 			c.onNB(table, m, nil)
 		},
 	})
+	// The rows the monitor brought before the handler was added; one
+	// added since is noted twice, which a set does not mind.
+	if tc := c.nb.Cache(); tc != nil {
+		for _, m := range tc.Table(nbmodel.LogicalSwitchTable).RowsShallow() {
+			c.noteSwitch(nil, m)
+		}
+	}
+}
+
+// noteSwitch keeps c.switches for a change of a row of the NB cache (old
+// nil for an insert, cur nil for a deletion).
+func (c *Controller) noteSwitch(old, cur model.Model) {
+	network := func(m model.Model) string {
+		ls, ok := m.(*nbmodel.LogicalSwitch)
+		if !ok {
+			return ""
+		}
+		if u, ok := translator.OwnerOf(ls.ExternalIDs, c.opts.Instance); ok && u.Kind == translator.KindNetwork {
+			return u.Name
+		}
+		return ""
+	}
+	was, now := "", ""
+	if old != nil {
+		was = network(old)
+	}
+	if cur != nil {
+		now = network(cur)
+	}
+	if was == now && (was == "" || old != nil && cur != nil) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if was != "" {
+		uuid := old.(*nbmodel.LogicalSwitch).UUID
+		delete(c.switches[was], uuid)
+		if len(c.switches[was]) == 0 {
+			delete(c.switches, was)
+		}
+	}
+	if now != "" {
+		if c.switches[now] == nil {
+			c.switches[now] = map[string]bool{}
+		}
+		c.switches[now][cur.(*nbmodel.LogicalSwitch).UUID] = true
+	}
 }
 
 // onSB refreshes the gateway candidates when a chassis changes, and
@@ -1299,15 +1357,31 @@ func (c *Controller) parkUntilSwitches(ctx context.Context, router string, netwo
 	return parked
 }
 
-// hasSwitch says whether the NB cache holds the switch of network.
+// hasSwitch says whether the NB cache holds the switch of network. The
+// caller holds c.mu. A switch noted (c.switches) is checked in the cache
+// without a copy of the row: a reconnection refills the cache without
+// deletion events, so a switch deleted meanwhile may still be noted (it
+// is dropped; a refill under way notes it again). One not noted is looked
+// up in the cache: the events that note it come after the cache has it.
 func (c *Controller) hasSwitch(ctx context.Context, network string) bool {
+	tc := c.nb.Cache()
+	if tc == nil {
+		// Let the sync find out.
+		return true
+	}
+	rc := tc.Table(nbmodel.LogicalSwitchTable)
+	for uuid := range c.switches[network] {
+		if rc.HasRow(uuid) {
+			return true
+		}
+		delete(c.switches[network], uuid)
+	}
 	u := translator.Unit{Kind: translator.KindNetwork, Name: network}
 	// Through the client index on the owner key (nb.Registry.ClientIndexes),
-	// not a scan of every switch: a start asks it for every router.
+	// not a scan of every switch.
 	probe := &nbmodel.LogicalSwitch{ExternalIDs: map[string]string{translator.KeyOwner: network}}
 	var rows []*nbmodel.LogicalSwitch
 	if err := c.nb.Where(probe).List(ctx, &rows); err != nil {
-		// Let the sync find out.
 		return true
 	}
 	return slices.ContainsFunc(rows, func(r *nbmodel.LogicalSwitch) bool { return translator.OwnedBy(r.ExternalIDs, c.opts.Instance, u) })
