@@ -56,8 +56,9 @@ func serveInProcess(t testing.TB, what string, clientModel model.ClientDBModel, 
 
 // Proxy forwards a loopback TCP port to a unix socket. Down cuts every
 // connection and refuses new ones (a killed server), Freeze keeps the
-// clients' connections open but answers nothing (a hung server), Up accepts
-// again (the server restarted).
+// clients' connections open but answers nothing (a hung server), Hang too
+// and accepts new ones it never answers (a hung server on a live host), Up
+// accepts again (the server restarted).
 type Proxy struct {
 	t      testing.TB
 	target string
@@ -70,6 +71,8 @@ type Proxy struct {
 	// their server side closes.
 	server []net.Conn
 	frozen bool
+	// hung: new connections are accepted and never answered.
+	hung bool
 }
 
 // NewProxy listens on a free loopback port and forwards to the unix socket
@@ -97,6 +100,15 @@ func (p *Proxy) serve(l net.Listener) {
 			if err != nil {
 				return
 			}
+			p.mu.Lock()
+			hung := p.hung
+			if hung {
+				p.conns = append(p.conns, c)
+			}
+			p.mu.Unlock()
+			if hung {
+				continue
+			}
 			s, err := net.Dial("unix", p.target)
 			if err != nil {
 				c.Close()
@@ -117,6 +129,18 @@ func (p *Proxy) serve(l net.Listener) {
 			}()
 		}
 	}()
+}
+
+// Hang is Freeze for a server whose host still accepts connections: new
+// ones are accepted and never answered either.
+func (p *Proxy) Hang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen, p.hung = true, true
+	for _, s := range p.server {
+		s.Close()
+	}
+	p.server = nil
 }
 
 // Down closes every connection and refuses new ones.
@@ -152,8 +176,12 @@ func (p *Proxy) Freeze() {
 // Up accepts connections again on the same port.
 func (p *Proxy) Up() {
 	p.mu.Lock()
-	p.frozen = false
+	p.frozen, p.hung = false, false
+	listening := p.l != nil
 	p.mu.Unlock()
+	if listening {
+		return
+	}
 	l, err := net.Listen("tcp", p.addr)
 	require.NoError(p.t, err)
 	p.serve(l)

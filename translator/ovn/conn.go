@@ -67,9 +67,14 @@ type conn struct {
 	// metrics is the client's private registry of libovsdb's metrics,
 	// read for its count of disconnections.
 	metrics *prometheus.Registry
-	// pending counts the operations of our transactions in flight: the
-	// server works on them before it answers an echo (echoPatience).
-	pending atomic.Int64
+	// pending counts the operations of our transactions in flight, and
+	// monitoring our monitor requests: the server works on them before it
+	// answers an echo (echoPatience).
+	pending    atomic.Int64
+	monitoring atomic.Int64
+	// rows is how many rows the cache held when last seen non-empty: a
+	// reconnection's monitor reply sends them all again.
+	rows atomic.Int64
 }
 
 // Transact is the client's Transact, counting the operations in flight.
@@ -80,19 +85,59 @@ func (c *conn) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.Op
 	return c.Client.Transact(ctx, ops...)
 }
 
+// Monitor is the client's Monitor, noted as in flight.
+func (c *conn) Monitor(ctx context.Context, m *client.Monitor) (client.MonitorCookie, error) {
+	c.monitoring.Add(1)
+	defer c.monitoring.Add(-1)
+	return c.Client.Monitor(ctx, m)
+}
+
+// MonitorAll is the client's MonitorAll, noted as in flight.
+func (c *conn) MonitorAll(ctx context.Context) (client.MonitorCookie, error) {
+	c.monitoring.Add(1)
+	defer c.monitoring.Add(-1)
+	return c.Client.MonitorAll(ctx)
+}
+
 // minOpsPerSecond is the pace at which a server is assumed to work through
-// our transactions at worst: an eighth of what ovsdb-server 23.03 managed
-// on a loaded 2-core machine (260,000 inserts in 15 s).
+// our transactions and send our rows at worst: an eighth of what
+// ovsdb-server 23.03 managed on a loaded 2-core machine (260,000 inserts
+// in 15 s).
 const minOpsPerSecond = 2000
 
+// reconnectAllowance is added to the endpoint timeout for a reconnection:
+// libovsdb's attempt includes the monitor's first reply, every row we own
+// again (260,000 rows at 10,000 routers took longer than the 5 s
+// endpoint timeout here, and every attempt was cut, for good).
+const reconnectAllowance = 2 * time.Minute
+
 // echoPatience is how long an echo may wait for its answer: twice the
-// endpoint timeout, plus the time the server may need for the operations
-// of ours it has to work through first (it answers in order, and a
-// transaction of 100,000 operations takes it seconds). Without that, a
-// big sync's own transaction made the server look dead: the connection
-// was cut under it, and the transaction sent again, and cut again.
+// endpoint timeout, plus the time the server may need for what it has to
+// send or do for us first (it answers in order): the operations of our
+// transactions in flight, and our rows (an update of many, or a monitor
+// reply, ahead of the echo). Without that, a big sync's own transactions,
+// and a start's monitor reply at 10,000 routers, made the server look dead:
+// the connection was cut under them.
 func (c *conn) echoPatience() time.Duration {
-	return 2*c.timeout + time.Duration(c.pending.Load())*time.Second/minOpsPerSecond
+	return 2*c.timeout + time.Duration(c.pending.Load()+c.rows.Load())*time.Second/minOpsPerSecond
+}
+
+// noteRows records how many rows the cache holds, unless none (a
+// reconnection empties it until the monitor's reply).
+func (c *conn) noteRows() {
+	tc := c.Cache()
+	if tc == nil {
+		return
+	}
+	n := 0
+	for name := range tc.DatabaseModel().Types() {
+		if rc := tc.Table(name); rc != nil {
+			n += rc.Len()
+		}
+	}
+	if n > 0 {
+		c.rows.Store(int64(n))
+	}
 }
 
 // Connected is true while the connection is up (libovsdb's own Connected
@@ -228,13 +273,14 @@ func (c *conn) connectOnce(ctx context.Context, modelFor func(ovsdb.DatabaseSche
 	if err != nil {
 		return err
 	}
-	// Each reconnection attempt has one endpoint's timeout: the supervisor
-	// keeps endpoints that do not answer off the list. Not
+	// A reconnection attempt (libovsdb's: dialing, then every monitor's
+	// first reply) has the endpoint timeout and reconnectAllowance; the
+	// supervisor keeps endpoints that do not answer off the list. Not
 	// WithInactivityCheck: libovsdb v0.8.1 then panics (send on a closed
 	// channel) when a disconnection races a transaction's reply; the
 	// supervisor sends the echo probes instead.
 	reg := prometheus.NewRegistry()
-	opts := []client.Option{client.WithLogger(&c.log), client.WithReconnect(c.timeout, reconnectBackoff()), client.WithMetricsRegistry(reg)}
+	opts := []client.Option{client.WithLogger(&c.log), client.WithReconnect(c.timeout+reconnectAllowance, reconnectBackoff()), client.WithMetricsRegistry(reg)}
 	for _, a := range answered {
 		opts = append(opts, client.WithEndpoint(a))
 	}
@@ -331,7 +377,11 @@ func (c *conn) supervise() {
 				lastEcho = time.Now()
 			}
 			up = true
-			if time.Since(lastEcho) >= c.timeout {
+			// Not while a monitor request of ours is in flight: its reply
+			// (every row we own) comes before an echo's, and its caller's
+			// deadline bounds it.
+			if time.Since(lastEcho) >= c.timeout && c.monitoring.Load() == 0 {
+				c.noteRows()
 				c.echo()
 				lastEcho = time.Now()
 			}
@@ -369,7 +419,16 @@ func (c *conn) echo() {
 	if err == nil || c.ctx.Err() != nil || !c.Connected() {
 		return
 	}
-	c.log.Info("server does not answer; reconnecting", "database", c.db, "endpoint", c.CurrentEndpoint(), "error", err.Error())
+	cur := c.CurrentEndpoint()
+	c.log.Info("server does not answer; reconnecting", "database", c.db, "endpoint", cur, "error", err.Error())
+	// A reconnection attempt may take reconnectAllowance: with the silent
+	// endpoint left out of libovsdb's list, the others are tried first
+	// (libovsdb drops the connection when its endpoint leaves the list).
+	if others := slices.DeleteFunc(slices.Clone(c.current), func(a string) bool { return a == cur }); len(others) > 0 && len(others) < len(c.current) {
+		c.current = others
+		c.UpdateEndpoints(others)
+		return
+	}
 	c.Disconnect()
 }
 

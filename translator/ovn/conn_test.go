@@ -250,3 +250,54 @@ func TestConnEchoWaitsForOurTransactionsInFlight(t *testing.T) {
 	assert.Zero(t, c.Disconnections(), "the connection was not cut under our transaction")
 	assert.True(t, c.Connected())
 }
+
+// A cluster member that hangs on a live host (it accepts connections and
+// answers nothing) is left for another member at once: the echo that finds
+// it silent takes it off libovsdb's list before the connection is dropped,
+// since libovsdb's reconnection attempt, which also waits for the
+// monitors' first reply, may take minutes on it.
+func TestConnHungMemberLeftForAnother(t *testing.T) {
+	sock := nbtest.Serve(t)
+	a, b := nbtest.NewProxy(t, sock), nbtest.NewProxy(t, sock)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nbc, err := ConnectNB(ctx, Endpoint{Address: a.Endpoint() + "," + b.Endpoint(), Timeout: 300 * time.Millisecond}, "test", logr.Discard())
+	require.NoError(t, err)
+	defer nbc.Close()
+	require.Equal(t, a.Endpoint(), nbc.CurrentEndpoint())
+
+	a.Hang()
+	start := time.Now()
+	require.Eventually(t, func() bool { return nbc.Connected() && nbc.CurrentEndpoint() == b.Endpoint() }, 20*time.Second, 10*time.Millisecond,
+		"connected to the other member (a reconnection attempt on the hung one lasts the endpoint timeout and %s)", reconnectAllowance)
+	t.Logf("hung member left for the other after %s", time.Since(start).Round(time.Millisecond))
+}
+
+// Nor is a monitor request of ours in flight (its reply, every row we
+// own, comes before an echo's: at 10,000 routers a start's took longer
+// than the echo's patience, and the connection was cut under it).
+func TestConnEchoWaitsForOurMonitorInFlight(t *testing.T) {
+	sock, server := nbtest.RealProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nbc, err := DialNB(ctx, Endpoint{Address: "unix:" + sock, Timeout: 300 * time.Millisecond}, logr.Discard())
+	require.NoError(t, err)
+	defer nbc.Close()
+	c := nbc.(*conn)
+
+	require.NoError(t, server.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = server.Signal(syscall.SIGCONT) })
+	done := make(chan error, 1)
+	go func() {
+		_, err := nbc.MonitorAll(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.FailNow(t, "the monitor returned while the server was stopped", "%v", err)
+	case <-time.After(2 * time.Second):
+	}
+	require.NoError(t, server.Signal(syscall.SIGCONT))
+	require.NoError(t, <-done, "the monitor in flight gets its reply")
+	assert.Zero(t, c.Disconnections(), "the connection was not cut under our monitor")
+}
