@@ -120,7 +120,8 @@ demo: deps build
 # and warm start, events), nothing else; run's profiles go to bin/profiles.
 # ZONES=50: the interconnect bench alone, at ZONES_BASE (10) and ZONES
 # zones, ZONE_ROUTERS (20) routers per zone, on a real kube-apiserver
-# (integration/performance.md, "Interconnect").
+# (integration/performance.md, "Interconnect"); zone 0's agent's profiles
+# go to bin/profiles.
 BENCH_FLAGS  ?=
 N            ?=
 ZONES_BASE   ?= 10
@@ -131,7 +132,7 @@ bench: deps build
 	$(if $(ZONES),$(GO) build -C integration/kube-apiserver -o $(CURDIR)/bin/kube-apiserver .)
 	$(GO) run ./integration/cmd/bench -bin bin/kubevirt-ovn \
 	  $(if $(N),-n 10$(comma)$(N) -events-n 10$(comma)$(N) -start-n $(N) -fip-n '' -sg-n '' -v6-n '' -migrations-vms 0 -budget 90m -timeout 20m -profile bin/profiles -northd-max 3000) \
-	  $(if $(ZONES),$(if $(N),,-n '') -migrations-vms 0 -zones $(ZONES_BASE)$(comma)$(ZONES) -zone-routers $(ZONE_ROUTERS) -timeout 15m) \
+	  $(if $(ZONES),$(if $(N),,-n '') -migrations-vms 0 -zones $(ZONES_BASE)$(comma)$(ZONES) -zone-routers $(ZONE_ROUTERS) -timeout 15m -profile bin/profiles) \
 	  $(BENCH_FLAGS)
 
 # The soak (integration/soak_test.go; integration/README.md, "The soak"):

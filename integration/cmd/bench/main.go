@@ -100,7 +100,7 @@ func main() {
 	flag.IntVar(&cfg.migrationVMs, "migrations-vms", 1000, "VMs of the live migrations phase (half migrate in a burst, half at -migrations-pace); 0: none")
 	flag.DurationVar(&cfg.migrationPace, "migrations-pace", 20*time.Millisecond, "interval of the sustained activations of the live migrations phase")
 	flag.IntVar(&cfg.northdMax, "northd-max", 0, "above this N, no ovn-northd runs: wait=sb is not measured, the syncs and `run` are measured without it (at N=10,000 ovn-northd reached 11 GB and the SB 16 GB, beyond this 23 GB machine) (0: always runs)")
-	flag.StringVar(&cfg.profile, "profile", "", "a directory where `run`'s profiles are saved at each -events-n size: CPU of its start, then allocs and heap once idle (go tool pprof)")
+	flag.StringVar(&cfg.profile, "profile", "", "a directory where `run`'s profiles are saved at each -events-n size: CPU of its start, then allocs and heap once idle (go tool pprof); in the zones bench, zone 0's agent's, at each zone count")
 	flag.DurationVar(&cfg.profileStart, "profile-start", 60*time.Second, "length of the CPU profile of `run`'s start")
 	flag.StringVar(&zones, "zones", "", "zone counts of the interconnect bench (zones.go: an NB and SB per zone, the allocator and an agent per zone, on a real kube-apiserver), comma-separated; empty: none")
 	flag.IntVar(&cfg.zoneRouters, "zone-routers", 20, "routers per zone in the zones bench (20 at 50 zones: 1,000 routers, 10,000 VMs)")

@@ -241,14 +241,26 @@ func runZones(cfg *config, dir string, zones int) (res *zonesResult) {
 		return res
 	}
 	keep(alloc.stop)
+	cpuProfile := make(chan error, 1)
 	for _, zd := range dbs {
-		if zd.agent, err = startRole(cfg.bin, filepath.Join(logs, "agent-"+zoneName(zd.z)+".log"), "zone-agent",
-			"--zone-nb", zd.db.Unix, "--zone-sb", zd.db.Unix, "--kubeconfig", srv.Kubeconfig, "--namespace", zonesNamespace,
-			"--node-name", "", "--resync", "24h"); err != nil {
+		args := []string{"--zone-nb", zd.db.Unix, "--zone-sb", zd.db.Unix, "--kubeconfig", srv.Kubeconfig, "--namespace", zonesNamespace,
+			"--node-name", "", "--resync", "24h"}
+		profiled := cfg.profile != "" && zd.z == 0
+		if profiled {
+			args = append(args, "--enable-profiling")
+		}
+		if zd.agent, err = startRole(cfg.bin, filepath.Join(logs, "agent-"+zoneName(zd.z)+".log"), "zone-agent", args...); err != nil {
 			res.fail("agent "+zoneName(zd.z), err)
 			return res
 		}
 		keep(zd.agent.stop)
+		if profiled {
+			// Zone 0's agent: the CPU of its start, as the other agents
+			// start beside it.
+			go func(p *runProc) {
+				cpuProfile <- p.saveProfile(cfg, fmt.Sprintf("profile?seconds=%d", int(cfg.profileStart.Seconds())), fmt.Sprintf("agent-start-cpu-zones%d.pb.gz", zones))
+			}(zd.agent.runProc)
+		}
 	}
 	res.zoneConverge = make([]time.Duration, zones)
 	for _, zd := range dbs {
@@ -279,6 +291,18 @@ func runZones(cfg *config, dir string, zones int) (res *zonesResult) {
 	}
 	res.allocCPU, _ = procCPU(alloc.cmd.Process.Pid)
 	res.allocHWM = procHWM(alloc.cmd.Process.Pid)
+	if cfg.profile != "" {
+		if err := <-cpuProfile; err != nil {
+			res.fail("agent profile", err)
+			return res
+		}
+		for _, pr := range []string{"allocs", "heap"} {
+			if err := dbs[0].agent.saveProfile(cfg, pr, fmt.Sprintf("agent-%s-zones%d.pb.gz", pr, zones)); err != nil {
+				res.fail("agent profile", err)
+				return res
+			}
+		}
+	}
 
 	cfg.progress("zones %d: a zone rebuilt", zones)
 	if err := rebuildZone(cfg, res, dbs, alloc); err != nil {
