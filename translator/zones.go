@@ -244,6 +244,18 @@ func (in *Input) networkZones(network string, held Held) (_ set[string], settled
 	return out, settled
 }
 
+// NetworkInZone says whether network's switch is in zone (networkZones):
+// the zone of one of its VM interfaces' nodes, or of one of its routers'
+// homes; true while a router of it has no home yet, which may bring it
+// there. A zone agent leaves a network that is not, and whose rows its NB
+// does not hold, alone: every agent sees every VM's change.
+func (in *Input) NetworkInZone(network, zone string, held Held) bool {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	zones, settled := in.networkZones(network, held)
+	return !settled || zones.has(zone)
+}
+
 // zoneNetwork fills np.Zones. A VM interface whose node is no chassis of a
 // zone gets an error, and its port is left as it is.
 func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) error {

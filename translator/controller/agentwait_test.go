@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	tr "github.com/kubevirt-ovn/kubevirt-ovn/translator"
 )
 
@@ -63,4 +65,47 @@ func TestWaitingOnly(t *testing.T) {
 	assert.False(t, waitingOnly(other))
 	assert.False(t, waitingOnly(nil))
 	assert.False(t, waitingOnly(errors.New("transaction failed")))
+}
+
+// A zone agent leaves alone a network whose switch is neither in its zone
+// nor in its NB: every agent sees every VM's change and every allocator
+// decision, and planned and diffed the network for nothing (the 50-zone
+// bench). One whose switch its NB holds is still taken: the switch goes.
+func TestZoneAgentLeavesTheNetworksOfOtherZones(t *testing.T) {
+	chassis := []tr.Chassis{
+		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw1"},
+		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
+		{Name: "hv2", Hostname: "node-hv2", Zone: "hv2"},
+	}
+	snap := example()
+	snap.VMs = []tr.VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
+		MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"}}
+	in := tr.NewInputFrom(snap)
+	in.SetChassis(chassis, true)
+	store := &allocations{chassis: chassis}
+	store.Gateways = map[string][]string{"router1": {"gw1"}}
+	netA := tr.Unit{Kind: tr.KindNetwork, Name: "net-a"}
+	agent := func(zone string, nbc client.Client) *Controller {
+		a := NewZoneAgent(nbc, zoneSB(t, chassis[1]), zone, inputSource{in}, store, Options{Instance: instance, Workers: 1})
+		a.watchNB()
+		return a
+	}
+
+	hv1 := agent("hv1", ctrlNB(t))
+	hv1.EnqueueUnits([]tr.Unit{netA})
+	assert.Equal(t, 1, hv1.queue.Len(), "net-a has a VM in zone hv1")
+
+	nb2 := ctrlNB(t)
+	hv2 := agent("hv2", nb2)
+	hv2.EnqueueUnits([]tr.Unit{netA})
+	assert.Zero(t, hv2.queue.Len(), "nothing of net-a in zone hv2")
+
+	ops, err := nb2.Create(&nbmodel.LogicalSwitch{UUID: "ls", Name: "kv-net-a", ExternalIDs: tr.OwnerIDs(instance, netA)})
+	require.NoError(t, err)
+	_, err = nb2.Transact(context.Background(), ops...)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		hv2.EnqueueUnits([]tr.Unit{netA})
+		return hv2.queue.Len() == 1
+	}, 10*time.Second, 10*time.Millisecond, "net-a's switch in hv2's NB: taken, to go")
 }

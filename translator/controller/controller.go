@@ -176,6 +176,8 @@ type Controller struct {
 	// lookups copy the row, and a shared external network's switch
 	// holds a port per router (160 kB per router reconcile at 10,000).
 	switches map[string]map[string]bool
+	// watching is set once watchNB has noted the cache's switches.
+	watching atomic.Bool
 	// awaiting are the units waiting for a row of ours that another unit
 	// creates (nb.MissingRowError), by the row's table and key; awaits
 	// the row each waits for (one at a time: its diff's first missing).
@@ -345,11 +347,30 @@ func (c *Controller) EnqueueAll(ctx context.Context) {
 // what translator.Input.Set returned: one change's units, which a worker
 // takes together (take).
 func (c *Controller) EnqueueUnits(units []translator.Unit) {
+	units = slices.DeleteFunc(slices.Clone(units), c.elsewhere)
 	c.enqueueMu.Lock()
 	defer c.enqueueMu.Unlock()
 	for _, u := range units {
 		c.Enqueue(u)
 	}
+}
+
+// elsewhere says, for a zone agent, that network unit u has nothing to do
+// in its zone: its switch is not there (translator.Input.NetworkInZone) and the
+// NB cache holds no switch of it either (none to delete). Every agent sees
+// every VM's change, and every allocator decision: without this each one
+// planned and diffed the network, for nothing, at each of them. A resync
+// or a reconnection (EnqueueAll) still takes every unit.
+func (c *Controller) elsewhere(u translator.Unit) bool {
+	if u.Kind != translator.KindNetwork || c.chassisFrom == nil || c.zone == "" || !c.watching.Load() {
+		return false
+	}
+	if c.input.NetworkInZone(u.Name, c.zone, c.planHeld) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.hasSwitch(context.Background(), u.Name)
 }
 
 // cmpBool orders false before true.
@@ -507,6 +528,7 @@ func (c *Controller) watchNB() {
 			c.noteSwitch(nil, m)
 		}
 	}
+	c.watching.Store(true)
 }
 
 // noteSwitch keeps c.switches for a change of a row of the NB cache (old
