@@ -256,6 +256,41 @@ func (in *Input) NetworkInZone(network, zone string, held Held) bool {
 	return !settled || zones.has(zone)
 }
 
+// RouterInZone says whether router has rows in zone (zoneRouter): its
+// home's zone, and the other zones of its overlay networks (its ports'
+// remote twins); true while that is not settled (no home yet, a
+// declaration in conflict).
+func (in *Input) RouterInZone(router, zone string, held Held) bool {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	decls := in.routers[router]
+	if len(decls) == 0 {
+		return false
+	}
+	if len(decls) > 1 {
+		return true
+	}
+	home := in.homeOf(router, held)
+	if home == "" || in.nodes[home].zone == "" || in.nodes[home].zone == zone {
+		return true
+	}
+	for d := range decls {
+		networks := slices.Clone(d.Internal)
+		if d.External != nil {
+			networks = append(networks, d.External.Network)
+		}
+		for _, n := range networks {
+			if nw, ok := in.validNetwork(n); ok && (nw.Type == NetworkFlat || nw.Type == NetworkVLAN) {
+				continue
+			}
+			if zones, settled := in.networkZones(n, held); !settled || zones.has(zone) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // zoneNetwork fills np.Zones. A VM interface whose node is no chassis of a
 // zone gets an error, and its port is left as it is.
 func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) error {

@@ -70,8 +70,9 @@ func TestWaitingOnly(t *testing.T) {
 // A zone agent leaves alone a network whose switch is neither in its zone
 // nor in its NB: every agent sees every VM's change and every allocator
 // decision, and planned and diffed the network for nothing (the 50-zone
-// bench). One whose switch its NB holds is still taken: the switch goes.
-func TestZoneAgentLeavesTheNetworksOfOtherZones(t *testing.T) {
+// bench). So does it a router with no row in its zone. One whose rows its
+// NB holds is still taken: they go.
+func TestZoneAgentLeavesTheUnitsOfOtherZones(t *testing.T) {
 	chassis := []tr.Chassis{
 		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw1"},
 		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
@@ -94,13 +95,26 @@ func TestZoneAgentLeavesTheNetworksOfOtherZones(t *testing.T) {
 	hv1 := agent("hv1", ctrlNB(t))
 	hv1.EnqueueUnits([]tr.Unit{netA})
 	assert.Equal(t, 1, hv1.queue.Len(), "net-a has a VM in zone hv1")
+	hv1.EnqueueUnits([]tr.Unit{router1})
+	assert.Equal(t, 2, hv1.queue.Len(), "router1's port on net-a has its remote twin in zone hv1")
 
 	nb2 := ctrlNB(t)
 	hv2 := agent("hv2", nb2)
-	hv2.EnqueueUnits([]tr.Unit{netA})
-	assert.Zero(t, hv2.queue.Len(), "nothing of net-a in zone hv2")
+	hv2.EnqueueUnits([]tr.Unit{netA, router1})
+	assert.Zero(t, hv2.queue.Len(), "nothing of net-a or router1 in zone hv2")
 
-	ops, err := nb2.Create(&nbmodel.LogicalSwitch{UUID: "ls", Name: "kv-net-a", ExternalIDs: tr.OwnerIDs(instance, netA)})
+	// A router's row in hv2's NB: taken, to go.
+	ops, err := nb2.Create(&nbmodel.LogicalRouter{UUID: "lr", Name: "kv-router1", ExternalIDs: tr.OwnerIDs(instance, router1)})
+	require.NoError(t, err)
+	_, err = nb2.Transact(context.Background(), ops...)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		hv2.EnqueueUnits([]tr.Unit{router1})
+		return hv2.queue.Len() == 1
+	}, 10*time.Second, 10*time.Millisecond, "router1's row in hv2's NB: taken, to go")
+	drain(hv2)
+
+	ops, err = nb2.Create(&nbmodel.LogicalSwitch{UUID: "ls", Name: "kv-net-a", ExternalIDs: tr.OwnerIDs(instance, netA)})
 	require.NoError(t, err)
 	_, err = nb2.Transact(context.Background(), ops...)
 	require.NoError(t, err)

@@ -176,6 +176,11 @@ type Controller struct {
 	// lookups copy the row, and a shared external network's switch
 	// holds a port per router (160 kB per router reconcile at 10,000).
 	switches map[string]map[string]bool
+	// routerRows are, for a zone agent, the UUIDs of the routers and
+	// switch ports of ours the NB cache showed, by the router owning them
+	// (noteRouterRow): its home's router, or the remote twins of its
+	// ports in another zone. elsewhere asks it.
+	routerRows map[string]map[string]string
 	// watching is set once watchNB has noted the cache's switches.
 	watching atomic.Bool
 	// awaiting are the units waiting for a row of ours that another unit
@@ -300,6 +305,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 		pending:     map[string]int{},
 		parked:      map[string]map[string]bool{},
 		switches:    map[string]map[string]bool{},
+		routerRows:  map[string]map[string]string{},
 		awaiting:    map[rowID]map[translator.Unit]bool{},
 		awaits:      map[translator.Unit]rowID{},
 		activatedAt: map[string]activatedPort{},
@@ -355,22 +361,35 @@ func (c *Controller) EnqueueUnits(units []translator.Unit) {
 	}
 }
 
-// elsewhere says, for a zone agent, that network unit u has nothing to do
-// in its zone: its switch is not there (translator.Input.NetworkInZone) and the
-// NB cache holds no switch of it either (none to delete). Every agent sees
+// elsewhere says, for a zone agent, that unit u has nothing to do in its
+// zone: a network whose switch is not there (translator.Input.NetworkInZone)
+// and of which the NB cache holds no switch either (none to delete); a
+// router with no rows there (translator.Input.RouterInZone) and none in
+// the NB cache. Every agent sees
 // every VM's change, and every allocator decision: without this each one
 // planned and diffed the network, for nothing, at each of them. A resync
 // or a reconnection (EnqueueAll) still takes every unit.
 func (c *Controller) elsewhere(u translator.Unit) bool {
-	if u.Kind != translator.KindNetwork || c.chassisFrom == nil || c.zone == "" || !c.watching.Load() {
+	if !c.zoneAgent() || !c.watching.Load() {
 		return false
 	}
-	if c.input.NetworkInZone(u.Name, c.zone, c.planHeld) {
-		return false
+	switch u.Kind {
+	case translator.KindNetwork:
+		if c.input.NetworkInZone(u.Name, c.zone, c.planHeld) {
+			return false
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.hasSwitch(context.Background(), u.Name)
+	case translator.KindRouter:
+		if c.input.RouterInZone(u.Name, c.zone, c.planHeld) {
+			return false
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.hasRouterRows(u.Name)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.hasSwitch(context.Background(), u.Name)
+	return false
 }
 
 // cmpBool orders false before true.
@@ -502,10 +521,12 @@ func (c *Controller) watchNB() {
 	c.nb.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc: func(table string, m model.Model) {
 			c.noteSwitch(nil, m)
+			c.noteRouterRow(table, nil, m)
 			c.onNB(table, nil, m)
 		},
 		UpdateFunc: func(table string, old, m model.Model) {
 			c.noteSwitch(old, m)
+			c.noteRouterRow(table, old, m)
 			c.refs.Observe(table, old, m)
 			// Only a change its owner would write back: not a switch's
 			// list of ports gaining a router's port (each router commit
@@ -517,6 +538,7 @@ func (c *Controller) watchNB() {
 		},
 		DeleteFunc: func(table string, m model.Model) {
 			c.noteSwitch(m, nil)
+			c.noteRouterRow(table, m, nil)
 			c.refs.Observe(table, m, nil)
 			c.onNB(table, m, nil)
 		},
@@ -527,8 +549,81 @@ func (c *Controller) watchNB() {
 		for _, m := range tc.Table(nbmodel.LogicalSwitchTable).RowsShallow() {
 			c.noteSwitch(nil, m)
 		}
+		if c.zoneAgent() {
+			for _, table := range []string{nbmodel.LogicalRouterTable, nbmodel.LogicalSwitchPortTable} {
+				for _, m := range tc.Table(table).RowsShallow() {
+					c.noteRouterRow(table, nil, m)
+				}
+			}
+		}
 	}
 	c.watching.Store(true)
+}
+
+// zoneAgent says whether c is a zone agent (NewZoneAgent).
+func (c *Controller) zoneAgent() bool { return c.chassisFrom != nil && c.zone != "" }
+
+// noteRouterRow keeps c.routerRows, for a zone agent, for a change of a
+// row of table in the NB cache (old nil for an insert, cur nil for a
+// deletion).
+func (c *Controller) noteRouterRow(table string, old, cur model.Model) {
+	if !c.zoneAgent() || (table != nbmodel.LogicalRouterTable && table != nbmodel.LogicalSwitchPortTable) {
+		return
+	}
+	router := func(m model.Model) (name, uuid string) {
+		var ids map[string]string
+		switch r := m.(type) {
+		case *nbmodel.LogicalRouter:
+			ids, uuid = r.ExternalIDs, r.UUID
+		case *nbmodel.LogicalSwitchPort:
+			ids, uuid = r.ExternalIDs, r.UUID
+		}
+		if u, ok := translator.OwnerOf(ids, c.opts.Instance); ok && u.Kind == translator.KindRouter {
+			return u.Name, uuid
+		}
+		return "", ""
+	}
+	was, wasUUID, now, nowUUID := "", "", "", ""
+	if old != nil {
+		was, wasUUID = router(old)
+	}
+	if cur != nil {
+		now, nowUUID = router(cur)
+	}
+	if was == now && (was == "" || old != nil && cur != nil) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if was != "" {
+		delete(c.routerRows[was], wasUUID)
+		if len(c.routerRows[was]) == 0 {
+			delete(c.routerRows, was)
+		}
+	}
+	if now != "" {
+		if c.routerRows[now] == nil {
+			c.routerRows[now] = map[string]string{}
+		}
+		c.routerRows[now][nowUUID] = table
+	}
+}
+
+// hasRouterRows says whether the NB cache holds a router or switch port
+// of router (c.routerRows, each checked in the cache without a copy, as
+// hasSwitch does). The caller holds c.mu.
+func (c *Controller) hasRouterRows(router string) bool {
+	tc := c.nb.Cache()
+	if tc == nil {
+		return true
+	}
+	for uuid, table := range c.routerRows[router] {
+		if tc.Table(table).HasRow(uuid) {
+			return true
+		}
+		delete(c.routerRows[router], uuid)
+	}
+	return false
 }
 
 // noteSwitch keeps c.switches for a change of a row of the NB cache (old
