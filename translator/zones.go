@@ -525,9 +525,14 @@ func (in *Input) zoneAffected(affected set[Unit]) {
 	}
 	for n := range nets {
 		affected.add(Unit{Kind: KindNetwork, Name: n})
-		if nw, ok := in.validNetwork(n); ok && (nw.Type == NetworkFlat || nw.Type == NetworkVLAN) {
+		if nw, ok := in.validNetwork(n); !ok || nw.Type == NetworkFlat || nw.Type == NetworkVLAN {
 			// Its routers' ports have no remote twins (zoneRouter): its
-			// zones changing changes none of them.
+			// zones changing changes none of them. Nor do they on a
+			// network not declared (yet): its declaration's arrival
+			// brings its routers back. (An informer's first adds bring
+			// the routers before their networks at random: each router
+			// brought every other router of its external network back,
+			// a square in the cluster's routers at every agent's start.)
 			continue
 		}
 		in.addRouterNames(affected, in.internalClaims[n])

@@ -515,3 +515,22 @@ func TestZoneRouterChangeLeavesTheOtherRoutersOfItsExternalNetwork(t *testing.T)
 	got = in.Set("r2", Objects{Routers: []Router{r2}})
 	assert.Contains(t, got, Unit{KindRouter, "r3"}, "r3's port on net-c has twins in net-c's zones")
 }
+
+// Routers that arrive before their networks (an informer's first adds, in
+// no order) do not bring each other back through a network not declared
+// yet: at every zone agent's start that was a square in the cluster's
+// routers. The network's declaration brings them back.
+func TestZoneRoutersBeforeTheirNetworksLeaveEachOther(t *testing.T) {
+	in := NewInput()
+	in.SetChassis(zoneChassis(), true)
+	r1 := Router{Name: "r1", Gateway: "gw1", Internal: []string{"net-a"}, External: &External{Network: "net-c", IP: "10.30.0.10"}}
+	r2 := Router{Name: "r2", Gateway: "gw2", Internal: []string{"net-b"}, External: &External{Network: "net-c", IP: "10.30.0.20"}}
+	in.Set("r1", Objects{Routers: []Router{r1}})
+	got := in.Set("r2", Objects{Routers: []Router{r2}})
+	assert.Contains(t, got, Unit{KindRouter, "r2"})
+	assert.NotContains(t, got, Unit{KindRouter, "r1"}, "net-c is not declared: no twin of r1's port on it")
+
+	netC := Network{Name: "net-c", Namespace: "default", Type: NetworkGeneve, CIDR: "10.30.0.0/24", GatewayIP: "10.30.0.1"}
+	got = in.Set("nets", Objects{Networks: []Network{netA(), netB(), netC}})
+	assert.Subset(t, got, []Unit{{KindRouter, "r1"}, {KindRouter, "r2"}}, "net-c's declaration brings its routers back")
+}

@@ -234,8 +234,14 @@ func runZones(cfg *config, dir string, zones int) (res *zonesResult) {
 	logs := filepath.Join(dir, "logs")
 	_ = os.MkdirAll(logs, 0o755)
 	start = time.Now()
+	// A longer Lease than the default 15 s: this machine's 2 cores run the
+	// API server, etcd, every zone's ovsdb-server and agent, and at 50
+	// zones the agents' start kept the API server from answering the
+	// allocator's renewal within 10 s: it stopped, as it must, and no
+	// Deployment was there to start it again.
 	alloc, err := startRole(cfg.bin, filepath.Join(logs, "allocator.log"), "allocator", "--kubeconfig", srv.Kubeconfig,
-		"--namespace", zonesNamespace, "--lease-namespace", "kube-system", "--identity", "allocator", "--resync", "24h")
+		"--namespace", zonesNamespace, "--lease-namespace", "kube-system", "--identity", "allocator", "--resync", "24h",
+		"--lease-duration", "90s", "--renew-deadline", "60s")
 	if err != nil {
 		res.fail("allocator", err)
 		return res
