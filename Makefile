@@ -117,7 +117,9 @@ demo: deps build
 # flags with BENCH_FLAGS, e.g. BENCH_FLAGS="-n 10,100 -events 20 -v".
 # First, the manifest reader's paths against each other (ns/file, x_fast).
 # N=10000: the plain input alone at 10 and N routers (sync, `run`'s cold
-# and warm start, events), nothing else; run's profiles go to bin/profiles.
+# and warm start, events, and the warm start again under GOMEMLIMIT=1900MiB,
+# as a Deployment with a 2 GiB limit holds it), nothing else; run's
+# profiles go to bin/profiles.
 # ZONES=50: the interconnect bench alone, at ZONES_BASE (10) and ZONES
 # zones, ZONE_ROUTERS (20) routers per zone, on a real kube-apiserver
 # (integration/performance.md, "Interconnect"); zone 0's agent's profiles
@@ -131,7 +133,7 @@ bench: deps build
 	$(if $(ZONES)$(N),,$(GO) test -run '^$$' -bench DecodePaths ./translator/manifest/)
 	$(if $(ZONES),$(GO) build -C integration/kube-apiserver -o $(CURDIR)/bin/kube-apiserver .)
 	$(GO) run ./integration/cmd/bench -bin bin/kubevirt-ovn \
-	  $(if $(N),-n 10$(comma)$(N) -events-n 10$(comma)$(N) -start-n $(N) -fip-n '' -sg-n '' -v6-n '' -migrations-vms 0 -budget 90m -timeout 20m -profile bin/profiles -northd-max 3000) \
+	  $(if $(N),-n 10$(comma)$(N) -events-n 10$(comma)$(N) -start-n $(N) -fip-n '' -sg-n '' -v6-n '' -migrations-vms 0 -budget 90m -timeout 20m -profile bin/profiles -northd-max 3000 -memlimit 1900MiB) \
 	  $(if $(ZONES),$(if $(N),,-n '') -migrations-vms 0 -zones $(ZONES_BASE)$(comma)$(ZONES) -zone-routers $(ZONE_ROUTERS) -timeout 15m -profile bin/profiles) \
 	  $(BENCH_FLAGS)
 

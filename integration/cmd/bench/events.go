@@ -23,6 +23,9 @@ type eventResult struct {
 	startup    time.Duration // start until idle on an already-right NB
 	startupCPU time.Duration
 	startupHWM int64 // peak RSS when idle after the start
+	// limited is the same start again under GOMEMLIMIT (-memlimit), as
+	// the Deployments run it; nil without.
+	limited *limitedStart
 	// startupTimeout is set when run was not idle within it.
 	startupTimeout time.Duration
 	lat            []time.Duration // per event: from the file write, or the deletion the NB announced, to the NB end state
@@ -737,4 +740,42 @@ func handDelete(nb, parent, column, uuid string, timeout time.Duration) (time.Ti
 		return t0, fmt.Errorf("deleting %s by hand: %w", uuid, err)
 	}
 	return t0, nil
+}
+
+// limitedStart is `run`'s warm start under a GOMEMLIMIT.
+type limitedStart struct {
+	limit   string
+	startup time.Duration
+	cpu     time.Duration
+	hwm     int64
+}
+
+// runLimited starts `run` once more on the synced NB with GOMEMLIMIT=limit
+// (the Deployments set it from the container's memory limit) and measures
+// its start until idle: the Go runtime collects harder as the heap nears
+// the limit, which bounds the peak at the cost of CPU.
+func runLimited(cfg *config, dir, nb string, in *input, limit string) (*limitedStart, error) {
+	log := filepath.Join(dir, "run-limited.log")
+	start := time.Now()
+	rp, err := startRoleEnv(cfg.bin, log, "run", []string{"GOMEMLIMIT=" + limit}, "--nb", nb, "--from-file", in.dir,
+		"--file-poll", "100ms", "--resync", "24h")
+	if err != nil {
+		return nil, err
+	}
+	p := rp.runProc
+	stop, _ := cleanup.add(p.stop)
+	defer stop()
+	live := 0
+	for _, s := range in.routers {
+		if !s.removed {
+			live++
+		}
+	}
+	idle, err := p.waitIdle(live, cfg.timeout)
+	if err != nil {
+		return nil, fmt.Errorf("run under GOMEMLIMIT=%s: %w (log %s)", limit, err, log)
+	}
+	res := &limitedStart{limit: limit, startup: idle.Sub(start), hwm: procHWM(p.cmd.Process.Pid)}
+	res.cpu, _ = procCPU(p.cmd.Process.Pid)
+	return res, nil
 }

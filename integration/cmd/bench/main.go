@@ -63,6 +63,8 @@ type config struct {
 	// long) and its allocs and heap profiles once idle, at each events N.
 	profile      string
 	profileStart time.Duration
+	// memLimit: measure `run`'s warm start again under this GOMEMLIMIT.
+	memLimit string
 	// northdMax: above this N, no ovn-northd runs and wait=sb is not
 	// measured (0: always).
 	northdMax int
@@ -106,6 +108,7 @@ func main() {
 	flag.IntVar(&cfg.zoneRouters, "zone-routers", 20, "routers per zone in the zones bench (20 at 50 zones: 1,000 routers, 10,000 VMs)")
 	flag.IntVar(&cfg.zoneEvents, "zone-events", 20, "VMs added, then deleted, in the zones bench (two events each)")
 	flag.StringVar(&cfg.kubeAPIServer, "kube-apiserver", "bin/kube-apiserver", "the kube-apiserver binary of the zones bench (built from integration/kube-apiserver)")
+	flag.StringVar(&cfg.memLimit, "memlimit", "", "at each -start-n size, `run`'s warm start once more with this GOMEMLIMIT (e.g. 1900MiB; the Deployments set it from the container's memory limit); empty: not measured")
 	flag.BoolVar(&cfg.keepGoing, "keep-going", false, "after a failed measurement, go on with the next and report it")
 	flag.BoolVar(&cfg.verbose, "v", false, "print progress to stderr")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directory (manifests, logs)")
@@ -530,6 +533,13 @@ func measure(cfg *config, dir string, r *result) {
 		r.ev, err = runEvents(cfg, dir, c.NB, in, count)
 		if stopHere("run events", err) {
 			return
+		}
+		if cfg.memLimit != "" && starts {
+			cfg.progress("N=%s: run on the synced NB under GOMEMLIMIT=%s", label, cfg.memLimit)
+			r.ev.limited, err = runLimited(cfg, dir, c.NB, in, cfg.memLimit)
+			if stopHere("run under GOMEMLIMIT", err) {
+				return
+			}
 		}
 	}
 }

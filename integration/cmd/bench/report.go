@@ -144,6 +144,15 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 				ratio2(time.Duration(max(r.cold.hwm, warmHWM)), time.Duration(max(r.full.maxRSS, r.noop.maxRSS))))
 		}
 		fmt.Fprintln(w)
+		for _, r := range starts {
+			if r.ev == nil || r.ev.limited == nil {
+				continue
+			}
+			l := r.ev.limited
+			fmt.Fprintf(w, "- N=%s, warm start under GOMEMLIMIT=%s (as the Deployments run it, from the container's memory limit): %s, CPU %s, peak RSS %s.\n",
+				r.label(), l.limit, secs(l.startup), secs(l.cpu), mib(l.hwm))
+		}
+		fmt.Fprintln(w)
 	}
 
 	var evs []*result
@@ -240,6 +249,9 @@ func report(w io.Writer, cfg *config, results []*result, took time.Duration) {
 		}
 		if e := r.ev; e != nil {
 			fmt.Fprintf(w, "N=%s run_start_idle=%.4f run_start_cpu=%.4f run_start_hwm=%d run_hwm=%d\n", r.rawLabel(), e.startup.Seconds(), e.startupCPU.Seconds(), e.startupHWM, e.hwm)
+			if l := e.limited; l != nil {
+				fmt.Fprintf(w, "N=%s run_limited_gomemlimit=%s run_limited_idle=%.4f run_limited_cpu=%.4f run_limited_hwm=%d\n", r.rawLabel(), l.limit, l.startup.Seconds(), l.cpu.Seconds(), l.hwm)
+			}
 			var parts []string
 			for i := range e.lat {
 				parts = append(parts, fmt.Sprintf("%s:%.4f/%.2f", e.kinds[i], e.lat[i].Seconds(), e.cpu[i].Seconds()))
