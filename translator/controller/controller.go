@@ -175,12 +175,12 @@ type Controller struct {
 	// network (noteSwitch): hasSwitch asks it rather than libovsdb, whose
 	// lookups copy the row, and a shared external network's switch
 	// holds a port per router (160 kB per router reconcile at 10,000).
-	switches map[string]map[string]bool
+	switches notedRows
 	// routerRows are, for a zone agent, the UUIDs of the routers and
 	// switch ports of ours the NB cache showed, by the router owning them
 	// (noteRouterRow): its home's router, or the remote twins of its
 	// ports in another zone. elsewhere asks it.
-	routerRows map[string]map[string]string
+	routerRows notedRows
 	// watching is set once watchNB has noted the cache's switches.
 	watching atomic.Bool
 	// awaiting are the units waiting for a row of ours that another unit
@@ -304,8 +304,8 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
 		pending:     map[string]int{},
 		parked:      map[string]map[string]bool{},
-		switches:    map[string]map[string]bool{},
-		routerRows:  map[string]map[string]string{},
+		switches:    notedRows{},
+		routerRows:  notedRows{},
 		awaiting:    map[rowID]map[translator.Unit]bool{},
 		awaits:      map[translator.Unit]rowID{},
 		activatedAt: map[string]activatedPort{},
@@ -595,18 +595,7 @@ func (c *Controller) noteRouterRow(table string, old, cur model.Model) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if was != "" {
-		delete(c.routerRows[was], wasUUID)
-		if len(c.routerRows[was]) == 0 {
-			delete(c.routerRows, was)
-		}
-	}
-	if now != "" {
-		if c.routerRows[now] == nil {
-			c.routerRows[now] = map[string]string{}
-		}
-		c.routerRows[now][nowUUID] = table
-	}
+	c.routerRows.move(was, wasUUID, now, nowUUID, table)
 }
 
 // hasRouterRows says whether the NB cache holds a router or switch port
@@ -617,13 +606,7 @@ func (c *Controller) hasRouterRows(router string) bool {
 	if tc == nil {
 		return true
 	}
-	for uuid, table := range c.routerRows[router] {
-		if tc.Table(table).HasRow(uuid) {
-			return true
-		}
-		delete(c.routerRows[router], uuid)
-	}
-	return false
+	return c.routerRows.has(tc, router)
 }
 
 // noteSwitch keeps c.switches for a change of a row of the NB cache (old
@@ -649,21 +632,51 @@ func (c *Controller) noteSwitch(old, cur model.Model) {
 	if was == now && (was == "" || old != nil && cur != nil) {
 		return
 	}
+	wasUUID, nowUUID := "", ""
+	if was != "" {
+		wasUUID = old.(*nbmodel.LogicalSwitch).UUID
+	}
+	if now != "" {
+		nowUUID = cur.(*nbmodel.LogicalSwitch).UUID
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.switches.move(was, wasUUID, now, nowUUID, nbmodel.LogicalSwitchTable)
+}
+
+// notedRows are rows of ours the NB cache showed: their UUIDs and tables,
+// by the name of the unit owning them. Callers hold c.mu.
+type notedRows map[string]map[string]string
+
+// move notes a row that stopped being owner was's (UUID wasUUID) or
+// became owner now's (UUID nowUUID, of table); "" for neither.
+func (n notedRows) move(was, wasUUID, now, nowUUID, table string) {
 	if was != "" {
-		uuid := old.(*nbmodel.LogicalSwitch).UUID
-		delete(c.switches[was], uuid)
-		if len(c.switches[was]) == 0 {
-			delete(c.switches, was)
+		delete(n[was], wasUUID)
+		if len(n[was]) == 0 {
+			delete(n, was)
 		}
 	}
 	if now != "" {
-		if c.switches[now] == nil {
-			c.switches[now] = map[string]bool{}
+		if n[now] == nil {
+			n[now] = map[string]string{}
 		}
-		c.switches[now][cur.(*nbmodel.LogicalSwitch).UUID] = true
+		n[now][nowUUID] = table
 	}
+}
+
+// has says whether the cache tc holds a row noted for owner, each checked
+// without a copy of the row. A reconnection refills the cache without
+// deletion events: a row deleted meanwhile may still be noted, and is
+// dropped (a refill under way notes it again).
+func (n notedRows) has(tc *cache.TableCache, owner string) bool {
+	for uuid, table := range n[owner] {
+		if tc.Table(table).HasRow(uuid) {
+			return true
+		}
+		delete(n[owner], uuid)
+	}
+	return false
 }
 
 // onSB refreshes the gateway candidates when a chassis changes, and
@@ -1486,12 +1499,8 @@ func (c *Controller) hasSwitch(ctx context.Context, network string) bool {
 		// Let the sync find out.
 		return true
 	}
-	rc := tc.Table(nbmodel.LogicalSwitchTable)
-	for uuid := range c.switches[network] {
-		if rc.HasRow(uuid) {
-			return true
-		}
-		delete(c.switches[network], uuid)
+	if c.switches.has(tc, network) {
+		return true
 	}
 	u := translator.Unit{Kind: translator.KindNetwork, Name: network}
 	// Through the client index on the owner key (nb.Registry.ClientIndexes),
