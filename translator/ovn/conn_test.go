@@ -221,34 +221,44 @@ func TestConnGivenUpReportsNoEndpoint(t *testing.T) {
 // (At 10,000 routers a sync's own transactions had the echo cut the
 // connection under them, twice per sync.)
 func TestConnEchoWaitsForOurTransactionsInFlight(t *testing.T) {
+	ops := make([]ovsdb.Operation, 20000)
+	for i := range ops {
+		ops[i] = ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "NB_Global", Where: []ovsdb.Condition{}, Columns: []string{"_uuid"}}
+	}
+	c := inFlightWhileStopped(t, "the transaction", func(ctx context.Context, nbc client.Client) error {
+		_, err := kvnb.Commit(ctx, nbc, "20,000 selects", ops)
+		return err
+	})
+	assert.True(t, c.Connected())
+}
+
+// inFlightWhileStopped sends request on a connection to a real
+// ovsdb-server (endpoint timeout 300 ms) that is stopped for 2 s: the
+// request must not return meanwhile, must succeed once the server goes on,
+// and the connection must not have been cut.
+func inFlightWhileStopped(t *testing.T, what string, request func(context.Context, client.Client) error) *conn {
+	t.Helper()
 	sock, server := nbtest.RealProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	nbc, err := DialNB(ctx, Endpoint{Address: "unix:" + sock, Timeout: 300 * time.Millisecond}, logr.Discard())
 	require.NoError(t, err)
-	defer nbc.Close()
+	t.Cleanup(nbc.Close)
 	c := nbc.(*conn)
 
-	ops := make([]ovsdb.Operation, 20000)
-	for i := range ops {
-		ops[i] = ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "NB_Global", Where: []ovsdb.Condition{}, Columns: []string{"_uuid"}}
-	}
 	require.NoError(t, server.Signal(syscall.SIGSTOP))
 	t.Cleanup(func() { _ = server.Signal(syscall.SIGCONT) })
 	done := make(chan error, 1)
-	go func() {
-		_, err := kvnb.Commit(ctx, nbc, "20,000 selects", ops)
-		done <- err
-	}()
+	go func() { done <- request(ctx, nbc) }()
 	select {
 	case err := <-done:
-		require.FailNow(t, "the transaction returned while the server was stopped", "%v", err)
+		require.FailNow(t, what+" returned while the server was stopped", "%v", err)
 	case <-time.After(2 * time.Second):
 	}
 	require.NoError(t, server.Signal(syscall.SIGCONT))
-	require.NoError(t, <-done, "the transaction in flight commits")
-	assert.Zero(t, c.Disconnections(), "the connection was not cut under our transaction")
-	assert.True(t, c.Connected())
+	require.NoError(t, <-done, what+" in flight gets its answer")
+	assert.Zero(t, c.Disconnections(), "the connection was not cut under "+what)
+	return c
 }
 
 // A cluster member that hangs on a live host (it accepts connections and
@@ -277,27 +287,8 @@ func TestConnHungMemberLeftForAnother(t *testing.T) {
 // own, comes before an echo's: at 10,000 routers a start's took longer
 // than the echo's patience, and the connection was cut under it).
 func TestConnEchoWaitsForOurMonitorInFlight(t *testing.T) {
-	sock, server := nbtest.RealProcess(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	nbc, err := DialNB(ctx, Endpoint{Address: "unix:" + sock, Timeout: 300 * time.Millisecond}, logr.Discard())
-	require.NoError(t, err)
-	defer nbc.Close()
-	c := nbc.(*conn)
-
-	require.NoError(t, server.Signal(syscall.SIGSTOP))
-	t.Cleanup(func() { _ = server.Signal(syscall.SIGCONT) })
-	done := make(chan error, 1)
-	go func() {
+	inFlightWhileStopped(t, "the monitor", func(ctx context.Context, nbc client.Client) error {
 		_, err := nbc.MonitorAll(ctx)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		require.FailNow(t, "the monitor returned while the server was stopped", "%v", err)
-	case <-time.After(2 * time.Second):
-	}
-	require.NoError(t, server.Signal(syscall.SIGCONT))
-	require.NoError(t, <-done, "the monitor in flight gets its reply")
-	assert.Zero(t, c.Disconnections(), "the connection was not cut under our monitor")
+		return err
+	})
 }
