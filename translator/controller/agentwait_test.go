@@ -39,12 +39,7 @@ func TestZoneAgentWaitsForTheAllocatorWithoutRetries(t *testing.T) {
 		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw1"},
 		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
 	}
-	snap := example()
-	snap.VMs = []tr.VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
-		MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"}}
-	in := tr.NewInputFrom(snap)
-	in.SetChassis(chassis, true)
-	store := &allocations{chassis: chassis}
+	in, store := agentInput(chassis)
 	agent := NewZoneAgent(ctrlNB(t), zoneSB(t, chassis[1]), "hv1", inputSource{in}, store, Options{Instance: instance, Workers: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -54,6 +49,17 @@ func TestZoneAgentWaitsForTheAllocatorWithoutRetries(t *testing.T) {
 	require.True(t, agent.processNext(ctx))
 	assert.Zero(t, agent.queue.NumRequeues(netA), "net-a waits for its keys without backoff retries")
 	assert.Zero(t, agent.queue.Len())
+}
+
+// agentInput is the example with a VM of net-a on node-hv1, over chassis,
+// and an allocator's store with those chassis and no decision yet.
+func agentInput(chassis []tr.Chassis) (*tr.Input, *allocations) {
+	snap := example()
+	snap.VMs = []tr.VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
+		MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"}}
+	in := tr.NewInputFrom(snap)
+	in.SetChassis(chassis, true)
+	return in, &allocations{chassis: chassis}
 }
 
 func TestWaitingOnly(t *testing.T) {
@@ -78,12 +84,7 @@ func TestZoneAgentLeavesTheUnitsOfOtherZones(t *testing.T) {
 		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
 		{Name: "hv2", Hostname: "node-hv2", Zone: "hv2"},
 	}
-	snap := example()
-	snap.VMs = []tr.VMInterface{{Namespace: "default", VMI: "vm1", Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
-		MAC: "02:00:00:00:00:01", IP: "10.10.0.5", Node: "node-hv1"}}
-	in := tr.NewInputFrom(snap)
-	in.SetChassis(chassis, true)
-	store := &allocations{chassis: chassis}
+	in, store := agentInput(chassis)
 	store.Gateways = map[string][]string{"router1": {"gw1"}}
 	netA := tr.Unit{Kind: tr.KindNetwork, Name: "net-a"}
 	agent := func(zone string, nbc client.Client) *Controller {
