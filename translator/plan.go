@@ -1027,32 +1027,24 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 		return
 	}
 
-	vr, errs := validateRouter(&r.Router, in.validNetwork)
+	vr, errs := in.checkRouter(r, held)
 	if vr != nil && vr.ext != nil && in.hasGateway(r) {
 		n := gateways.Need{Physnet: physnetOf(vr.ext.Network), Pin: r.Gateway}
-		gws, err := in.gatewaysOf(r.Name, n, held)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		vr.gateways = gws
-	}
-	if r.snat != "" {
-		if owner, ok := in.claimOwner(in.snatClaims[r.snat], held.HeldSNATIP(r.snat)); ok && owner != r.Name {
-			errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
-		}
-	}
-	if r.snat6 != "" {
-		if owner, ok := in.claimOwner(in.snatClaims[r.snat6], held.HeldSNATIP(r.snat6)); ok && owner != r.Name {
-			errs = append(errs, routerErr(r.Name, "spec.external.ipv6", "%s is already the external IPv6 address of VirtualRouter %s", r.External.IPv6, owner))
-		}
-	}
-	for i, n := range r.Internal {
-		field := fmt.Sprintf("spec.internal[%d]", i)
-		if owner, ok := in.claimOwner(in.internalClaims[n], held.HeldInternal(n)); ok && owner != r.Name {
-			errs = append(errs, routerErr(r.Name, field, "network %s is already an internal network of VirtualRouter %s", n, owner))
-		}
-		if owner, ok := in.firstExternal(n); ok {
-			errs = append(errs, routerErr(r.Name, field, "network %s is the external network of VirtualRouter %s", n, owner))
+		if len(errs) > 0 {
+			// Only a router whose plan can succeed takes a gateway: one
+			// assigned to a router that fails would put its external
+			// network's switch in a zone where nothing uses it
+			// (homeOf). What is wrong with its gateway is said all the
+			// same.
+			if err := in.gatewayCheck(r.Name, n, held); err != nil {
+				errs = append(errs, err)
+			}
+		} else {
+			gws, err := in.gatewaysOf(r.Name, n, held)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			vr.gateways = gws
 		}
 	}
 	if len(errs) > 0 {
@@ -1079,6 +1071,33 @@ func (in *Input) planRouter(up *UnitPlan, instance string, held Held) {
 		}
 	}
 	up.Router = &rp
+}
+
+// checkRouter is router r's validation on its own (validateRouter) and
+// against the other routers' claims: a router it finds errors in is not
+// planned. Callers hold in.mu (read).
+func (in *Input) checkRouter(r *routerDecl, held Held) (*router, []error) {
+	vr, errs := validateRouter(&r.Router, in.validNetwork)
+	if r.snat != "" {
+		if owner, ok := in.claimOwner(in.snatClaims[r.snat], held.HeldSNATIP(r.snat)); ok && owner != r.Name {
+			errs = append(errs, routerErr(r.Name, "spec.external.ip", "%s is already the SNAT IP of VirtualRouter %s", r.External.IP, owner))
+		}
+	}
+	if r.snat6 != "" {
+		if owner, ok := in.claimOwner(in.snatClaims[r.snat6], held.HeldSNATIP(r.snat6)); ok && owner != r.Name {
+			errs = append(errs, routerErr(r.Name, "spec.external.ipv6", "%s is already the external IPv6 address of VirtualRouter %s", r.External.IPv6, owner))
+		}
+	}
+	for i, n := range r.Internal {
+		field := fmt.Sprintf("spec.internal[%d]", i)
+		if owner, ok := in.claimOwner(in.internalClaims[n], held.HeldInternal(n)); ok && owner != r.Name {
+			errs = append(errs, routerErr(r.Name, field, "network %s is already an internal network of VirtualRouter %s", n, owner))
+		}
+		if owner, ok := in.firstExternal(n); ok {
+			errs = append(errs, routerErr(r.Name, field, "network %s is the external network of VirtualRouter %s", n, owner))
+		}
+	}
+	return vr, errs
 }
 
 // validateRouter checks router r on its own, against the valid networks

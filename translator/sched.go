@@ -78,20 +78,38 @@ func (in *Input) gatewaysOf(name string, n gateways.Need, held Held) ([]string, 
 	return order, nil
 }
 
-// primaryOf is the primary gateway chassis of router name (declared once,
-// with need n), for another unit's plan: it never changes the router's
-// standing assignment (see gateways.Scheduler.Primary). Callers hold in.mu
-// (read).
-func (in *Input) primaryOf(name string, n gateways.Need, held Held) (string, error) {
+// gatewayCheck is the error gatewaysOf would return for router name (with
+// need n), and assigns nothing. Callers hold in.mu (read).
+func (in *Input) gatewayCheck(name string, n gateways.Need, held Held) error {
 	if !in.scheduling() {
-		order, err := in.givenGateways(name, n, held)
+		_, err := in.givenGateways(name, n, held)
+		return err
+	}
+	return gatewayErr(in.sched.Check(name, n))
+}
+
+// primaryOf is the primary gateway chassis of router d (declared once,
+// with need n), for another unit's plan: it never changes the router's
+// standing assignment (see gateways.Scheduler.Primary). A router without
+// one whose own plan fails (checkRouter) gets none here either, as its
+// plan does not: "" (the allocator writes no decision for it, and a zone
+// agent sees it without a home). Callers hold in.mu (read).
+func (in *Input) primaryOf(d *routerDecl, n gateways.Need, held Held) (string, error) {
+	if !in.scheduling() {
+		order, err := in.givenGateways(d.Name, n, held)
 		if err != nil {
 			return "", err
 		}
 		return order[0], nil
 	}
 	in.adoptHeldGateways(held)
-	primary, err := in.sched.Primary(name, n, held.HeldGateways(name))
+	if primary, ok := in.sched.Standing(d.Name, n); ok {
+		return primary, nil
+	}
+	if _, errs := in.checkRouter(d, held); len(errs) > 0 {
+		return "", nil
+	}
+	primary, err := in.sched.Primary(d.Name, n, held.HeldGateways(d.Name))
 	if err != nil {
 		return "", gatewayErr(err)
 	}

@@ -185,7 +185,7 @@ func (in *Input) homeOf(name string, held Held) string {
 	if decls := in.routers[name]; len(decls) == 1 {
 		for d := range decls {
 			if n, ok := in.need(d); ok {
-				if primary, err := in.primaryOf(name, n, held); err == nil && primary != "" {
+				if primary, err := in.primaryOf(d, n, held); err == nil && primary != "" {
 					return primary
 				}
 				if order := held.HeldGateways(name); len(order) > 0 {

@@ -534,3 +534,38 @@ func TestZoneRoutersBeforeTheirNetworksLeaveEachOther(t *testing.T) {
 	got = in.Set("nets", Objects{Networks: []Network{netA(), netB(), netC}})
 	assert.Subset(t, got, []Unit{{KindRouter, "r1"}, {KindRouter, "r2"}}, "net-c's declaration brings its routers back")
 }
+
+// A router whose own plan fails (its SNAT IP outside its external
+// network, or another router's) has no gateway: the allocator writes no
+// decision for it, and a zone agent sees it without a home. A one-shot
+// sync (`sync --dry-run` of a zoned cluster) schedules it all the same
+// and put its external network's switch in a zone where nothing uses it,
+// where the agents, rightly, had none. A router that had a gateway before
+// (the NB holds its order) keeps the switch there: its rows are left as
+// they are.
+func TestZoneRouterThatFailsBringsItsNetworkNowhere(t *testing.T) {
+	in := zoneInput()
+	in.Set("bad", Objects{Routers: []Router{
+		{Name: "outside", EnableSNAT: true, External: &External{Network: "public", IP: "198.18.0.5"}},
+		{Name: "taken", EnableSNAT: true, External: &External{Network: "public", IP: "172.16.0.10"}},
+	}})
+	for _, r := range []string{"outside", "taken"} {
+		require.NotEmpty(t, in.Plan(Unit{KindRouter, r}, testInstance, nil).Errs, r)
+	}
+	zones := func(held Held) []string {
+		pub := in.Plan(Unit{KindNetwork, "public"}, testInstance, held)
+		require.Empty(t, pub.Errs)
+		return slices.Sorted(maps.Keys(pub.Network.Zones))
+	}
+	assert.Equal(t, []string{"gw1"}, zones(nil), "only r1 (on gw1) has a port on public")
+
+	fresh := zoneInput() // a one-shot sync: the network planned first
+	fresh.Set("bad", Objects{Routers: []Router{{Name: "outside", EnableSNAT: true, External: &External{Network: "public", IP: "198.18.0.5"}}}})
+	pub := fresh.Plan(Unit{KindNetwork, "public"}, testInstance, nil)
+	assert.Equal(t, []string{"gw1"}, slices.Sorted(maps.Keys(pub.Network.Zones)))
+
+	had := zoneInput()
+	had.Set("bad", Objects{Routers: []Router{{Name: "outside", EnableSNAT: true, External: &External{Network: "public", IP: "198.18.0.5"}}}})
+	pub = had.Plan(Unit{KindNetwork, "public"}, testInstance, Claims{Gateways: map[string][]string{"outside": {"gw2", "gw1"}}})
+	assert.Equal(t, []string{"gw1", "gw2"}, slices.Sorted(maps.Keys(pub.Network.Zones)), "outside's rows on gw2 are left as they are")
+}

@@ -237,6 +237,27 @@ func (s *Scheduler) Primary(router string, need Need, held []string) (string, er
 	return c.order[0], nil
 }
 
+// Check is the error Assign would return for router's need, and assigns
+// nothing: a router whose plan fails for other reasons still hears what is
+// wrong with its gateway.
+func (s *Scheduler) Check(router string, need Need) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.pinned(router, need, s.candidates(need.Physnet))
+	return err
+}
+
+// Standing is router's primary chassis when it is assigned for need, and
+// assigns nothing: ok is false when it is not.
+func (s *Scheduler) Standing(router string, need Need) (primary string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.chosen[router]; c != nil && c.need == need {
+		return c.order[0], true
+	}
+	return "", false
+}
+
 func (s *Scheduler) assign(router string, need Need, held []string) (*choice, error) {
 	s.adopted = true // nothing held is adopted after a first choice
 	cands := s.candidates(need.Physnet)
