@@ -28,6 +28,7 @@ import (
 )
 
 func main() {
+	applyContainerMemoryLimit()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -122,8 +122,9 @@ func runSync(cmd *cobra.Command, f *syncFlags) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A sync allocates its input, plan and operations in one go: let
 		// the GC collect what each step leaves behind before the heap
-		// doubles (GOMEMLIMIT overrides it).
-		debug.SetMemoryLimit(syncer.MemoryLimit(f.paths))
+		// doubles (GOMEMLIMIT overrides it), and within its
+		// container's limit (applyContainerMemoryLimit).
+		debug.SetMemoryLimit(min(syncer.MemoryLimit(f.paths), debug.SetMemoryLimit(-1)))
 	}
 	if err := endpointsTLS(&f.nb, &f.sb); err != nil {
 		return err

@@ -34,9 +34,4 @@ resources:
 - name: POD_NAME
   valueFrom:
     fieldRef: {fieldPath: metadata.name}
-# The Go runtime collects harder as the heap nears the container's memory
-# limit instead of growing into an OOM kill.
-- name: GOMEMLIMIT
-  valueFrom:
-    resourceFieldRef: {resource: limits.memory}
 {{- end -}}
