@@ -344,6 +344,16 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		return
 	}
 
+	if in.zoned && in.follow && in.followZone != "" {
+		if zones, settled := in.networkZones(name, held); settled && !zones.has(in.followZone) {
+			// Nothing of it in the follower's zone (SetFollowerZone): no
+			// rows, no keys, and none of its VM ports built. Every zone
+			// agent plans every network at its start and resyncs; a
+			// router whose home is not decided yet might bring it here.
+			up.Network = &NetworkPlan{Name: name, Zones: map[string]*ZoneRows{}}
+			return
+		}
+	}
 	// The VM interfaces on this network, as a snapshot lists them.
 	vmDecls := make([]*vmDecl, 0, len(in.vms[name]))
 	for d := range in.vms[name] {

@@ -334,13 +334,7 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	// their localnet ports: its ports get no remote twins (a frame would
 	// reach them twice).
 	physical := slices.ContainsFunc(np.Ports, func(p *nbmodel.LogicalSwitchPort) bool { return p.Type == "localnet" })
-	zones, settled := in.networkZones(np.Name, held)
-	if in.follow && in.followZone != "" && settled && !zones.has(in.followZone) {
-		// Nothing of it in the follower's zone (SetFollowerZone); a
-		// router whose home is not decided yet might bring it there.
-		np.Zones = map[string]*ZoneRows{}
-		return nil
-	}
+	zones, _ := in.networkZones(np.Name, held) // planNetwork left a follower a network of other zones
 	keys, notes, err := in.takeKeys(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
 	if err != nil {
 		return err

@@ -477,6 +477,7 @@ func TestZoneFollowerOfAnotherZoneNeedsNoKeys(t *testing.T) {
 	netA := follower.Plan(Unit{KindNetwork, "net-a"}, testInstance, gatewaysOnly)
 	require.Empty(t, netA.Errs)
 	assert.Empty(t, netA.Network.Zones)
+	assert.Empty(t, netA.Network.Ports, "vm1's port on hv1 is not built in hv2's agent: every agent plans every network at its start")
 	netB := follower.Plan(Unit{KindNetwork, "net-b"}, testInstance, gatewaysOnly)
 	require.Len(t, netB.Errs, 1, "net-b has vm2 on hv2")
 	var ie *InputError
