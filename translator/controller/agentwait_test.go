@@ -3,6 +3,9 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +126,74 @@ func TestZoneAgentLeavesTheUnitsOfOtherZones(t *testing.T) {
 		hv2.EnqueueUnits([]tr.Unit{netA})
 		return hv2.queue.Len() == 1
 	}, 10*time.Second, 10*time.Millisecond, "net-a's switch in hv2's NB: taken, to go")
+}
+
+// gatedChassis is a zone agent's store whose first read of the chassis
+// waits for gate (or a while): a refresh in progress while the others
+// arrive.
+type gatedChassis struct {
+	*allocations
+	gate  chan struct{}
+	mu    sync.Mutex
+	reads int
+	last  int // how many chassis the last read returned
+}
+
+func (s *gatedChassis) set(chassis []tr.Chassis) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chassis = chassis
+}
+
+func (s *gatedChassis) Chassis() []tr.Chassis {
+	s.mu.Lock()
+	s.reads++
+	first := s.reads == 1
+	s.mu.Unlock()
+	if first {
+		select {
+		case <-s.gate:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = len(s.chassis)
+	return slices.Clone(s.chassis)
+}
+
+func (s *gatedChassis) seen() (reads, last int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads, s.last
+}
+
+// A zone agent hears of every zone's OVNZone change, and its informer
+// lists every zone's at its start: each change read the chassis again and
+// re-planned what they change, a square in the cluster's zones. A burst
+// of changes is read once, and the last change is always read.
+func TestZoneAgentReadsABurstOfChassisChangesOnce(t *testing.T) {
+	chassis := []tr.Chassis{
+		{Name: "gw1", Hostname: "node-gw1", Gateway: true, Physnets: []string{"physnet1"}, Zone: "gw1"},
+		{Name: "hv1", Hostname: "node-hv1", Zone: "hv1"},
+	}
+	in, allocs := agentInput(chassis)
+	store := &gatedChassis{allocations: allocs, gate: make(chan struct{})}
+	agent := NewZoneAgent(ctrlNB(t), zoneSB(t, chassis[1]), "hv1", inputSource{in}, store, Options{Instance: instance, Workers: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	const zones = 50
+	for i := range zones {
+		chassis = append(chassis, tr.Chassis{Name: fmt.Sprintf("hv-%d", i), Hostname: fmt.Sprintf("node-hv-%d", i), Zone: fmt.Sprintf("hv-%d", i)})
+		store.set(slices.Clone(chassis))
+		agent.ChassisChanged(ctx)
+	}
+	close(store.gate)
+	require.Eventually(t, func() bool {
+		_, last := store.seen()
+		return last == len(chassis)
+	}, 5*time.Second, 5*time.Millisecond, "the last change is read")
+	reads, _ := store.seen()
+	assert.LessOrEqual(t, reads, 2, "%d changes, read %d times", zones, reads)
 }

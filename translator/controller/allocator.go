@@ -290,5 +290,19 @@ func (a *Allocator) reconcile(ctx context.Context, u translator.Unit) error {
 }
 
 // ChassisChanged reads the chassis again (from where the controller takes
-// them) and enqueues the units that changes.
-func (c *Controller) ChassisChanged(ctx context.Context) { c.refreshChassis(ctx) }
+// them) and enqueues the units that changes, soon after: a burst of
+// changes is read once. A zone agent hears of every zone's change (its
+// OVNZone), and at its start the informer lists every zone's at once:
+// one refresh each, of every unit, was a square in the cluster's zones.
+func (c *Controller) ChassisChanged(ctx context.Context) {
+	if !c.chassisDirty.CompareAndSwap(false, true) {
+		return // the refresh due reads this change as well
+	}
+	go func() {
+		c.chassisMu.Lock()
+		defer c.chassisMu.Unlock()
+		// A change from here on is read by another refresh.
+		c.chassisDirty.Store(false)
+		c.refreshChassisLocked(ctx)
+	}()
+}

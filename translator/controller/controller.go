@@ -183,6 +183,11 @@ type Controller struct {
 	routerRows notedRows
 	// watching is set once watchNB has noted the cache's switches.
 	watching atomic.Bool
+	// chassisMu makes one chassis refresh at a time (refreshChassis);
+	// chassisDirty says a zone agent's refresh is due and not started
+	// (ChassisChanged).
+	chassisMu    sync.Mutex
+	chassisDirty atomic.Bool
 	// awaiting are the units waiting for a row of ours that another unit
 	// creates (nb.MissingRowError), by the row's table and key; awaits
 	// the row each waits for (one at a time: its diff's first missing).
@@ -406,6 +411,13 @@ func cmpBool(a, b bool) int {
 // refreshChassis reads the SB chassis into the input and enqueues the
 // routers whose gateway candidates changed.
 func (c *Controller) refreshChassis(ctx context.Context) {
+	c.chassisMu.Lock()
+	defer c.chassisMu.Unlock()
+	c.refreshChassisLocked(ctx)
+}
+
+// refreshChassisLocked is refreshChassis; callers hold c.chassisMu.
+func (c *Controller) refreshChassisLocked(ctx context.Context) {
 	if c.group != nil {
 		c.group.refreshChassis(ctx)
 		return
