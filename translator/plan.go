@@ -344,21 +344,13 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		return
 	}
 
-	if in.zoned && in.follow {
-		if zones, settled := in.networkZones(name, held); in.followZone != "" && settled && !zones.has(in.followZone) {
+	if in.zoned && in.follow && in.followZone != "" {
+		if zones, settled := in.networkZones(name, held); settled && !zones.has(in.followZone) {
 			// Nothing of it in the follower's zone (SetFollowerZone): no
 			// rows, no keys, and none of its VM ports built. Every zone
 			// agent plans every network at its start and resyncs; a
 			// router whose home is not decided yet might bring it here.
 			up.Network = &NetworkPlan{Name: name, Zones: map[string]*ZoneRows{}}
-			return
-		}
-		if kh, _ := held.(KeyHolder); kh == nil || kh.HeldSwitchKey(SwitchName(name)) == 0 {
-			// Its plan would wait for the switch's key (takeKeys): it
-			// waits without its VM ports built. Before the allocator's
-			// first decisions every agent plans every network so.
-			up.Errs = append(up.Errs, &InputError{Kind: ObjNAD, Object: name, Field: "tunnel keys",
-				Msg: "the switch's is not allocated yet by the allocator", Reason: ReasonWaiting})
 			return
 		}
 	}
