@@ -510,7 +510,9 @@ func zoneFlags(dbs []*zoneDB) []string {
 // dryRun is `sync --dry-run` of the manifests against every zone: its
 // output per zone ("" for the zones it names no change in).
 func dryRun(cfg *config, dbs []*zoneDB, manifests string) (map[string]string, error) {
-	args := append(append([]string{"sync"}, zoneFlags(dbs)...), "--from-file", manifests, "--dry-run")
+	// The bench's timeout, not sync's 60 s: right after converging, 50
+	// agents may still be busy on the same 2 cores.
+	args := append(append([]string{"sync"}, zoneFlags(dbs)...), "--from-file", manifests, "--dry-run", "--timeout", cfg.timeout.String())
 	r, err := runChild(cfg.timeout, nil, cfg.bin, args...)
 	if err != nil {
 		return nil, err
