@@ -115,6 +115,11 @@ func within(ctx context.Context, nb client.Client, plan *translator.Plan, opts k
 	case o := <-done:
 		return o.res, o.err
 	case <-ctx.Done():
+		if kvnb.Connected(nb) {
+			// Connected all along, or again: the sync itself took too
+			// long (a busy server or machine).
+			return nil, fmt.Errorf("not done before --timeout, the NB connection up: %w", ctx.Err())
+		}
 		return nil, fmt.Errorf("the NB connection did not come back before --timeout: %w", ctx.Err())
 	}
 }
