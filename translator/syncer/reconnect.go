@@ -115,11 +115,16 @@ func within(ctx context.Context, nb client.Client, plan *translator.Plan, opts k
 	case o := <-done:
 		return o.res, o.err
 	case <-ctx.Done():
-		if kvnb.Connected(nb) {
-			// Connected all along, or again: the sync itself took too
-			// long (a busy server or machine).
-			return nil, fmt.Errorf("not done before --timeout, the NB connection up: %w", ctx.Err())
-		}
-		return nil, fmt.Errorf("the NB connection did not come back before --timeout: %w", ctx.Err())
+		return nil, timeoutError(nb, ctx.Err())
 	}
+}
+
+// timeoutError is a sync's error at its deadline (err): whether the NB
+// was away, or connected and the sync itself took too long (a busy server
+// or machine).
+func timeoutError(nb client.Client, err error) error {
+	if kvnb.Connected(nb) {
+		return fmt.Errorf("not done before --timeout, the NB connection up: %w", err)
+	}
+	return fmt.Errorf("the NB connection did not come back before --timeout: %w", err)
 }

@@ -114,3 +114,16 @@ func TestSurvivingReconnectsGivesUpWithItsContext(t *testing.T) {
 	}
 	assert.True(t, n.has("the NB did not come back before --timeout"), "notes: %q", n.all)
 }
+
+// A sync still running at its deadline says whether the NB was away: the
+// 50-zone bench's dry run, connected all along beside 50 busy agents, said
+// the connection "did not come back".
+func TestTimeoutSaysWhetherTheNBWasAway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nb, proxy, _ := dial(t, ctx)
+	assert.EqualError(t, timeoutError(nb, context.DeadlineExceeded), "not done before --timeout, the NB connection up: context deadline exceeded")
+	proxy.Down()
+	require.Eventually(t, func() bool { return !kvnb.Connected(nb) }, 10*time.Second, 10*time.Millisecond)
+	assert.EqualError(t, timeoutError(nb, context.DeadlineExceeded), "the NB connection did not come back before --timeout: context deadline exceeded")
+}
