@@ -344,8 +344,11 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		return
 	}
 
-	if in.zoned && in.follow && in.followZone != "" {
-		if zones, settled := in.networkZones(name, held); settled && !zones.has(in.followZone) {
+	var zones set[string]
+	if in.zoned {
+		var settled bool
+		zones, settled = in.networkZones(name, held)
+		if in.follow && in.followZone != "" && settled && !zones.has(in.followZone) {
 			// Nothing of it in the follower's zone (SetFollowerZone): no
 			// rows, no keys, and none of its VM ports built. Every zone
 			// agent plans every network at its start and resyncs; a
@@ -374,7 +377,7 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 		up.Network.DefaultDeny = defaultDenyPlan(n, up.Network.Ports, instance)
 	}
 	if in.zoned {
-		if err := in.zoneNetwork(up.Network, vms, held); err != nil {
+		if err := in.zoneNetwork(up.Network, vms, zones, held); err != nil {
 			up.Errs = append(up.Errs, err)
 			up.Network = nil
 		}

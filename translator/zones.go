@@ -291,9 +291,10 @@ func (in *Input) RouterInZone(router, zone string, held Held) bool {
 	return false
 }
 
-// zoneNetwork fills np.Zones. A VM interface whose node is no chassis of a
-// zone gets an error, and its port is left as it is.
-func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) error {
+// zoneNetwork fills np.Zones, the network's zones (networkZones) being
+// zones. A VM interface whose node is no chassis of a zone gets an error,
+// and its port is left as it is.
+func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, zones set[string], held Held) error {
 	sw := np.Switch.Name
 	vmNode := map[string]*VMInterface{}
 	for _, v := range vms {
@@ -334,7 +335,6 @@ func (in *Input) zoneNetwork(np *NetworkPlan, vms []*VMInterface, held Held) err
 	// their localnet ports: its ports get no remote twins (a frame would
 	// reach them twice).
 	physical := slices.ContainsFunc(np.Ports, func(p *nbmodel.LogicalSwitchPort) bool { return p.Type == "localnet" })
-	zones, _ := in.networkZones(np.Name, held) // planNetwork left a follower a network of other zones
 	keys, notes, err := in.takeKeys(Unit{Kind: KindNetwork, Name: np.Name}, refs, held)
 	if err != nil {
 		return err

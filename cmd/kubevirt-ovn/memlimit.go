@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -18,16 +19,14 @@ const memoryShare = 0.9
 
 // applyContainerMemoryLimit holds the Go heap to memoryShare of the
 // process's cgroup memory limit, unless GOMEMLIMIT says otherwise or there
-// is no limit. It returns the cgroup's limit (0: none, or GOMEMLIMIT set).
-func applyContainerMemoryLimit() int64 {
+// is no limit.
+func applyContainerMemoryLimit() {
 	if os.Getenv("GOMEMLIMIT") != "" {
-		return 0
+		return
 	}
-	limit := cgroupMemoryLimit("/proc/self/cgroup", "/sys/fs/cgroup")
-	if limit > 0 {
+	if limit := cgroupMemoryLimit("/proc/self/cgroup", "/sys/fs/cgroup"); limit > 0 {
 		debug.SetMemoryLimit(int64(float64(limit) * memoryShare))
 	}
-	return limit
 }
 
 // cgroupMemoryLimit is the memory limit of the process's cgroup, as
@@ -57,7 +56,7 @@ func cgroupMemoryLimit(procCgroup, root string) int64 {
 			if file == "" { // v1's memory controller wins in a hybrid layout
 				dir, file = filepath.Join(root, parts[2]), "memory.max"
 			}
-		case containsField(parts[1], "memory"):
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
 			dir, file = filepath.Join(root, "memory", parts[2]), "memory.limit_in_bytes"
 		}
 	}
@@ -78,16 +77,6 @@ func cgroupMemoryLimit(procCgroup, root string) int64 {
 		}
 		dir = filepath.Dir(dir)
 	}
-}
-
-// containsField says whether the comma-separated list has s.
-func containsField(list, s string) bool {
-	for _, f := range strings.Split(list, ",") {
-		if f == s {
-			return true
-		}
-	}
-	return false
 }
 
 // readLimit reads a cgroup memory limit file: false for "max", an
