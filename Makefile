@@ -74,8 +74,10 @@ lint:
 OVN ?= host 26.03
 
 # Measured numbers (failover times) are printed after the tests. The
-# packet suite (integration) runs longer than go test's default 10-minute
-# limit per package on a loaded 2-core machine; 40 minutes per release.
+# packet suite (integration) runs on every release of OVN at once
+# (integration/releases/suites.sh), each line prefixed with its release,
+# and longer than go test's default 10-minute limit per package on a
+# loaded 2-core machine; 40 minutes per release.
 # Kubernetes' own API server (integration/kube-apiserver, its own module)
 # and the releases' root file systems are built first, outside the tests'
 # time limit.
@@ -83,14 +85,8 @@ test: deps check-generate check-format vet lint
 	@mkdir -p bin && rm -f bin/measured.txt
 	$(GO) build -C integration/kube-apiserver -o $(CURDIR)/bin/kube-apiserver .
 	KUBEVIRT_OVN_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver $(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/integration$$')
-	@for r in $(OVN); do \
-	  root=; [ $$r = host ] || root=$$(bash integration/releases/root.sh $$r) || exit 1; \
-	  echo "packet suite (./integration) on OVN $$r$${root:+ ($$root)}"; \
-	  start=$$(date +%s); \
-	  KUBEVIRT_OVN_ROOT=$$root KUBEVIRT_OVN_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver KUBEVIRT_OVN_REPORT=$(CURDIR)/bin/measured.txt \
-	    $(GO) test -count=1 -timeout 40m ./integration/ || exit 1; \
-	  echo "packet suite on OVN $$r: $$(( $$(date +%s) - start )) s"; \
-	done
+	KUBEVIRT_OVN_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver KUBEVIRT_OVN_REPORT=$(CURDIR)/bin/measured.txt GO=$(GO) \
+	  bash integration/releases/suites.sh $(OVN)
 	@if [ -s bin/measured.txt ]; then echo "measured:"; cat bin/measured.txt; fi
 	@du -sh $${KUBEVIRT_OVN_CACHE:-/var/cache/kubevirt-ovn}/ovn-* 2>/dev/null | sed 's/^/OVN root file system: /' || true
 
