@@ -356,6 +356,15 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 			up.Network = &NetworkPlan{Name: name, Zones: map[string]*ZoneRows{}}
 			return
 		}
+		if kh, _ := held.(KeyHolder); in.follow && (kh == nil || kh.HeldSwitchKey(SwitchName(name)) == 0) {
+			// Its plan would wait for the switch's key (takeKeys): it
+			// waits without its VM ports built. Before the allocator's
+			// first decisions every agent plans every network so.
+			up.Errs = append(up.Errs, &InputError{Kind: ObjNAD, Object: name, Field: "tunnel keys",
+				Msg: "the switch's is not allocated yet by the allocator", Reason: ReasonWaiting})
+			up.LoadBalancers = in.routerlessLoadBalancers(n)
+			return
+		}
 	}
 	// The VM interfaces on this network, as a snapshot lists them.
 	vmDecls := make([]*vmDecl, 0, len(in.vms[name]))

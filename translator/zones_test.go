@@ -570,3 +570,26 @@ func TestZoneRouterThatFailsBringsItsNetworkNowhere(t *testing.T) {
 	pub = had.Plan(Unit{KindNetwork, "public"}, testInstance, Claims{Gateways: map[string][]string{"outside": {"gw2", "gw1"}}})
 	assert.Equal(t, []string{"gw1", "gw2"}, slices.Sorted(maps.Keys(pub.Network.Zones)), "outside's rows on gw2 are left as they are")
 }
+
+// A zone agent (a follower) plans a network whose switch has no key from
+// the allocator yet to a wait, without building its VM ports: before the
+// allocator's first decisions every agent plans every network of the
+// cluster so, at its start.
+func TestZoneFollowerWaitsForTheSwitchKeyCheaply(t *testing.T) {
+	in := zoneInput()
+	var vms []VMInterface
+	for i := range 200 {
+		vms = append(vms, VMInterface{Namespace: "default", VMI: fmt.Sprintf("vm-%d", i), Interface: "eth0", Network: "net-a", NetworkNamespace: "default",
+			MAC: fmt.Sprintf("02:00:00:00:01:%02x", i), IP: fmt.Sprintf("10.10.0.%d", i+20), Node: "node-hv1"})
+	}
+	in.Set("many", Objects{VMs: vms})
+	in.SetFollowerZone("hv1")
+	netA := Unit{KindNetwork, "net-a"}
+	up := in.Plan(netA, testInstance, Claims{})
+	require.Len(t, up.Errs, 1)
+	var ie *InputError
+	require.ErrorAs(t, up.Errs[0], &ie)
+	assert.Equal(t, ReasonWaiting, ie.Reason)
+	allocs := testing.AllocsPerRun(5, func() { in.Plan(netA, testInstance, Claims{}) })
+	assert.Less(t, allocs, 100.0, "no port of its 200 VMs built")
+}
