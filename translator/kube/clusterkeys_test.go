@@ -2,7 +2,9 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,11 +13,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator"
@@ -86,6 +90,10 @@ func TestAllocatorReportsZonesKeyCollisions(t *testing.T) {
 		SecurityGroupGVR: "SecurityGroupList", SecurityGroupRuleGVR: "SecurityGroupRuleList", LoadBalancerGVR: "LoadBalancerList", VMGVR: "VirtualMachineList", VMIMGVR: "VirtualMachineInstanceMigrationList", PodGVR: "PodList",
 		ZoneGVR: "OVNZoneList", AllocationGVR: "OVNAllocationList",
 	}, router("r1"), r2)
+	// Two writers of r1's status (its Ready condition, its TunnelKeys
+	// condition), each from its informer's copy: an API server refuses
+	// the staler write, which is retried, and so must the fake.
+	refuseStaleUpdates(client)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, n := range []*unstructured.Unstructured{geneve("net-a", "10.10.0.0/24"), geneve("net-b", "10.20.0.0/24"), public} {
@@ -189,4 +197,36 @@ func TestAllocatorReportsZonesKeyCollisions(t *testing.T) {
 	assert.Nil(t, cond("r2"))
 	assert.True(t, slices.ContainsFunc(store.Chassis(), func(c translator.Chassis) bool { return c.Zone == "hv2" }))
 	assert.Empty(t, store.KeyCollisions())
+}
+
+// refuseStaleUpdates makes client answer an update from a stale copy with
+// 409 Conflict, as an API server does: the fake's tracker keeps no
+// resourceVersion on its objects, so every create and update gets one
+// here. Its reactors run one at a time (the fake's lock).
+func refuseStaleUpdates(client *dynamicfake.FakeDynamicClient) {
+	version := 0
+	stamp := func(obj runtime.Object) {
+		if m, ok := obj.(metav1.Object); ok {
+			version++
+			m.SetResourceVersion(strconv.Itoa(version))
+		}
+	}
+	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		stamp(a.(k8stesting.CreateAction).GetObject())
+		return false, nil, nil
+	})
+	client.PrependReactor("update", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ua := a.(k8stesting.UpdateAction)
+		obj, ok := ua.GetObject().(metav1.Object)
+		if !ok {
+			return false, nil, nil
+		}
+		cur, err := client.Tracker().Get(ua.GetResource(), ua.GetNamespace(), obj.GetName())
+		if cm, ok := cur.(metav1.Object); err == nil && ok && obj.GetResourceVersion() != cm.GetResourceVersion() {
+			return true, nil, apierrors.NewConflict(ua.GetResource().GroupResource(), obj.GetName(),
+				errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		stamp(ua.GetObject())
+		return false, nil, nil
+	})
 }
