@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubevirt-ovn/kubevirt-ovn/nbmodel"
 	"github.com/kubevirt-ovn/kubevirt-ovn/translator/gateways"
+	"github.com/kubevirt-ovn/kubevirt-ovn/translator/tunnelkeys"
 )
 
 // SNATPortRange is the source port range SNAT uses (the seed's 1025-65535).
@@ -356,14 +357,16 @@ func (in *Input) planNetwork(up *UnitPlan, instance string, held Held) {
 			up.Network = &NetworkPlan{Name: name, Zones: map[string]*ZoneRows{}}
 			return
 		}
-		if kh, _ := held.(KeyHolder); in.follow && (kh == nil || kh.HeldSwitchKey(SwitchName(name)) == 0) {
-			// Its plan would wait for the switch's key (takeKeys): it
-			// waits without its VM ports built. Before the allocator's
-			// first decisions every agent plans every network so.
-			up.Errs = append(up.Errs, &InputError{Kind: ObjNAD, Object: name, Field: "tunnel keys",
-				Msg: "the switch's is not allocated yet by the allocator", Reason: ReasonWaiting})
-			up.LoadBalancers = in.routerlessLoadBalancers(n)
-			return
+		if in.follow {
+			// A switch without its key from the allocator waits
+			// (takeKeys) before its VM ports are built: before the
+			// allocator's first decisions every agent plans every
+			// network so.
+			if _, _, err := in.takeKeys(Unit{Kind: KindNetwork, Name: name}, []tunnelkeys.Ref{{Switch: SwitchName(name)}}, held); err != nil {
+				up.Errs = append(up.Errs, err)
+				up.LoadBalancers = in.routerlessLoadBalancers(n)
+				return
+			}
 		}
 	}
 	// The VM interfaces on this network, as a snapshot lists them.
