@@ -111,7 +111,9 @@ demo: deps build
 # and no-op sync against the raw single-transaction floor and batched
 # ovn-nbctl, and `run` event latency; prints a markdown table. Pass more
 # flags with BENCH_FLAGS, e.g. BENCH_FLAGS="-n 10,100 -events 20 -v".
-# First, the manifest reader's paths against each other (ns/file, x_fast).
+# First, the manifest reader's paths against each other (ns/file, x_fast),
+# and what an informer keeps of a realistic VMI (B-kept/vmi, whole and as
+# kept: translator/kube/slim.go).
 # N=10000: the plain input alone at 10 and N routers (sync, `run`'s cold
 # and warm start, events, and the warm start again under GOMEMLIMIT=1900MiB,
 # as a Deployment with a 2 GiB limit holds it), nothing else; run's
@@ -127,6 +129,7 @@ ZONE_ROUTERS ?= 20
 comma        := ,
 bench: deps build
 	$(if $(ZONES)$(N),,$(GO) test -run '^$$' -bench DecodePaths ./translator/manifest/)
+	$(if $(ZONES)$(N),,$(GO) test -run '^$$' -bench VMIKept ./translator/kube/)
 	$(if $(ZONES),$(GO) build -C integration/kube-apiserver -o $(CURDIR)/bin/kube-apiserver .)
 	$(GO) run ./integration/cmd/bench -bin bin/kubevirt-ovn \
 	  $(if $(N),-n 10$(comma)$(N) -events-n 10$(comma)$(N) -start-n $(N) -fip-n '' -sg-n '' -v6-n '' -migrations-vms 0 -budget 90m -timeout 20m -profile bin/profiles -northd-max 3000 -memlimit 1900MiB) \

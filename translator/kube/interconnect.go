@@ -157,6 +157,7 @@ func NewStore(client dynamic.Interface, kc kubernetes.Interface, namespace strin
 		zones: map[string]*zoneState{}, allocs: map[string]*unitAlloc{},
 		switches: map[string]int{}, ports: map[string]int{}, gateways: map[string][]string{}}
 	for _, inf := range []cache.SharedIndexInformer{s.zoneInf, s.allocInf} {
+		_ = inf.SetTransform(dropManagedFields) // slim.go
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { s.update(obj, false) },
 			UpdateFunc: func(_, obj any) { s.update(obj, false) },

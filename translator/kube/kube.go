@@ -126,12 +126,17 @@ func nadForeignKeys(u *unstructured.Unstructured) []translator.ForeignKey {
 // NewSource prepares the informers; Start runs them. recorder may be nil.
 func NewSource(client dynamic.Interface, resync time.Duration, recorder record.EventRecorder, log logr.Logger) *Source {
 	f := dynamicinformer.NewDynamicSharedInformerFactory(client, resync)
-	return &Source{
+	s := &Source{
 		client: client, factory: f, resync: resync, recorder: recorder, log: log, input: translator.NewInput(),
 		routers: f.ForResource(RouterGVR).Informer(),
 		nads:    f.ForResource(NADGVR).Informer(),
 		vmis:    f.ForResource(VMIGVR).Informer(),
 	}
+	// What the informers keep of each object (slim.go).
+	_ = s.routers.SetTransform(dropManagedFields)
+	_ = s.nads.SetTransform(dropManagedFields)
+	_ = s.vmis.SetTransform(slimVMI)
+	return s
 }
 
 // Start runs the informers until ctx ends.
@@ -229,8 +234,8 @@ func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 	// A VMI, and the VirtualMachine whose template binds its ports to
 	// security groups, are read together (vm.go).
 	vmi := func(obj any) {
-		if u, ok := asUnstructured(obj); ok {
-			s.setVMI(u.GetNamespace(), u.GetName(), enqueue)
+		if namespace, name, ok := identityOf(obj); ok {
+			s.setVMI(namespace, name, enqueue)
 		}
 	}
 	reg, err := s.vmis.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -312,22 +317,26 @@ func (s *Source) nadObjects(u *unstructured.Unstructured) translator.Objects {
 	return translator.Objects{Networks: []translator.Network{n}}
 }
 
-// vmiObjects converts a VirtualMachineInstance into its interfaces, bound
-// to the security groups of its VirtualMachine's template when it has one
-// (vm.go).
-func (s *Source) vmiObjects(u *unstructured.Unstructured) translator.Objects {
-	var vmi manifest.VirtualMachineInstance
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &vmi); err != nil {
-		s.log.V(1).Info("skipping a VirtualMachineInstance that does not convert", "vmi", u.GetNamespace()+"/"+u.GetName(), "error", err.Error())
+// vmiObjects converts a VirtualMachineInstance, as its informer keeps it
+// (slimVMI), into its interfaces, bound to the security groups of its
+// VirtualMachine's template when it has one (vm.go).
+func (s *Source) vmiObjects(rec *vmiRecord) translator.Objects {
+	if rec.err != nil {
+		s.log.V(1).Info("skipping a VirtualMachineInstance that does not convert", "vmi", rec.Namespace+"/"+rec.Name, "error", rec.err.Error())
 		return translator.Objects{}
 	}
+	// A copy: the informer's record is shared, and following a migration
+	// changes the status.
+	vmi := rec.VirtualMachineInstance
 	var uid string
 	if ms := vmi.Status.MigrationState; ms != nil {
 		uid = ms.MigrationUID
+		copied := *ms
+		vmi.Status.MigrationState = &copied
 	}
-	followMigration(&vmi.Status, s.migrationOf(u.GetNamespace(), u.GetName(), uid))
+	followMigration(&vmi.Status, s.migrationOf(vmi.Namespace, vmi.Name, uid))
 	ifaces, _ := manifest.VMInterfacesFrom(&vmi)
-	if groups, ok := s.vmGroups(u); ok {
+	if groups, ok := s.vmGroups(vmi.Namespace, vmi.Name); ok {
 		for i := range ifaces {
 			ifaces[i].SecurityGroups = groups
 		}

@@ -210,8 +210,8 @@ func TestOVNZoneCarriesForeignKeys(t *testing.T) {
 	assert.Equal(t, []translator.ForeignKey{{Key: 16711680, Holder: "Logical_Switch squatter"}}, z.foreign)
 }
 
-// TestVMIObjectsReadDeclaredAddresses: a VMI as the informer hands it over
-// (unstructured) gives its interface's IP from the interfaces annotation
+// TestVMIObjectsReadDeclaredAddresses: a VMI as the informer keeps it
+// (slimVMI of the API server's object) gives its interface's IP from the interfaces annotation
 // and its MAC from the spec before status has either.
 func TestVMIObjectsReadDeclaredAddresses(t *testing.T) {
 	vmi := &unstructured.Unstructured{Object: map[string]any{
@@ -226,10 +226,12 @@ func TestVMIObjectsReadDeclaredAddresses(t *testing.T) {
 		"status": map[string]any{"nodeName": "hv1"},
 	}}
 	s := &Source{log: logr.Discard()}
+	rec, err := slimVMI(vmi)
+	require.NoError(t, err)
 	assert.Equal(t, []translator.VMInterface{{
 		Namespace: "tenant", VMI: "vm", Interface: "eth1", Network: "net-a", NetworkNamespace: "tenant",
 		MAC: "50:54:00:00:00:05", IP: "10.10.0.5", Node: "hv1",
 		MACField: "spec.domain.devices.interfaces[eth1].macAddress",
 		IPField:  "metadata.annotations[interfaces][net-a].ipAddress",
-	}}, s.vmiObjects(vmi).VMs)
+	}}, s.vmiObjects(rec.(*vmiRecord)).VMs)
 }

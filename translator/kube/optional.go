@@ -55,6 +55,7 @@ func (s *Source) watchOptional() {
 	} {
 		if s.served(o.gvr, o.missing) {
 			*o.into = s.factory.ForResource(o.gvr).Informer()
+			_ = (*o.into).SetTransform(dropManagedFields) // slim.go
 		}
 	}
 	index := func(inf cache.SharedIndexInformer, field string) {

@@ -71,9 +71,9 @@ func (s *Source) setVMI(namespace, name string, enqueue func([]translator.Unit))
 	defer s.vmiMu.Unlock()
 	var objs translator.Objects
 	if obj, ok, _ := s.vmis.GetStore().GetByKey(namespace + "/" + name); ok {
-		if u, ok := asUnstructured(obj); ok && u.GetDeletionTimestamp() == nil {
+		if rec := vmiOf(obj); rec != nil && rec.DeletionTimestamp == nil {
 			// A VMI being deleted is left out: its ports go.
-			objs = s.vmiObjects(u)
+			objs = s.vmiObjects(rec)
 		}
 	}
 	enqueue(s.input.Set("VirtualMachineInstance/"+namespace+"/"+name, objs))
@@ -81,11 +81,11 @@ func (s *Source) setVMI(namespace, name string, enqueue func([]translator.Unit))
 
 // vmGroups is the binding of VMI u's ports by its VirtualMachine, and
 // whether it has one.
-func (s *Source) vmGroups(u *unstructured.Unstructured) (string, bool) {
+func (s *Source) vmGroups(namespace, name string) (string, bool) {
 	if s.vms == nil {
 		return "", false
 	}
-	obj, ok, _ := s.vms.GetStore().GetByKey(u.GetNamespace() + "/" + u.GetName())
+	obj, ok, _ := s.vms.GetStore().GetByKey(namespace + "/" + name)
 	if !ok {
 		return "", false
 	}
@@ -110,8 +110,8 @@ func (s *Source) VMIEvent(namespace, name, eventType, reason, message string) {
 	}
 	ref := &corev1.ObjectReference{APIVersion: VMIGVR.GroupVersion().String(), Kind: "VirtualMachineInstance", Namespace: namespace, Name: name}
 	if obj, ok, _ := s.vmis.GetStore().GetByKey(namespace + "/" + name); ok {
-		if u, ok := asUnstructured(obj); ok {
-			ref.UID, ref.ResourceVersion = u.GetUID(), u.GetResourceVersion()
+		if rec := vmiOf(obj); rec != nil {
+			ref.UID, ref.ResourceVersion = rec.UID, rec.ResourceVersion
 		}
 	}
 	s.recorder.Event(ref, eventType, reason, message)

@@ -161,6 +161,11 @@ const InterfacesAnnotation = "interfaces"
 // completed).
 const MigrationActivationAnnotation = "kubevirt-ovn.io/migration-activation"
 
+// VMIAnnotations are the annotations of a VMI that VMInterfacesFrom reads,
+// and all the Kubernetes source keeps of a VMI's annotations: a reader of
+// another one adds it here.
+var VMIAnnotations = []string{InterfacesAnnotation, MigrationActivationAnnotation, SecurityGroupsAnnotation}
+
 // InterfaceAddress is an entry of the interfaces annotation.
 type InterfaceAddress struct {
 	Network   string `json:"network"`
