@@ -162,26 +162,32 @@ func (s *soak) handEdit(db *soakDB) {
 	case 0:
 		if p := pick("Logical_Switch_Port", "kv-"+[]string{"f", "k"}[s.r.IntN(2)]+"-n"); p != "" {
 			nbctl(t, db.ctl, "lsp-del", p)
-			s.ops["hand: VM port deleted"]++
+			s.handEdited("VM port deleted", p, db)
 		}
 	case 1:
 		// The router and its ports go; its Static_MAC_Binding stays,
 		// naming a port that is gone.
 		if r := pick("Logical_Router", "kv-"); r != "" {
 			nbctl(t, db.ctl, "lr-del", r)
-			s.ops["hand: router deleted"]++
+			s.handEdited("router deleted", r, db)
 		}
 	case 2:
 		if p := pick("Logical_Router_Port", "kv-"); p != "" {
 			nbctl(t, db.ctl, "set", "Logical_Router_Port", p, "mac=\"02:00:00:00:00:99\"")
-			s.ops["hand: router port MAC changed"]++
+			s.handEdited("router port MAC changed", p, db)
 		}
 	case 3:
 		if r := pick("Logical_Router", "kv-"); r != "" {
 			nbctl(t, db.ctl, "lr-nat-del", r)
-			s.ops["hand: router's NATs deleted"]++
+			s.handEdited("router's NATs deleted", r, db)
 		}
 	}
+}
+
+// handEdited counts a hand edit of row in db, and notes it in the round.
+func (s *soak) handEdited(what, row string, db *soakDB) {
+	s.ops["hand: "+what]++
+	s.note("hand: " + what + ": " + row + db.where())
 }
 
 // stealLease takes the leader's Lease (the kube controller's, the
@@ -282,6 +288,12 @@ func (s *soak) report() {
 	sampled := "files controller"
 	if s.z != nil {
 		sampled = "zone " + soakSampledZone + "'s agent"
+	}
+	if len(s.slow) > 0 {
+		fmt.Fprintf(&b, "convergences over %s:\n", soakSlowConvergence())
+		for _, d := range s.slow {
+			fmt.Fprintf(&b, "  %s", d)
+		}
 	}
 	fmt.Fprintf(&b, "%s (never restarted), at %d checkpoints:\n", sampled, len(s.samples))
 	for _, m := range []struct {

@@ -39,11 +39,13 @@ import (
 // KUBEVIRT_OVN_SOAK is its length (default 90s: the short soak of `make
 // test`; `make soak SOAK=30m`), KUBEVIRT_OVN_SOAK_SEED its seed (default:
 // the clock; printed, and in the report), KUBEVIRT_OVN_SOAK_REPORT a file
-// the report is written to.
+// the report is written to, KUBEVIRT_OVN_SOAK_SLOW the convergence time
+// above which the report describes one (default 10s).
 const (
 	EnvSoak       = "KUBEVIRT_OVN_SOAK"
 	EnvSoakSeed   = "KUBEVIRT_OVN_SOAK_SEED"
 	EnvSoakReport = "KUBEVIRT_OVN_SOAK_REPORT"
+	EnvSoakSlow   = "KUBEVIRT_OVN_SOAK_SLOW"
 )
 
 // soakConverge is how long the NB may take to be what the input wants
@@ -51,6 +53,15 @@ const (
 // seconds), far below the controllers' resync (1h here), so that a unit a
 // missed event left behind is found, not healed by the resync.
 const soakConverge = 120 * time.Second
+
+// soakSlowConvergence is the convergence time above which the report
+// describes one (EnvSoakSlow).
+func soakSlowConvergence() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(EnvSoakSlow)); err == nil && d > 0 {
+		return d
+	}
+	return 10 * time.Second
+}
 
 type soak struct {
 	traffic
@@ -89,9 +100,15 @@ type soak struct {
 	bStart int // starts of the kube controller
 	px     []*soakProxy
 
-	ops     map[string]int
-	faults  map[string]int
-	conv    map[string][]time.Duration
+	ops    map[string]int
+	faults map[string]int
+	conv   map[string][]time.Duration
+	// round is what the current round did, in order (its edits, its
+	// fault's hand edits); slow says, of each convergence over
+	// soakSlowConvergence, what its round did and what was still to
+	// change then (the report prints them: a passing run keeps no log).
+	round   []string
+	slow    []string
 	samples []soakSample
 	probes  int
 	port    uint16
@@ -151,11 +168,13 @@ func runSoak(t *testing.T, start func(*testing.T, uint64) *soak) {
 			s.r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		}
 		fault := order[round%len(order)]
+		s.round = s.round[:0]
 		half := 3 + s.w.IntN(6)
 		if fault != "ovnk-start" {
 			// ovn-kubernetes' start is checked against a quiet NB.
 			s.work(half)
 		}
+		s.note("fault " + fault)
 		recover := s.injectFault(fault)
 		s.work(half)
 		recover()
@@ -330,9 +349,16 @@ func (s *soak) work(n int) {
 			s.kubeIn.apply(s.t, s.kube.objects())
 		}
 		s.ops[what]++
-		s.t.Logf("%s %s", time.Now().Format("15:04:05.000"), what)
+		s.note(what)
 		time.Sleep(time.Duration(20+s.w.IntN(200)) * time.Millisecond)
 	}
+}
+
+// note logs what the round does now, and keeps it for the report.
+func (s *soak) note(what string) {
+	at := time.Now().Format("15:04:05.000")
+	s.t.Logf("%s %s", at, what)
+	s.round = append(s.round, at+" "+what)
 }
 
 // checkpoint waits until both instances' rows are what their input wants,
@@ -353,6 +379,8 @@ func (s *soak) checkpoint(fault string) {
 		}
 	}
 	var last [2]string
+	var wanted string // what the dry runs still wanted once the convergence was slow
+	slow := soakSlowConvergence()
 	clean := func(out string) bool { return strings.Contains(out, "no changes\n") && !soakChanges.MatchString(out) }
 	err := sandbox.Poll(soakConverge, "both instances' NB rows are what their input wants", func() (bool, error) {
 		last[0] = "no changes\n"
@@ -360,9 +388,20 @@ func (s *soak) checkpoint(fault string) {
 			last[0] = s.dryRun(s.dir, s.filesInstance)
 		}
 		last[1] = s.dryRun(kubeDir, s.kubeInstance)
-		return clean(last[0]) && clean(last[1]), nil
+		done := clean(last[0]) && clean(last[1])
+		if !done && wanted == "" && time.Since(start) > slow {
+			wanted = soakChangeLines("files", last[0]) + soakChangeLines("kube", last[1])
+		}
+		return done, nil
 	})
 	took := time.Since(start)
+	if err == nil && took > slow {
+		d := fmt.Sprintf("%s: converged %s after recovery, at %s\n", fault, took.Round(time.Millisecond), time.Now().Format("15:04:05"))
+		if len(s.round) > 0 {
+			d += "  its round:\n    " + strings.Join(s.round, "\n    ") + "\n"
+		}
+		s.slow = append(s.slow, d+fmt.Sprintf("  still to change after %s:\n%s", slow, wanted))
+	}
 	if err != nil {
 		keep, _ := os.MkdirTemp("", "kubevirt-ovn-soak-input-")
 		_ = exec.Command("cp", "-r", s.dir, kubeDir, keep).Run()
@@ -390,6 +429,32 @@ func (s *soak) checkpoint(fault string) {
 
 // soakChanges is a dry run's change (a dry run says "to create").
 var soakChanges = regexp.MustCompile(`(create|update|delete)`)
+
+// soakChangeLines are the changes a dry run's output names, each with its
+// instance, zone and unit, indented; the first 20 of them.
+func soakChangeLines(instance, out string) string {
+	var b strings.Builder
+	zone, unit, n := "", "", 0
+	for line := range strings.Lines(out) {
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "zone ") && strings.HasSuffix(line, ":"):
+			zone = strings.TrimSuffix(line, ":") + ", "
+		case line == "changes per table:":
+			unit = ""
+		case !strings.HasPrefix(line, " ") && strings.HasSuffix(line, ":"):
+			unit = strings.TrimSuffix(line, ":")
+		case strings.HasPrefix(line, "  ") && unit != "" && soakChanges.MatchString(line):
+			if n++; n <= 20 {
+				fmt.Fprintf(&b, "    %s: %s%s: %s\n", instance, zone, unit, strings.TrimSpace(line))
+			}
+		}
+	}
+	if n > 20 {
+		fmt.Fprintf(&b, "    %s: and %d more\n", instance, n-20)
+	}
+	return b.String()
+}
 
 func (db *soakDB) where() string {
 	if db.name == "" {
