@@ -234,8 +234,8 @@ func (s *Source) Notify(enqueue func([]translator.Unit)) error {
 	// A VMI, and the VirtualMachine whose template binds its ports to
 	// security groups, are read together (vm.go).
 	vmi := func(obj any) {
-		if namespace, name, ok := identityOf(obj); ok {
-			s.setVMI(namespace, name, enqueue)
+		if rec := vmiOf(obj); rec != nil {
+			s.setVMI(rec.Namespace, rec.Name, enqueue)
 		}
 	}
 	reg, err := s.vmis.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,17 +90,4 @@ func vmiOf(obj any) *vmiRecord {
 	}
 	rec, _ := obj.(*vmiRecord)
 	return rec
-}
-
-// identityOf is an informer object's namespace and name, whatever the
-// informer keeps of it.
-func identityOf(obj any) (namespace, name string, ok bool) {
-	if d, is := obj.(cache.DeletedFinalStateUnknown); is {
-		obj = d.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return "", "", false
-	}
-	return m.GetNamespace(), m.GetName(), true
 }
