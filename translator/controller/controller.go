@@ -1251,11 +1251,19 @@ func (c *Controller) prepare(ctx context.Context, s *step, batched map[string]bo
 // the unit's error.
 func (c *Controller) finish(ctx context.Context, s *step) error {
 	u, rp := s.up.Unit, s.rp
-	if missing := (*nb.MissingRowError)(nil); errors.As(s.unitErr, &missing) && c.queue.NumRequeues(u) < awaitTries {
+	if missing := (*nb.MissingRowError)(nil); errors.As(s.unitErr, &missing) {
+		// The row's arrival reconciles it again, also once it has waited
+		// long enough to fail: its backoff has grown with every wait (in
+		// a zone a member port can wait for the allocator's keys for as
+		// long as the allocator is away), and the next retry could come
+		// long after the row.
 		c.await(u, missing.Table, missing.Key)
-		return &awaitError{missing}
+		if c.queue.NumRequeues(u) < awaitTries {
+			return &awaitError{missing}
+		}
+	} else {
+		c.stopAwaiting(u)
 	}
-	c.stopAwaiting(u)
 	if u.Kind == translator.KindNetwork {
 		c.checkKeys(u.Name)
 	} else if rp != nil {
