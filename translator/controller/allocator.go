@@ -67,8 +67,7 @@ type Allocator struct {
 func NewAllocator(source Source, store AllocationStore, status Status, opts Options) *Allocator {
 	opts = opts.withDefaults()
 	return &Allocator{source: source, input: source.Input(), store: store, status: status, opts: opts,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
-			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "allocations"}),
+		queue:      newUnitQueue("allocations"),
 		zoneKeys:   map[string]bool{},
 		collisions: map[string][]translator.KeyMismatch{}, attached: map[string][]string{}, keysReported: map[string][]translator.KeyMismatch{}}
 }

@@ -304,9 +304,7 @@ func newController(nbc, sb client.Client, source Source, status Status, opts Opt
 		nb: nbc, sb: sb, source: source, status: status, opts: opts,
 		input: source.Input(), held: role.held, parents: nb.NewParentIndex(nbc), refs: nb.NewRefMemo(nil, opts.Instance),
 		zone: role.zone, group: role.group, planHeld: role.planHeld, chassisFrom: role.chassisFrom, offlineFrom: role.offlineFrom, activatedFrom: role.activatedFrom,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[translator.Unit](),
-			workqueue.TypedRateLimitingQueueConfig[translator.Unit]{Name: "units"}),
+		queue:       newUnitQueue("units"),
 		pending:     map[string]int{},
 		parked:      map[string]map[string]bool{},
 		switches:    notedRows{},
