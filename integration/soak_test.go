@@ -400,7 +400,10 @@ func (s *soak) checkpoint(fault string) {
 		if len(s.round) > 0 {
 			d += "  its round:\n    " + strings.Join(s.round, "\n    ") + "\n"
 		}
-		s.slow = append(s.slow, d+fmt.Sprintf("  still to change after %s:\n%s", slow, wanted))
+		d += fmt.Sprintf("  still to change after %s:\n%s", slow, wanted)
+		s.slow = append(s.slow, d)
+		// Also now: a run that fails later writes no report.
+		t.Logf("slow convergence: %s", d)
 	}
 	if err != nil {
 		keep, _ := os.MkdirTemp("", "kubevirt-ovn-soak-input-")
