@@ -26,9 +26,9 @@ const (
 // that every later retry of any unit waits out: 30 units failing through
 // a 10 s NB outage (11 retries each) had a unit that failed once
 // afterwards wait 23 s, where its own backoff is 5 ms. With thousands of
-// units an outage's debt is hours. The bucket guards a shared server against many
-// units retrying in a hot loop; each unit's doubling already ends that,
-// and a worker's batch takes the retries due together.
+// units an outage's debt is hours. The bucket guards a shared server
+// against many units retrying in a hot loop; each unit's doubling already
+// ends that, and a worker's batch takes the retries due together.
 func unitBackoff() workqueue.TypedRateLimiter[translator.Unit] {
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[translator.Unit](backoffBase, backoffMax)
 }
